@@ -2,7 +2,9 @@
 
 #include "weft/autodiff/tape.h"
 #include "weft/nn/internal/layer_util.h"
+#include "weft/ops/batch_norm.h"
 #include "weft/ops/cast.h"
+#include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
@@ -88,27 +90,25 @@ class BatchNormalizationImpl : public NormalizationImpl {
     build_affine(input_shape);
     moving_mean_ = add_weight("moving_mean", {features_}, moving_mean_init_, false);
     moving_variance_ = add_weight("moving_variance", {features_}, moving_variance_init_, false);
-    for (int64_t i = 0; i < static_cast<int64_t>(input_shape.size()); ++i) {
-      if (i != axis_) reduce_axes_.push_back(i);
-    }
   }
 
   Tensor call(const Tensor& x_in, bool training) override {
     Tensor x = widen(x_in), y;
     if (training && trainable()) {
-      Tensor batch_mean = mean(x, reduce_axes_, true);
-      Tensor centered = sub(x, batch_mean);
-      Tensor var = mean(square(centered), reduce_axes_, true);
-      y = mul(centered, rsqrt(add(var, options_.epsilon)));
-      update_moving(moving_mean_, batch_mean);
-      update_moving(moving_variance_, var);
+      // One fused op; a missing gamma or beta is a constant 1 or 0.
+      Tensor gamma = scale_ ? Tensor(gamma_) : ones({features_}, x.dtype());
+      Tensor beta = center_ ? Tensor(beta_) : zeros({features_}, x.dtype());
+      BatchNormResult r = batch_norm_training(x, cast(gamma, x.dtype()), cast(beta, x.dtype()),
+                                              axis_, options_.epsilon);
+      update_moving(moving_mean_, r.mean);
+      update_moving(moving_variance_, r.variance);
+      y = r.y;
     } else {
       // In x's precision: rsqrt of the float32 variance would round a float64 input's result.
       Tensor moving_mean = cast(along_axis(moving_mean_), x.dtype());
       Tensor moving_variance = cast(along_axis(moving_variance_), x.dtype());
-      y = mul(sub(x, moving_mean), rsqrt(add(moving_variance, options_.epsilon)));
+      y = affine(mul(sub(x, moving_mean), rsqrt(add(moving_variance, options_.epsilon))));
     }
-    y = affine(y);
     return y.dtype() == x_in.dtype() ? y : cast(y, x_in.dtype());
   }
 
@@ -116,13 +116,12 @@ class BatchNormalizationImpl : public NormalizationImpl {
   void update_moving(Variable moving, const Tensor& batch) const {
     autodiff::NoRecordScope no_record;
     double m = options_.momentum;
-    moving.assign(add(mul(moving, m), mul(reshape(batch, {features_}), 1.0 - m)));
+    moving.assign(add(mul(moving, m), mul(batch, 1.0 - m)));
   }
 
   BatchNormalizationOptions options_;
   Initializer moving_mean_init_, moving_variance_init_;
   Variable moving_mean_, moving_variance_;
-  Axes reduce_axes_;
 };
 
 class LayerNormalizationImpl : public NormalizationImpl {

@@ -18,6 +18,7 @@
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
 #include "weft/testing/gradient_check.h"
+#include "weft/testing/thread_determinism.h"
 
 namespace weft {
 namespace {
@@ -349,53 +350,22 @@ TEST(MatmulGradient, Float32AgreesWithFloat64) {
 
 // ---- determinism across thread counts ----------------------------------------------------------
 
-std::vector<char> bytes_of(const Tensor& t) {
-  Tensor c = t.contiguous();
-  std::vector<char> b(static_cast<size_t>(c.numel() * dtype_size(c.dtype())));
-  std::memcpy(b.data(), c.raw_data(), b.size());
-  return b;
-}
-
-class ThreadCountRestorer {
- public:
-  ThreadCountRestorer() : saved_(config::num_threads()) {}
-  ~ThreadCountRestorer() { config::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
-
-// y = x @ W + b with a fixed upstream gradient: forward y, dx, dW = x^T g and db = sum_batch g.
-std::vector<std::vector<char>> dense_step(const Tensor& x, const Tensor& w, const Tensor& b,
-                                          const Tensor& g) {
-  GradientTape tape;
-  tape.watch({x, w, b});
-  Tensor y = add(matmul(x, w), b);
-  std::vector<Tensor> grads = tape.gradient(y, std::vector<Tensor>{x, w, b}, g);
-  return {bytes_of(y), bytes_of(grads[0]), bytes_of(grads[1]), bytes_of(grads[2])};
-}
-
+// y = x @ W + b with a fixed upstream gradient: forward y, dx, dW = x^T g and db = sum_batch g,
+// bit-identical at 1, 2 and 3 threads.
 void expect_dense_deterministic(int64_t batch, int64_t in, int64_t out) {
-  ThreadCountRestorer restore;
   Tensor x = stateless_random_uniform({batch, in}, {1, 2}, -1, 1);
   Tensor w = stateless_random_uniform({in, out}, {3, 4}, -0.1, 0.1);
   Tensor b = stateless_random_uniform({out}, {5, 6}, -0.1, 0.1);
   Tensor g = stateless_random_uniform({batch, out}, {7, 8}, -1, 1);
-  const char* names[] = {"y", "dx", "dW", "db"};
-  config::set_num_threads(1);
-  auto one = dense_step(x, w, b, g);
-  for (int threads : {2, 3}) {
-    config::set_num_threads(threads);
-    auto other = dense_step(x, w, b, g);
-    for (size_t i = 0; i < one.size(); ++i) {
-      size_t differing = 0;
-      for (size_t k = 0; k < one[i].size(); k += 4)
-        differing += std::memcmp(&one[i][k], &other[i][k], 4) != 0;
-      EXPECT_EQ(differing, 0u) << names[i] << " of x " << batch << "x" << in << ", W " << in << "x"
-                               << out << ": " << differing << " of " << one[i].size() / 4
-                               << " float32 values differ between 1 and " << threads << " threads";
-    }
-  }
+  auto dense_step = [&] {
+    GradientTape tape;
+    tape.watch({x, w, b});
+    Tensor y = add(matmul(x, w), b);
+    std::vector<Tensor> grads = tape.gradient(y, std::vector<Tensor>{x, w, b}, g);
+    return std::vector<Tensor>{y, grads[0], grads[1], grads[2]};
+  };
+  EXPECT_EQ(testing::thread_count_differences(dense_step, {"y", "dx", "dW", "db"}), "")
+      << "x " << batch << "x" << in << ", W " << in << "x" << out;
 }
 
 TEST(MatmulDeterminism, DenseLayerGradientsAtTutorialShapes) {

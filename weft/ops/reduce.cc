@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "weft/autodiff/tape.h"
 #include "weft/core/parallel.h"
@@ -88,6 +89,35 @@ C reduce_run(const T* x, int64_t n, int64_t stride, C init, Op op) {
   return acc[0];
 }
 
+// The kept elements are one contiguous run (a per-channel sum over NHWC, a bias gradient): rows
+// of `width` elements are combined element-wise, so the inner loop is a vector loop. Rows are cut
+// into fixed blocks (by shape alone), each reduced in row order, then combined in block order.
+template <typename OutT, typename T, typename C, typename Op>
+void reduce_rows(const T* base, const Dims& red, int64_t width, OutT* dst, C init, Op op) {
+  int64_t rows = red.count();
+  int64_t rows_per_block = std::max<int64_t>(1, kBlock / width);
+  int64_t blocks =
+      std::max<int64_t>(1, (rows + rows_per_block - 1) / rows_per_block);  // 0 rows: init
+  auto partial = std::make_unique<C[]>(blocks * width);  // C may be bool: no vector<C>
+  std::fill(partial.get(), partial.get() + blocks * width, init);
+  parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      C* acc = partial.get() + b * width;
+      for (int64_t r = b * rows_per_block; r < std::min(rows, (b + 1) * rows_per_block); ++r) {
+        const T* row = base + red.offset(r);
+        for (int64_t k = 0; k < width; ++k) acc[k] = op(acc[k], static_cast<C>(row[k]));
+      }
+    }
+  });
+  parallel_for(width, 1024, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      C acc = partial[k];
+      for (int64_t b = 1; b < blocks; ++b) acc = op(acc, partial[b * width + k]);
+      dst[k] = static_cast<OutT>(acc);
+    }
+  });
+}
+
 // out[o] = op-combination of every reduced element of output o, in a fixed order: the innermost
 // reduced run is cut into kBlock-sized blocks reduced with kLanes accumulators, and block results
 // are combined in index order.
@@ -96,6 +126,10 @@ void reduce_kernel(const Tensor& x, const std::vector<bool>& mask, Tensor& out, 
   Dims kept, red;
   for (int64_t i = 0; i < x.rank(); ++i) {
     (mask[i] ? red : kept).push(x.shape()[i], x.strides()[i]);
+  }
+  if (kept.size.size() == 1 && kept.stride[0] == 1 && !red.size.empty() && kept.size[0] > 1) {
+    reduce_rows<OutT>(x.data<T>(), red, kept.size[0], out.data<OutT>(), init, op);
+    return;
   }
   int64_t outputs = kept.count();
   int64_t run = red.size.empty() ? 1 : red.size.back();

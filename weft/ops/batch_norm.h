@@ -1,0 +1,24 @@
+// Batch normalization in training mode as one op (TensorFlow's FusedBatchNorm): the batch's
+// per-feature mean and variance, and y = (x - mean) / sqrt(variance + epsilon) * gamma + beta, in
+// two reading passes and one writing pass; the backward pass is two more. Feature sums are taken
+// over fixed blocks in a fixed order, so results do not depend on the thread count.
+//
+//   weft::BatchNormResult r = weft::batch_norm_training(x, gamma, beta, /*axis=*/-1, 1e-3);
+//   // r.y: x's shape; r.mean, r.variance: (features,), the biased variance, not recorded.
+#pragma once
+
+#include "weft/core/tensor.h"
+
+namespace weft {
+
+struct BatchNormResult {
+  Tensor y, mean, variance;
+};
+
+// x: float32 or float64, rank >= 2, features along `axis`; gamma and beta: (features,) of x's
+// dtype. Differentiable once in x, gamma and beta (the backward pass is a kernel of its own, so a
+// nested tape sees no second derivative, as with max_pool2d).
+BatchNormResult batch_norm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                    int64_t axis, double epsilon);
+
+}  // namespace weft

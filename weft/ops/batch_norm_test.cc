@@ -1,0 +1,122 @@
+#include "weft/ops/batch_norm.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "weft/autodiff/tape.h"
+#include "weft/core/errors.h"
+#include "weft/ops/cast.h"
+#include "weft/ops/elementwise.h"
+#include "weft/ops/random.h"
+#include "weft/ops/reduce.h"
+#include "weft/ops/shape_ops.h"
+#include "weft/testing/gradient_check.h"
+#include "weft/testing/thread_determinism.h"
+
+namespace weft {
+namespace {
+
+using testing::gradient_check;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+using testing::uniform;
+
+// The definition, from reductions and broadcasting: features on `axis`, statistics over the rest.
+Tensor reference_bn(const Tensor& x, const Tensor& gamma, const Tensor& beta, int64_t axis,
+                    double eps) {
+  Axes others;
+  Shape param(x.rank(), 1);
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    if (i != axis) others.push_back(i);
+  }
+  param[axis] = x.shape()[axis];
+  Tensor centered = sub(x, mean(x, others, true));
+  Tensor var = mean(square(centered), others, true);
+  return add(mul(mul(centered, rsqrt(add(var, eps))), reshape(gamma, param)), reshape(beta, param));
+}
+
+void expect_close(const Tensor& a, const Tensor& b, double tol) {
+  ASSERT_EQ(a.shape(), b.shape());
+  std::vector<double> u = a.to_vector<double>(), v = b.to_vector<double>();
+  for (size_t i = 0; i < u.size(); ++i) ASSERT_NEAR(u[i], v[i], tol) << "element " << i;
+}
+
+TEST(BatchNormTraining, MatchesTheDefinitionOnEitherAxis) {
+  for (int64_t axis : {3, 1}) {  // channels last (inner 1) and channels first (inner > 1)
+    Tensor x = uniform({5, 4, 3, 6}, 1, -2, 3);
+    int64_t c = x.shape()[axis];
+    Tensor gamma = uniform({c}, 2, 0.5, 1.5), beta = uniform({c}, 3);
+    BatchNormResult r = batch_norm_training(x, gamma, beta, axis, 1e-3);
+    expect_close(r.y, reference_bn(x, gamma, beta, axis, 1e-3), 1e-12);
+    Axes others;
+    for (int64_t i = 0; i < 4; ++i) {
+      if (i != axis) others.push_back(i);
+    }
+    expect_close(r.mean, mean(x, others), 1e-12);
+    expect_close(r.variance, mean(square(sub(x, mean(x, others, true))), others), 1e-12);
+  }
+}
+
+TEST(BatchNormTraining, NumericalGradientsFloat64) {
+  for (int64_t axis : {-1, 1}) {
+    EXPECT_TRUE(gradient_check(
+        [axis](const std::vector<Tensor>& in) {
+          return batch_norm_training(in[0], in[1], in[2], axis, 1e-3).y;
+        },
+        {uniform({4, 3, 5}, 4, -2, 2), uniform({axis == 1 ? 3 : 5}, 5, 0.5, 1.5),
+         uniform({axis == 1 ? 3 : 5}, 6)}));
+  }
+}
+
+TEST(BatchNormTraining, Float32AgreesWithFloat64) {
+  Tensor x = uniform({16, 7, 7, 8}, 7, -3, 3), gamma = uniform({8}, 8), beta = uniform({8}, 9);
+  Tensor dy = uniform({16, 7, 7, 8}, 10);
+  auto run = [&](DType t) {
+    Tensor xt = cast(x, t), gt = cast(gamma, t), bt = cast(beta, t);
+    GradientTape tape;
+    tape.watch({xt, gt, bt});
+    Tensor y = batch_norm_training(xt, gt, bt, -1, 1e-3).y;
+    std::vector<Tensor> g = tape.gradient(y, std::vector<Tensor>{xt, gt, bt}, cast(dy, t));
+    return std::vector<Tensor>{y, g[0], g[1], g[2]};
+  };
+  std::vector<Tensor> f32 = run(kFloat32), f64 = run(kFloat64);
+  for (size_t i = 0; i < f32.size(); ++i) expect_close(f32[i], f64[i], 2e-4);
+}
+
+TEST(BatchNormTraining, BitIdenticalAcrossThreadCounts) {
+  Tensor x = stateless_random_uniform({64, 28, 28, 32}, {1, 2}, -1, 1);
+  Tensor gamma = stateless_random_uniform({32}, {3, 4}, 0.5, 1.5);
+  Tensor beta = stateless_random_uniform({32}, {5, 6}, -1, 1);
+  Tensor dy = stateless_random_uniform({64, 28, 28, 32}, {7, 8}, -1, 1);
+  EXPECT_EQ(
+      testing::thread_count_differences(
+          [&] {
+            GradientTape tape;
+            tape.watch({x, gamma, beta});
+            BatchNormResult r = batch_norm_training(x, gamma, beta, -1, 1e-3);
+            std::vector<Tensor> g = tape.gradient(r.y, std::vector<Tensor>{x, gamma, beta}, dy);
+            return std::vector<Tensor>{r.y, r.mean, r.variance, g[0], g[1], g[2]};
+          },
+          {"y", "mean", "variance", "dx", "dgamma", "dbeta"}),
+      "");
+}
+
+TEST(BatchNormTraining, Errors) {
+  Tensor x = uniform({4, 3}, 1), g = uniform({3}, 2);
+  EXPECT_THAT([&] { batch_norm_training(x, uniform({4}, 2), g, -1, 1e-3); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("gamma and beta must be (3,)")));
+  EXPECT_THAT([&] { batch_norm_training(cast(x, kInt32), g, g, -1, 1e-3); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("float32 or float64")));
+  EXPECT_THAT([&] { batch_norm_training(uniform({3}, 1), g, g, 0, 1e-3); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("rank >= 2")));
+  EXPECT_THAT([&] { batch_norm_training(x, g, g, 2, 1e-3); },
+              ThrowsMessage<OutOfRange>(HasSubstr("batch_norm_training: axis 2")));
+  EXPECT_THAT([&] { batch_norm_training(x, g, g, -1, 0); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("epsilon must be positive")));
+}
+
+}  // namespace
+}  // namespace weft
