@@ -9,12 +9,8 @@
 #include "tools/weft/commands.h"
 #include "weft/core/config.h"
 #include "weft/data/datasets.h"
-#include "weft/nn/conv.h"
-#include "weft/nn/core_layers.h"
-#include "weft/nn/dense.h"
 #include "weft/nn/model.h"
-#include "weft/nn/normalization.h"
-#include "weft/nn/pooling.h"
+#include "weft/nn/models.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/random.h"
 #include "weft/optim/adam.h"
@@ -38,17 +34,7 @@ struct TrainFlags {
 };
 
 nn::Model build_model(const std::string& name) {
-  using namespace weft::nn;
-  if (name == "mlp") {
-    return Sequential({Flatten(), Dense(700, "relu"), Dense(500, "relu"), Dense(10)}, "mlp");
-  }
-  // Two conv blocks with batch normalization, then a small classifier.
-  return Sequential(
-      {Conv2D(32, {3, 3}, {.padding = "same", .use_bias = false}), BatchNormalization(),
-       Activation("relu"), MaxPooling2D({2, 2}),
-       Conv2D(64, {3, 3}, {.padding = "same", .use_bias = false}), BatchNormalization(),
-       Activation("relu"), MaxPooling2D({2, 2}), Flatten(), Dense(128, "relu"), Dense(10)},
-      "cnn");
+  return name == "mlp" ? nn::models::mlp() : nn::models::cnn();
 }
 
 // Counts the examples fit() trains on, for train_examples_per_sec.
@@ -91,10 +77,11 @@ void run(const TrainFlags& f) {
   auto start = std::chrono::steady_clock::now();
   data::datasets::TrainTest data = load_dataset(f.dataset);
   // A shuffle buffer as large as the data: a full reshuffle every epoch, as Keras's fit does.
-  data::Dataset train = data.train.shuffle(std::max<int64_t>(data.train.cardinality(), 1),
-                                           static_cast<uint64_t>(f.seed))
-                            .batch(f.batch_size)
-                            .prefetch(2);
+  data::Dataset train =
+      data.train
+          .shuffle(std::max<int64_t>(data.train.cardinality(), 1), static_cast<uint64_t>(f.seed))
+          .batch(f.batch_size)
+          .prefetch(2);
   data::Dataset test = data.test.batch(512);
 
   nn::Model model = build_model(f.model);

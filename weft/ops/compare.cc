@@ -24,11 +24,20 @@ Tensor compare(const char* op, const Tensor& a, const Tensor& b, F f) {
   dispatch_dtype(t, [&]<typename T>() {
     using C = compute_t<T>;
     run_parallel(loop, [&](auto p, auto st, int64_t n) {
-      bool* o = reinterpret_cast<bool*>(p[0]);
-      const T* u = reinterpret_cast<const T*>(p[1]);
-      const T* v = reinterpret_cast<const T*>(p[2]);
-      for (int64_t i = 0; i < n; ++i) {
-        o[i * st[0]] = f(static_cast<C>(u[i * st[1]]), static_cast<C>(v[i * st[2]]));
+      // bool written as bytes of 0 or 1, so the fast paths vectorise (as in where below).
+      auto* __restrict o = reinterpret_cast<unsigned char*>(p[0]);
+      const T* __restrict u = reinterpret_cast<const T*>(p[1]);
+      const T* __restrict v = reinterpret_cast<const T*>(p[2]);
+      auto put = [&](int64_t i, C x_i, C y_i) { o[i] = f(x_i, y_i) ? 1 : 0; };
+      if (st[0] == 1 && st[1] == 1 && st[2] == 1) {  // vectorisable fast paths
+        for (int64_t i = 0; i < n; ++i) put(i, static_cast<C>(u[i]), static_cast<C>(v[i]));
+      } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+        C scalar = static_cast<C>(v[0]);
+        for (int64_t i = 0; i < n; ++i) put(i, static_cast<C>(u[i]), scalar);
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          o[i * st[0]] = f(static_cast<C>(u[i * st[1]]), static_cast<C>(v[i * st[2]])) ? 1 : 0;
+        }
       }
     });
   });
@@ -85,11 +94,32 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   auto loop = make_loop<4>(shape, {&out, &c, &x, &y});
   dispatch_dtype(t, [&]<typename T>() {
     run_parallel(loop, [&](auto p, auto st, int64_t n) {
-      T* o = reinterpret_cast<T*>(p[0]);
-      const bool* k = reinterpret_cast<const bool*>(p[1]);
-      const T* u = reinterpret_cast<const T*>(p[2]);
-      const T* v = reinterpret_cast<const T*>(p[3]);
-      for (int64_t i = 0; i < n; ++i) o[i * st[0]] = k[i * st[1]] ? u[i * st[2]] : v[i * st[3]];
+      // Distinct buffers (out is new), and the mask read as bytes (bool is 0 or 1): GCC turns the
+      // fast paths below into vector selects only so.
+      T* __restrict o = reinterpret_cast<T*>(p[0]);
+      const unsigned char* __restrict k = reinterpret_cast<const unsigned char*>(p[1]);
+      const T* __restrict u = reinterpret_cast<const T*>(p[2]);
+      const T* __restrict v = reinterpret_cast<const T*>(p[3]);
+      if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {  // vectorisable fast paths
+        for (int64_t i = 0; i < n; ++i) {
+          T a = u[i], b = v[i];  // both loaded: a select, not a branch on the mask
+          o[i] = k[i] ? a : b;
+        }
+      } else if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 0) {
+        T scalar = v[0];
+        for (int64_t i = 0; i < n; ++i) {
+          T a = u[i];
+          o[i] = k[i] ? a : scalar;
+        }
+      } else if (st[0] == 1 && st[1] == 1 && st[2] == 0 && st[3] == 1) {
+        T scalar = u[0];
+        for (int64_t i = 0; i < n; ++i) {
+          T b = v[i];
+          o[i] = k[i] ? scalar : b;
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i * st[0]] = k[i * st[1]] ? u[i * st[2]] : v[i * st[3]];
+      }
     });
   });
   if (autodiff::is_recording() && is_floating(t)) {

