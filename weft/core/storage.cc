@@ -79,5 +79,6 @@ Storage::~Storage() {
 
 size_t Storage::bytes_in_use() { return in_use.load(); }
 size_t Storage::peak_bytes_in_use() { return peak.load(); }
+void Storage::reset_peak_bytes_in_use() { peak.store(in_use.load()); }
 
 }  // namespace weft

@@ -26,6 +26,8 @@ class Storage {
   // Bytes currently handed out to live storages, and the most ever at once (for benchmarks).
   static size_t bytes_in_use();
   static size_t peak_bytes_in_use();
+  // Starts a new peak from what is in use now (to measure one phase of a program).
+  static void reset_peak_bytes_in_use();
 
  private:
   Storage(void* data, size_t bytes, Device device) : data_(data), bytes_(bytes), device_(device) {}

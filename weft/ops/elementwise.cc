@@ -104,6 +104,22 @@ void record_unary(const char* op, const Tensor& x, const Tensor& out,
   });
 }
 
+// relu's gradient, g where x > 0 and 0 elsewhere, in one pass (g has x's shape). It is linear in
+// g, so a nested tape differentiates it by applying it again.
+Tensor relu_grad(const Tensor& x, const Tensor& g) {
+  Tensor xs = cast(x, g.dtype()).contiguous(), gs = g.contiguous();
+  Tensor out = Tensor::empty(gs.shape(), gs.dtype());
+  dispatch_dtype(gs.dtype(), [&]<typename T>() {
+    binary_loop<T, T>(out, xs, gs, [](auto u, auto v) { return u > 0 ? v : decltype(v)(0); });
+  });
+  if (autodiff::is_recording()) {
+    autodiff::record("relu_grad", {x, g}, {out}, [x](const autodiff::Grads& gg) {
+      return std::vector<Tensor>{Tensor(), relu_grad(x, gg[0])};
+    });
+  }
+  return out;
+}
+
 }  // namespace
 
 // ---- unary -------------------------------------------------------------------------------------
@@ -189,8 +205,7 @@ Tensor sigmoid(const Tensor& x) {
 Tensor relu(const Tensor& x) {
   check_defined("relu", x);
   Tensor out = unary_kernel(x, x.dtype(), [](auto v) { return v > 0 ? v : decltype(v)(0); });
-  record_unary("relu", x, out,
-               [x](const Tensor& g) { return where(greater(x, 0), g, zeros({}, g.dtype())); });
+  record_unary("relu", x, out, [x](const Tensor& g) { return relu_grad(x, g); });
   return out;
 }
 

@@ -1,5 +1,6 @@
 // The single-threaded stages: from_tensor_slices, filter, batch, take, skip, shard, repeat.
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "weft/data/internal/pipeline.h"
@@ -174,96 +175,93 @@ class BatchNode : public Node {
 
 // ---- take / skip / shard -----------------------------------------------------------------------
 
+// The state of take, skip and shard is one counter beside their input's.
 template <typename T>
-class TakeReader : public ItemReader<T> {
+class CountingReader : public ItemReader<T> {
+ public:
+  struct Counter {
+    const char* tag;   // the reader's name in saved state
+    const char* what;  // what the counter counts, for errors
+    int64_t value, lo, hi;
+  };
+  CountingReader(const RowSource* source, std::unique_ptr<Reader> input, Counter counter)
+      : ItemReader<T>(source), input_(std::move(input)), counter_(counter) {}
+  void save(StateWriter& w) const override {
+    w.begin(counter_.tag);
+    w.write_i64(counter_.value);
+    input_->save(w);
+  }
+  void restore(StateReader& r) override {
+    r.begin(counter_.tag);
+    counter_.value = r.read_i64(counter_.what, counter_.lo, counter_.hi);
+    input_->restore(r);
+  }
+
+ protected:
+  std::unique_ptr<Reader> input_;
+  Counter counter_;
+};
+
+constexpr int64_t kMaxCount = std::numeric_limits<int64_t>::max();
+
+template <typename T>
+class TakeReader : public CountingReader<T> {
  public:
   TakeReader(const RowSource* source, std::unique_ptr<Reader> input,
              const std::vector<int64_t>& args)
-      : ItemReader<T>(source), input_(std::move(input)), left_(args[0]) {}
+      : CountingReader<T>(source, std::move(input),
+                          {"take", "elements left", args[0], -1, kMaxCount}) {}
   std::optional<T> step() override {
-    if (left_ == 0) return std::nullopt;
-    std::optional<T> x = pull<T>(*input_);
+    int64_t& left = this->counter_.value;  // -1: all
+    if (left == 0) return std::nullopt;
+    std::optional<T> x = pull<T>(*this->input_);
     if (!x) {
-      left_ = 0;
-    } else if (left_ > 0) {
-      --left_;
+      left = 0;
+    } else if (left > 0) {
+      --left;
     }
     return x;
   }
-  void save(StateWriter& w) const override {
-    w.begin("take");
-    w.write_i64(left_);
-    input_->save(w);
-  }
-  void restore(StateReader& r) override {
-    r.begin("take");
-    left_ = r.read_i64("elements left", -1);
-    input_->restore(r);
-  }
-
- private:
-  std::unique_ptr<Reader> input_;
-  int64_t left_;  // -1: all
 };
 
 template <typename T>
-class SkipReader : public ItemReader<T> {
+class SkipReader : public CountingReader<T> {
  public:
   SkipReader(const RowSource* source, std::unique_ptr<Reader> input,
              const std::vector<int64_t>& args)
-      : ItemReader<T>(source), input_(std::move(input)), to_skip_(args[0]) {}
+      : CountingReader<T>(source, std::move(input),
+                          {"skip", "elements to skip", args[0], -1, kMaxCount}) {}
   std::optional<T> step() override {
-    while (to_skip_ != 0) {
-      if (!pull<T>(*input_)) return std::nullopt;
-      if (to_skip_ > 0) --to_skip_;
+    int64_t& to_skip = this->counter_.value;  // -1: everything
+    while (to_skip != 0) {
+      if (!pull<T>(*this->input_)) return std::nullopt;
+      if (to_skip > 0) --to_skip;
     }
-    return pull<T>(*input_);
+    return pull<T>(*this->input_);
   }
-  void save(StateWriter& w) const override {
-    w.begin("skip");
-    w.write_i64(to_skip_);
-    input_->save(w);
-  }
-  void restore(StateReader& r) override {
-    r.begin("skip");
-    to_skip_ = r.read_i64("elements to skip", -1);
-    input_->restore(r);
-  }
-
- private:
-  std::unique_ptr<Reader> input_;
-  int64_t to_skip_;  // -1: everything
 };
 
 template <typename T>
-class ShardReader : public ItemReader<T> {
+class ShardReader : public CountingReader<T> {
  public:
   ShardReader(const RowSource* source, std::unique_ptr<Reader> input,
               const std::vector<int64_t>& args)
-      : ItemReader<T>(source), input_(std::move(input)), num_shards_(args[0]), index_(args[1]) {}
+      : CountingReader<T>(source, std::move(input),
+                          {"shard", "position modulo num_shards", 0, 0, args[0] - 1}),
+        num_shards_(args[0]),
+        index_(args[1]) {}
   std::optional<T> step() override {
-    while (std::optional<T> x = pull<T>(*input_)) {
-      int64_t k = position_;
-      position_ = (position_ + 1) % num_shards_;
+    int64_t& position = this->counter_.value;  // of the next input element, modulo num_shards
+    while (std::optional<T> x = pull<T>(*this->input_)) {
+      int64_t k = position;
+      position = (position + 1) % num_shards_;
       if (k == index_) return x;
     }
     return std::nullopt;
   }
-  void save(StateWriter& w) const override {
-    w.begin("shard");
-    w.write_i64(position_);
-    input_->save(w);
-  }
-  void restore(StateReader& r) override {
-    r.begin("shard");
-    position_ = r.read_i64("position modulo num_shards", 0, num_shards_ - 1);
-    input_->restore(r);
-  }
 
  private:
-  std::unique_ptr<Reader> input_;
   int64_t num_shards_, index_;
-  int64_t position_ = 0;  // of the next input element, modulo num_shards
 };
 
 // take, skip and shard differ only in their reader, cardinality and name.
