@@ -128,6 +128,26 @@ TEST_F(TrainCli, ResumedRunMatchesUninterruptedRunBitForBit) {
   EXPECT_FALSE(fs::exists(backup)) << "a completed fit() deletes its backup";
 }
 
+// weft train --deterministic: the same weights from run to run and at 1 or 2 threads.
+TEST_F(TrainCli, DeterministicRunsAgreeAcrossRunsAndThreadCounts) {
+  for (const char* model : {"mlp", "cnn"}) {
+    std::vector<std::string> fingerprints;
+    for (int threads : {2, 2, 1}) {
+      fs::path json = dir_ / ("det_" + std::to_string(fingerprints.size()) + ".json");
+      Result r = run("train --model " + std::string(model) + " --dataset " +
+                     (dir_ / "data").string() +
+                     " --epochs 1 --batch-size 64 --seed 3 --deterministic --quiet --threads " +
+                     std::to_string(threads) + " --metrics-json " + json.string());
+      ASSERT_EQ(r.status, 0) << r.output;
+      nlohmann::json j = read_json(json);
+      EXPECT_EQ(j["deterministic"], true);
+      fingerprints.push_back(j["weights_fingerprint"]);
+    }
+    EXPECT_EQ(fingerprints[1], fingerprints[0]) << model << ": two runs at 2 threads differ";
+    EXPECT_EQ(fingerprints[2], fingerprints[0]) << model << ": 1 and 2 threads differ";
+  }
+}
+
 TEST_F(TrainCli, DamagedCheckpointIsRefusedByInspectVerify) {
   fs::path ckpts = dir_ / "ckpts";
   Result r = run(common(2) + " --checkpoint-dir " + ckpts.string());

@@ -8,13 +8,16 @@
 #include <vector>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/config.h"
 #include "weft/core/errors.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
+#include "weft/ops/random.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
 #include "weft/testing/gradient_check.h"
+#include "weft/testing/thread_determinism.h"
 
 namespace weft {
 namespace {
@@ -188,6 +191,26 @@ TEST(Conv2DGradient, Float32AgreesWithFloat64) {
     expect_close(a[0], b[0], 1e-5, "dx " + describe(c));
     expect_close(a[1], b[1], 1e-5, "dw " + describe(c));
   }
+}
+
+// Under op determinism the CNN's convolutions and pooling give bit-identical outputs and
+// gradients at 1, 2 and 3 threads (oneDNN's filter gradient then runs on one thread).
+TEST(Conv2DDeterminism, BitIdenticalAcrossThreadCountsUnderOpDeterminism) {
+  config::enable_op_determinism();
+  Tensor x = stateless_random_uniform({64, 14, 14, 32}, {1, 2}, -1, 1);
+  Tensor w = stateless_random_uniform({3, 3, 32, 64}, {3, 4}, -0.1, 0.1);
+  Tensor g = stateless_random_uniform({64, 7, 7, 64}, {5, 6}, -1, 1);
+  EXPECT_EQ(testing::thread_count_differences(
+                [&] {
+                  GradientTape tape;
+                  tape.watch({x, w});
+                  Tensor y = max_pool2d(conv2d(x, w, {1, 1}, "SAME"), {2, 2}, {2, 2});
+                  std::vector<Tensor> grads = tape.gradient(y, std::vector<Tensor>{x, w}, g);
+                  return std::vector<Tensor>{y, grads[0], grads[1]};
+                },
+                {"y", "dx", "dw"}),
+            "");
+  config::disable_op_determinism();
 }
 
 // ---- pooling -----------------------------------------------------------------------------------

@@ -37,11 +37,11 @@ memory::data_type data_type(DType t) {
 
 // oneDNN (OpenMP runtime) sizes its work for the thread count current when a primitive is made
 // and requires the same count when it runs, so both happen under config::num_threads().
-int use_configured_threads() {
-  int n = config::num_threads();
+int use_threads(int n) {
   if (omp_get_max_threads() != n) omp_set_num_threads(n);
   return n;
 }
+int use_configured_threads() { return use_threads(config::num_threads()); }
 
 struct KeyHash {
   size_t operator()(const std::vector<int64_t>& k) const {
@@ -333,7 +333,10 @@ void conv2d_backward_filter(DType dtype, const ops::internal::Conv2DParams& p, c
                             const void* dy, void* dw) {
   static Cache<ConvPrimitive> cache;
   ConvGeometry g = conv_geometry(dtype, p);
-  const auto& c = cache.get(conv_key(2, dtype, p, use_configured_threads()), [&] {
+  // The filter gradient sums over the batch, which oneDNN splits across threads and adds back in
+  // an order that follows the thread count; under op determinism it runs on one thread.
+  int threads = config::op_determinism_enabled() ? use_threads(1) : use_configured_threads();
+  const auto& c = cache.get(conv_key(2, dtype, p, threads), [&] {
     dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, g.any_src,
                                                   g.any_weights, g.any_dst, g.strides, g.dilates,
                                                   g.pad_l, g.pad_r);
