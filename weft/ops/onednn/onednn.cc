@@ -207,13 +207,15 @@ int64_t pad_after(int64_t in, int64_t out, int64_t stride, int64_t window, int64
   return std::max<int64_t>(0, (out - 1) * stride + window - in - before);
 }
 
-// weft's layouts (NHWC activations, HWIO filters) and the primitive's geometry. Primitives are
-// made with format_tag::any: with plain NHWC, oneDNN 2.6 falls back to im2col + GEMM (3x slower
-// for a 3x3x32x64 convolution, 14x for a one-channel filter gradient); its blocked layouts run the
-// direct JIT kernels, and the reorders to and from them cost a small fraction of that.
+// weft's layouts (NHWC activations, HWIO filters) and the primitive's geometry. Filters are given
+// to oneDNN as format_tag::any: with plain HWIO filters oneDNN 2.6 falls back to im2col + GEMM
+// (3x slower for a 3x3x32x64 convolution, 14x for a one-channel filter gradient), while with
+// filters in its own blocked layout it runs its direct JIT kernels on NHWC activations. Letting it
+// choose the activations' layout too makes each kernel a little faster, but the reorders to and
+// from it (7.6 ms of a 55 ms CNN training step) eat that up: fit throughput came out the same.
 struct ConvGeometry {
   memory::desc src, weights, dst;  // weft's layouts
-  memory::desc any_src, any_weights, any_dst;
+  memory::desc any_weights;
   memory::dims strides, dilates, pad_l, pad_r;
 };
 
@@ -225,9 +227,7 @@ ConvGeometry conv_geometry(DType dtype, const ops::internal::Conv2DParams& p) {
   g.src = memory::desc(src, dt, tag::nhwc);
   g.weights = memory::desc(weights, dt, tag::hwio);
   g.dst = memory::desc(dst, dt, tag::nhwc);
-  g.any_src = memory::desc(src, dt, tag::any);
   g.any_weights = memory::desc(weights, dt, tag::any);
-  g.any_dst = memory::desc(dst, dt, tag::any);
   g.strides = {p.stride_h, p.stride_w};
   g.dilates = {p.dilation_h - 1, p.dilation_w - 1};  // oneDNN counts the gaps
   g.pad_l = {p.pad_top, p.pad_left};
@@ -251,8 +251,8 @@ std::vector<int64_t> conv_key(int kind, DType dtype, const ops::internal::Conv2D
 
 dnnl::convolution_forward::primitive_desc conv_forward_pd(const ConvGeometry& g) {
   dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, g.any_src,
-      g.any_weights, g.any_dst, g.strides, g.dilates, g.pad_l, g.pad_r);
+      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, g.src,
+      g.any_weights, g.dst, g.strides, g.dilates, g.pad_l, g.pad_r);
   return dnnl::convolution_forward::primitive_desc(desc, engine());
 }
 
@@ -317,8 +317,8 @@ void conv2d_backward_input(DType dtype, const ops::internal::Conv2DParams& p, co
   static Cache<ConvPrimitive> cache;
   ConvGeometry g = conv_geometry(dtype, p);
   const auto& c = cache.get(conv_key(1, dtype, p, use_configured_threads()), [&] {
-    dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, g.any_src,
-                                               g.any_weights, g.any_dst, g.strides, g.dilates,
+    dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, g.src,
+                                               g.any_weights, g.dst, g.strides, g.dilates,
                                                g.pad_l, g.pad_r);
     dnnl::convolution_backward_data::primitive_desc pd(desc, engine(), conv_forward_pd(g));
     return ConvPrimitive{dnnl::convolution_backward_data(pd), pd.diff_dst_desc(), pd.weights_desc(),
@@ -337,8 +337,8 @@ void conv2d_backward_filter(DType dtype, const ops::internal::Conv2DParams& p, c
   // an order that follows the thread count; under op determinism it runs on one thread.
   int threads = config::op_determinism_enabled() ? use_threads(1) : use_configured_threads();
   const auto& c = cache.get(conv_key(2, dtype, p, threads), [&] {
-    dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, g.any_src,
-                                                  g.any_weights, g.any_dst, g.strides, g.dilates,
+    dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, g.src,
+                                                  g.any_weights, g.dst, g.strides, g.dilates,
                                                   g.pad_l, g.pad_r);
     dnnl::convolution_backward_weights::primitive_desc pd(desc, engine(), conv_forward_pd(g));
     return ConvPrimitive{dnnl::convolution_backward_weights(pd), pd.src_desc(), pd.diff_dst_desc(),
