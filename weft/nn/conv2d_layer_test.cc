@@ -5,12 +5,14 @@
 
 #include "weft/nn/conv.h"
 #include "weft/ops/creation.h"
+#include "weft/testing/error_message.h"
 #include "weft/testing/nn_goldens.h"
 
 namespace weft::nn {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::invalid_argument_message;
 
 const testing::NnGoldens& goldens() {
   static const testing::NnGoldens g("conv");
@@ -57,17 +59,6 @@ TEST(Conv2D, FunctionalShapes) {
   KerasTensor in = Input({9, 9, 2});
   KerasTensor out = Conv2D(4, {3, 3}, {.strides = {2, 2}})(in);
   EXPECT_EQ(out.shape(), (Shape{-1, 4, 4, 4}));
-}
-
-template <typename F>
-std::string invalid_argument_message(F&& f) {
-  try {
-    f();
-  } catch (const InvalidArgument& e) {
-    return e.message();
-  }
-  ADD_FAILURE() << "expected InvalidArgument";
-  return "";
 }
 
 TEST(Conv2DErrors, Rank3InputNamesLayerAndShape) {

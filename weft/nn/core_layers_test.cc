@@ -13,27 +13,18 @@
 #include "weft/ops/creation.h"
 #include "weft/ops/nn.h"
 #include "weft/ops/random.h"
+#include "weft/testing/error_message.h"
 #include "weft/testing/nn_goldens.h"
 
 namespace weft::nn {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::invalid_argument_message;
 
 const testing::NnGoldens& goldens() {
   static const testing::NnGoldens g("core");
   return g;
-}
-
-template <typename F>
-std::string invalid_argument_message(F&& f) {
-  try {
-    f();
-  } catch (const InvalidArgument& e) {
-    return e.message();
-  }
-  ADD_FAILURE() << "expected InvalidArgument";
-  return "";
 }
 
 TEST(CoreGolden, Flatten) { testing::check_layer(goldens(), "flatten", Flatten()); }

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
+#include <vector>
 
 #include "weft/autodiff/tape.h"
 #include "weft/core/parallel.h"
