@@ -5,41 +5,22 @@
 // (1.0 would mean everything but the GEMMs is free; the goal is >= 0.6). Each benchmark also
 // reports examples/s and the peak bytes weft's allocator held while that model trained
 // (Storage::peak_bytes_in_use). It runs with the OpenMP wait policy the environment gives.
+#include "fit_model.h"
 #include "onednn_kernels.h"
 #include "ratio.h"
-#include "weft/core/config.h"
-#include "weft/core/storage.h"
-#include "weft/data/dataset.h"
-#include "weft/nn/losses.h"
 #include "weft/nn/models.h"
-#include "weft/ops/random.h"
-#include "weft/optim/adam.h"
 
 namespace {
 
 constexpr int64_t kBatch = 128;
 constexpr int64_t kSteps = 20;  // batches per fit() call
 
-// fit() over kSteps in-memory batches of random 28x28x1 images and labels, one epoch per
-// iteration.
-void fit_model(benchmark::State& state, weft::nn::Model model) {
-  model.compile(weft::optim::Adam({.learning_rate = 1e-3}),
-                weft::nn::losses::SparseCategoricalCrossentropy({.from_logits = true}),
-                {"accuracy"});
-  weft::Tensor x = weft::stateless_random_uniform({kSteps * kBatch, 28, 28, 1}, {1, 2});
-  weft::Tensor y = weft::stateless_random_uniform({kSteps * kBatch}, {3, 4}, 0, 10, weft::kInt64);
-  weft::data::Dataset ds = weft::data::Dataset::from_tensor_slices({x, y}).batch(kBatch);
-  weft::Storage::reset_peak_bytes_in_use();    // this model's training only (data included)
-  model.fit(ds, {.epochs = 1, .verbose = 0});  // builds, warms the primitive caches
-  for (auto _ : state) model.fit(ds, {.epochs = 1, .verbose = 0});
-  state.counters["examples/s"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * kSteps * kBatch), benchmark::Counter::kIsRate);
-  state.counters["peak_MiB"] =
-      static_cast<double>(weft::Storage::peak_bytes_in_use()) / (1024.0 * 1024.0);
+void fit_mlp(benchmark::State& state) {
+  weft::bench::fit_model(state, weft::nn::models::mlp(), kBatch, kSteps);
 }
-
-void fit_mlp(benchmark::State& state) { fit_model(state, weft::nn::models::mlp()); }
-void fit_cnn(benchmark::State& state) { fit_model(state, weft::nn::models::cnn()); }
+void fit_cnn(benchmark::State& state) {
+  weft::bench::fit_model(state, weft::nn::models::cnn(), kBatch, kSteps);
+}
 
 // MLP 784-700-500-10: three forward products, three weight gradients, two input gradients.
 void mlp_gemms(benchmark::State& state) {

@@ -1,16 +1,24 @@
 // weft::matmul against raw oneDNN matmul (primitive made once, buffers preallocated) at the
-// tutorial MLP's shapes and two square ones. Goal: ratio >= 0.95.
+// tutorial MLP's shapes and two square ones in float32, and at the MLP's shapes (batch 128 and
+// 256) in bfloat16 (AMX / AVX512-BF16 with float32 accumulation). Goal: ratio >= 0.95.
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdio>
 
 #include "ratio.h"
 #include "weft/weft.h"
 
 namespace {
 
+// Args: m, k, n, and 0 for float32 or 1 for bfloat16.
+weft::DType dtype_arg(const benchmark::State& state) {
+  return state.range(3) == 0 ? weft::kFloat32 : weft::kBFloat16;
+}
+
 void weft_matmul(benchmark::State& state) {
   int64_t m = state.range(0), k = state.range(1), n = state.range(2);
-  weft::Tensor a = weft::stateless_random_uniform({m, k}, {1, 2});
-  weft::Tensor b = weft::stateless_random_uniform({k, n}, {3, 4});
+  weft::Tensor a = weft::cast(weft::stateless_random_uniform({m, k}, {1, 2}), dtype_arg(state));
+  weft::Tensor b = weft::cast(weft::stateless_random_uniform({k, n}, {3, 4}), dtype_arg(state));
   for (auto _ : state) benchmark::DoNotOptimize(weft::matmul(a, b));
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * m * n * k * state.iterations() / 1e9, benchmark::Counter::kIsRate);
@@ -22,13 +30,13 @@ void onednn_matmul(benchmark::State& state) {
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(eng);
   using tag = dnnl::memory::format_tag;
-  auto f32 = dnnl::memory::data_type::f32;
-  dnnl::memory::desc a_md({m, k}, f32, tag::ab), b_md({k, n}, f32, tag::ab),
-      c_md({m, n}, f32, tag::ab);
+  auto dt = state.range(3) == 0 ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
+  dnnl::memory::desc a_md({m, k}, dt, tag::ab), b_md({k, n}, dt, tag::ab),
+      c_md({m, n}, dt, tag::ab);
   dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), eng));
-  weft::Tensor a = weft::stateless_random_uniform({m, k}, {1, 2});
-  weft::Tensor b = weft::stateless_random_uniform({k, n}, {3, 4});
-  weft::Tensor c = weft::zeros({m, n});
+  weft::Tensor a = weft::cast(weft::stateless_random_uniform({m, k}, {1, 2}), dtype_arg(state));
+  weft::Tensor b = weft::cast(weft::stateless_random_uniform({k, n}, {3, 4}), dtype_arg(state));
+  weft::Tensor c = weft::zeros({m, n}, dtype_arg(state));
   dnnl::memory am(a_md, eng, a.raw_data()), bm(b_md, eng, b.raw_data()),
       cm(c_md, eng, c.raw_data());
   for (auto _ : state) {
@@ -39,8 +47,19 @@ void onednn_matmul(benchmark::State& state) {
       benchmark::Counter(2.0 * m * n * k * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 
+const char* const kFloat32Shapes[] = {"128/784/700", "128/700/500", "512/512/512",
+                                       "1024/1024/1024"};
+const char* const kBfloat16Shapes[] = {"128/784/700", "128/700/500", "128/500/10",
+                                       "256/784/700", "256/700/500", "256/500/10"};
+
 void shapes(benchmark::internal::Benchmark* b) {
-  b->Args({128, 784, 700})->Args({128, 700, 500})->Args({512, 512, 512})->Args({1024, 1024, 1024});
+  auto add = [&](const char* shape, int64_t dtype) {
+    int64_t m, k, n;
+    std::sscanf(shape, "%ld/%ld/%ld", &m, &k, &n);
+    b->Args({m, k, n, dtype});
+  };
+  for (const char* s : kFloat32Shapes) add(s, 0);
+  for (const char* s : kBfloat16Shapes) add(s, 1);
   b->UseRealTime()->MinTime(0.2);
 }
 BENCHMARK(weft_matmul)->Apply(shapes);
@@ -50,11 +69,13 @@ BENCHMARK(onednn_matmul)->Apply(shapes);
 
 int main(int argc, char** argv) {
   std::vector<weft::bench::Ratio> ratios;
-  for (const char* s : {"128/784/700", "128/700/500", "512/512/512", "1024/1024/1024"}) {
-    ratios.push_back({std::string("matmul f32 ") + s + " weft vs oneDNN",
-                      std::string("weft_matmul/") + s + "/min_time:0.200/real_time",
-                      std::string("onednn_matmul/") + s + "/min_time:0.200/real_time", 1, 1,
-                      ">= 0.95"});
-  }
+  auto add = [&](const char* shape, const char* dtype, int code) {
+    std::string args = std::string(shape) + "/" + std::to_string(code);
+    ratios.push_back({std::string("matmul ") + dtype + " " + shape + " weft vs oneDNN",
+                      "weft_matmul/" + args + "/min_time:0.200/real_time",
+                      "onednn_matmul/" + args + "/min_time:0.200/real_time", 1, 1, ">= 0.95"});
+  };
+  for (const char* s : kFloat32Shapes) add(s, "f32", 0);
+  for (const char* s : kBfloat16Shapes) add(s, "bf16", 1);
   return weft::bench::run(argc, argv, ratios);
 }

@@ -9,9 +9,11 @@
 #include <zlib.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -128,24 +130,47 @@ TEST_F(TrainCli, ResumedRunMatchesUninterruptedRunBitForBit) {
   EXPECT_FALSE(fs::exists(backup)) << "a completed fit() deletes its backup";
 }
 
-// weft train --deterministic: the same weights from run to run and at 1 or 2 threads.
+// weft train --deterministic: the same weights from run to run and at 1 or 2 threads, in float32
+// and in mixed bfloat16. Different precisions train to different weights.
 TEST_F(TrainCli, DeterministicRunsAgreeAcrossRunsAndThreadCounts) {
   for (const char* model : {"mlp", "cnn"}) {
-    std::vector<std::string> fingerprints;
-    for (int threads : {2, 2, 1}) {
-      fs::path json = dir_ / ("det_" + std::to_string(fingerprints.size()) + ".json");
-      Result r = run("train --model " + std::string(model) + " --dataset " +
-                     (dir_ / "data").string() +
-                     " --epochs 1 --batch-size 64 --seed 3 --deterministic --quiet --threads " +
-                     std::to_string(threads) + " --metrics-json " + json.string());
-      ASSERT_EQ(r.status, 0) << r.output;
-      nlohmann::json j = read_json(json);
-      EXPECT_EQ(j["deterministic"], true);
-      fingerprints.push_back(j["weights_fingerprint"]);
+    std::map<std::string, std::string> by_precision;
+    for (const char* precision : {"off", "bf16"}) {
+      std::vector<std::string> fingerprints;
+      for (int threads : {2, 2, 1}) {
+        fs::path json = dir_ / ("det_" + std::to_string(fingerprints.size()) + ".json");
+        Result r = run("train --model " + std::string(model) + " --dataset " +
+                       (dir_ / "data").string() + " --mixed-precision " + precision +
+                       " --epochs 1 --batch-size 64 --seed 3 --deterministic --quiet --threads " +
+                       std::to_string(threads) + " --metrics-json " + json.string());
+        ASSERT_EQ(r.status, 0) << r.output;
+        nlohmann::json j = read_json(json);
+        EXPECT_EQ(j["deterministic"], true);
+        EXPECT_EQ(j["mixed_precision"], precision);
+        fingerprints.push_back(j["weights_fingerprint"]);
+      }
+      EXPECT_EQ(fingerprints[1], fingerprints[0])
+          << model << " " << precision << ": two runs at 2 threads differ";
+      EXPECT_EQ(fingerprints[2], fingerprints[0])
+          << model << " " << precision << ": 1 and 2 threads differ";
+      by_precision[precision] = fingerprints[0];
     }
-    EXPECT_EQ(fingerprints[1], fingerprints[0]) << model << ": two runs at 2 threads differ";
-    EXPECT_EQ(fingerprints[2], fingerprints[0]) << model << ": 1 and 2 threads differ";
+    EXPECT_NE(by_precision["bf16"], by_precision["off"]) << model;
   }
+}
+
+// --mixed-precision f16 trains with dynamic loss scaling (added by compile) to finite weights
+// and a loss below the untrained one (log 10).
+TEST_F(TrainCli, Float16TrainsWithLossScaling) {
+  fs::path json = dir_ / "f16.json";
+  Result r = run("train --model mlp --dataset " + (dir_ / "data").string() +
+                 " --mixed-precision f16 --epochs 2 --batch-size 32 --seed 1 --quiet "
+                 "--metrics-json " + json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json j = read_json(json);
+  EXPECT_EQ(j["mixed_precision"], "f16");
+  EXPECT_TRUE(std::isfinite(j["final_train_loss"].get<double>()));
+  EXPECT_LT(j["final_train_loss"].get<double>(), 0.9 * std::log(10.0));
 }
 
 TEST_F(TrainCli, DamagedCheckpointIsRefusedByInspectVerify) {

@@ -16,6 +16,7 @@
 #include "weft/optim/adam.h"
 #include "weft/optim/rmsprop.h"
 #include "weft/optim/sgd.h"
+#include "weft/precision/policy.h"
 
 namespace weft::cli {
 namespace {
@@ -64,15 +65,18 @@ void run(const TrainFlags& f) {
          "--strategy default";
   WEFT_CHECK(f.replicas == 1, FailedPrecondition)
       << "--replicas " << f.replicas << " is not available yet (needs a distribution strategy)";
-  WEFT_CHECK(f.mixed_precision == "off", FailedPrecondition)
-      << "--mixed-precision " << f.mixed_precision
-      << " is not available yet (comes with the mixed-precision issue); use off";
   WEFT_CHECK(f.epochs >= 1 && f.batch_size >= 1 && f.lr > 0, InvalidArgument)
       << "--epochs, --batch-size and --lr must be positive (got " << f.epochs << ", "
       << f.batch_size << ", " << f.lr << ")";
   if (f.threads > 0) config::set_num_threads(f.threads);
   if (f.deterministic) config::enable_op_determinism();
   random::set_seed(f.seed);
+  // Layers take the global policy when they are built; under mixed_float16, compile adds dynamic
+  // loss scaling to the optimizer.
+  if (f.mixed_precision != "off") {
+    mixed_precision::set_global_policy(f.mixed_precision == "bf16" ? "mixed_bfloat16"
+                                                                   : "mixed_float16");
+  }
 
   auto start = std::chrono::steady_clock::now();
   data::datasets::TrainTest data = load_dataset(f.dataset);

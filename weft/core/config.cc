@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 
 #include "weft/core/errors.h"
@@ -25,6 +26,8 @@ int env_int(const char* name, int fallback) {
 struct Settings {
   std::atomic<int> threads;
   std::atomic<bool> deterministic;
+  std::mutex policy_mu;
+  std::string policy = "float32";
   Settings() {
     int n = env_int("WEFT_NUM_THREADS", 0);
     threads = n > 0 ? n : hardware_threads();
@@ -63,5 +66,14 @@ std::string data_dir() {
 void enable_op_determinism() { settings().deterministic = true; }
 void disable_op_determinism() { settings().deterministic = false; }
 bool op_determinism_enabled() { return settings().deterministic; }
+
+void set_default_policy(const std::string& name) {
+  std::lock_guard lock(settings().policy_mu);
+  settings().policy = name;
+}
+std::string default_policy() {
+  std::lock_guard lock(settings().policy_mu);
+  return settings().policy;
+}
 
 }  // namespace weft::config

@@ -1,5 +1,5 @@
-// weft's few global settings: thread count and op determinism (ARCHITECTURE principle 5: no
-// other global switches). Environment: WEFT_NUM_THREADS, WEFT_DETERMINISTIC=1 or
+// weft's few global settings: thread count, op determinism and the default precision policy
+// (ARCHITECTURE principle 5: no other global switches). Environment: WEFT_NUM_THREADS, WEFT_DETERMINISTIC=1 or
 // TF_DETERMINISTIC_OPS=1, WEFT_DATA_DIR; read once at start-up.
 //
 //   weft::config::set_num_threads(2);   // oneDNN and weft's own kernels alike
@@ -21,5 +21,10 @@ std::string data_dir();
 void enable_op_determinism();
 void disable_op_determinism();
 bool op_determinism_enabled();
+
+// The name of the global mixed-precision policy, "float32" at start-up. Set it through
+// weft::mixed_precision::set_global_policy, which checks the name.
+void set_default_policy(const std::string& name);
+std::string default_policy();
 
 }  // namespace weft::config

@@ -19,7 +19,7 @@ int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t dil
 class Conv2DImpl : public LayerImpl {
  public:
   Conv2DImpl(int64_t filters, Size2 kernel_size, Conv2DOptions options)
-      : LayerImpl("Conv2D", options.name),
+      : LayerImpl("Conv2D", options.name, options.dtype),
         filters_(filters),
         kernel_size_(kernel_size),
         options_(std::move(options)),
@@ -63,8 +63,8 @@ class Conv2DImpl : public LayerImpl {
   }
 
   Tensor call(const Tensor& x, bool training) override {
-    Tensor y = conv2d(x, kernel_, options_.strides, padding_, options_.dilation_rate);
-    if (options_.use_bias) y = add(y, bias_);
+    Tensor y = conv2d(x, cast_variable(kernel_), options_.strides, padding_, options_.dilation_rate);
+    if (options_.use_bias) y = add(y, cast_variable(bias_));
     return activation_(y);
   }
 

@@ -21,6 +21,7 @@ struct Conv2DOptions {
   bool use_bias = true;
   std::string kernel_initializer = "glorot_uniform";
   std::string bias_initializer = "zeros";
+  std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};
 };
 

@@ -16,7 +16,7 @@ using internal::layer_label;
 
 class FlattenImpl : public LayerImpl {
  public:
-  explicit FlattenImpl(const LayerOptions& options) : LayerImpl("Flatten", options.name) {}
+  explicit FlattenImpl(const LayerOptions& options) : LayerImpl("Flatten", options.name, options.dtype) {}
   Tensor call(const Tensor& x, bool training) override {
     int64_t features = 1;
     for (int64_t i = 1; i < x.rank(); ++i) features *= x.dim(i);
@@ -27,7 +27,7 @@ class FlattenImpl : public LayerImpl {
 class ReshapeImpl : public LayerImpl {
  public:
   ReshapeImpl(Shape target, const LayerOptions& options)
-      : LayerImpl("Reshape", options.name), target_(std::move(target)) {
+      : LayerImpl("Reshape", options.name, options.dtype), target_(std::move(target)) {
     int unknown = 0;
     for (int64_t d : target_) {
       WEFT_CHECK(d > 0 || d == -1, InvalidArgument)
@@ -68,29 +68,16 @@ class ReshapeImpl : public LayerImpl {
 class ActivationImpl : public LayerImpl {
  public:
   ActivationImpl(std::string activation, ActivationOptions options)
-      : LayerImpl("Activation", options.name),
+      : LayerImpl("Activation", options.name, options.dtype),
         activation_name_(std::move(activation)),
-        activation_(internal::activation_for(*this, activation_name_)),
-        dtype_name_(std::move(options.dtype)) {
-    if (dtype_name_.empty()) return;
-    try {
-      dtype_ = dtype_from_name(dtype_name_);
-    } catch (const InvalidArgument& e) {
-      WEFT_FAIL(InvalidArgument) << layer_label(*this) << ": dtype: " << e.message();
-    }
-    WEFT_CHECK(is_floating(*dtype_), InvalidArgument)
-        << layer_label(*this) << ": dtype must be a floating type, got \"" << dtype_name_ << "\"";
-  }
-  Tensor call(const Tensor& x, bool training) override {
-    return activation_(dtype_ ? cast(x, *dtype_) : x);
-  }
+        activation_(internal::activation_for(*this, activation_name_)) {}
+  // The input arrives cast to the policy's compute dtype (LayerImpl::invoke).
+  Tensor call(const Tensor& x, bool training) override { return activation_(x); }
   std::string describe() const override { return activation_name_; }
 
  private:
   std::string activation_name_;
   activations::Activation activation_;
-  std::string dtype_name_;
-  std::optional<DType> dtype_;
 };
 
 uint64_t splitmix64(uint64_t x) {
@@ -103,7 +90,7 @@ uint64_t splitmix64(uint64_t x) {
 class DropoutImpl : public LayerImpl {
  public:
   DropoutImpl(double rate, const DropoutOptions& options)
-      : LayerImpl("Dropout", options.name),
+      : LayerImpl("Dropout", options.name, options.dtype),
         rate_(rate),
         seed_(options.seed ? Seed{*options.seed, -1} : random::next_seed()) {
     WEFT_CHECK(rate >= 0 && rate < 1, InvalidArgument)
@@ -133,7 +120,7 @@ class DropoutImpl : public LayerImpl {
 class EmbeddingImpl : public LayerImpl {
  public:
   EmbeddingImpl(int64_t input_dim, int64_t output_dim, const EmbeddingOptions& options)
-      : LayerImpl("Embedding", options.name),
+      : LayerImpl("Embedding", options.name, options.dtype),
         input_dim_(input_dim),
         output_dim_(output_dim),
         init_(internal::initializer_for(*this, "embeddings_initializer",
@@ -155,7 +142,7 @@ class EmbeddingImpl : public LayerImpl {
           << layer_label(*this) << ": ids must be in [0, " << input_dim_ << ") (input_dim), got "
           << (lo < 0 ? lo : hi) << " in an input of shape " << shape_str(x.shape());
     }
-    return gather(embeddings_, ids, 0);
+    return gather(cast_variable(embeddings_), ids, 0);
   }
 
  private:

@@ -15,6 +15,7 @@
 namespace weft::nn {
 
 struct LayerOptions {
+  std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};
 };
 
@@ -31,8 +32,8 @@ class Reshape : public Layer {
 };
 
 struct ActivationOptions {
-  // A dtype name ("float32", ...): the input is cast to it before the activation, so a softmax
-  // after bfloat16 layers runs in float32. Empty: the input's dtype.
+  // A policy name ("float32", ...): the input is cast to its compute dtype before the
+  // activation, so a softmax after bfloat16 layers runs in float32. Empty: the global policy.
   std::string dtype{};
   std::string name{};
 };
@@ -47,6 +48,7 @@ struct DropoutOptions {
   // Masks are drawn from stateless_random_uniform keyed by this seed and a per-layer call count,
   // so a given seed and sequence of calls gives the same masks. Default: random::next_seed().
   std::optional<int64_t> seed{};
+  std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};
 };
 
@@ -59,6 +61,7 @@ class Dropout : public Layer {
 
 struct EmbeddingOptions {
   std::string embeddings_initializer = "random_uniform";
+  std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};
 };
 

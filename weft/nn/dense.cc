@@ -11,7 +11,7 @@ namespace {
 class DenseImpl : public LayerImpl {
  public:
   DenseImpl(int64_t units, std::string activation, DenseOptions options)
-      : LayerImpl("Dense", options.name),
+      : LayerImpl("Dense", options.name, options.dtype),
         units_(units),
         activation_name_(std::move(activation)),
         activation_(internal::activation_for(*this, activation_name_)),
@@ -32,8 +32,8 @@ class DenseImpl : public LayerImpl {
       bias_ = add_weight("bias", {units_}, initializers::get(options_.bias_initializer));
   }
   Tensor call(const Tensor& x, bool training) override {
-    Tensor y = matmul(x, kernel_);
-    if (options_.use_bias) y = add(y, bias_);
+    Tensor y = matmul(x, cast_variable(kernel_));
+    if (options_.use_bias) y = add(y, cast_variable(bias_));
     return activation_(y);
   }
   std::string describe() const override { return activation_name_; }

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "weft/autodiff/tape.h"
+#include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 
 namespace weft::nn {
@@ -44,9 +45,31 @@ std::string with_batch(const Shape& s) {
 
 }  // namespace
 
-LayerImpl::LayerImpl(std::string class_name, std::string name)
+LayerImpl::LayerImpl(std::string class_name, std::string name, const std::string& dtype)
     : class_name_(std::move(class_name)),
-      name_(name.empty() ? unique_name(class_name_) : std::move(name)) {}
+      name_(name.empty() ? unique_name(class_name_) : std::move(name)) {
+  if (dtype.empty()) {
+    mixed_precision::Policy global = mixed_precision::global_policy();
+    if (global.name() != "float32") policy_ = global;
+    return;
+  }
+  try {
+    policy_ = mixed_precision::Policy(dtype);
+  } catch (const InvalidArgument& e) {
+    WEFT_FAIL(InvalidArgument) << class_name_ << " \"" << name_ << "\": dtype: " << e.message();
+  }
+}
+
+mixed_precision::Policy LayerImpl::dtype_policy() const {
+  return policy_.value_or(mixed_precision::Policy("float32"));
+}
+
+Tensor LayerImpl::cast_variable(const Variable& v) const {
+  if (!policy_ || !is_floating(v.dtype()) || v.dtype() == policy_->compute_dtype()) {
+    return v.value();
+  }
+  return cast(v.value(), policy_->compute_dtype());
+}
 
 Tensor LayerImpl::call(const Tensor& x, bool training) {
   WEFT_FAIL(FailedPrecondition) << class_name_ << " \"" << name_
@@ -92,12 +115,18 @@ std::vector<Tensor> LayerImpl::invoke(const std::vector<Tensor>& xs, bool traini
           << with_batch(built_shapes_[i]);
     }
   }
-  return call_multi(xs, training);
+  if (!policy_ || !autocast_) return call_multi(xs, training);
+  std::vector<Tensor> cast_xs = xs;
+  for (Tensor& x : cast_xs) {
+    if (is_floating(x.dtype())) x = cast(x, policy_->compute_dtype());
+  }
+  return call_multi(cast_xs, training);
 }
 
 Variable LayerImpl::add_weight(const std::string& name, const Shape& shape, const Initializer& init,
-                               bool trainable, DType dtype) {
-  Variable v(init(shape, dtype), name_ + "/" + name, trainable);
+                               bool trainable, std::optional<DType> dtype) {
+  Variable v(init(shape, dtype.value_or(dtype_policy().variable_dtype())), name_ + "/" + name,
+             trainable);
   weights_.push_back(v);
   weight_trainable_.push_back(trainable);
   return v;

@@ -9,12 +9,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "weft/autodiff/variable.h"
 #include "weft/core/tensor.h"
 #include "weft/nn/initializers.h"
+#include "weft/precision/policy.h"
 
 namespace weft::nn {
 
@@ -22,10 +24,16 @@ class KerasTensor;
 
 // What every layer implements. Single-input layers override build(Shape) and call(Tensor);
 // layers of several inputs (Concatenate, Add, models) override the *_multi forms.
+//
+// Mixed precision: a layer given a dtype policy (its `dtype` option, or a global policy other
+// than "float32" when it is constructed) casts its floating inputs to the policy's compute dtype
+// before call(), creates its weights in the variable dtype, and reads them through
+// cast_variable() in the compute dtype. Without one, it computes in its inputs' dtype.
 class LayerImpl {
  public:
-  // `name` empty: a unique name from the class name ("dense", "dense_1", ...).
-  LayerImpl(std::string class_name, std::string name);
+  // `name` empty: a unique name from the class name ("dense", "dense_1", ...). `dtype`: a policy
+  // name (weft/precision/policy.h); empty takes the global policy.
+  LayerImpl(std::string class_name, std::string name, const std::string& dtype = "");
   virtual ~LayerImpl() = default;
   LayerImpl(const LayerImpl&) = delete;
   LayerImpl& operator=(const LayerImpl&) = delete;
@@ -46,6 +54,8 @@ class LayerImpl {
   bool built() const { return built_; }
   bool trainable() const { return trainable_; }
   void set_trainable(bool trainable) { trainable_ = trainable; }
+  // The layer's policy ("float32" when it has none and follows its inputs).
+  mixed_precision::Policy dtype_policy() const;
   // Weights in creation order (own, then sublayers'); trainable_variables() honours set_trainable.
   virtual std::vector<Variable> variables() const;
   virtual std::vector<Variable> trainable_variables() const;
@@ -54,9 +64,15 @@ class LayerImpl {
   virtual std::vector<std::shared_ptr<LayerImpl>> sublayers() const { return {}; }
 
  protected:
-  // A weight named "<layer name>/<name>", initialised now.
+  // A weight named "<layer name>/<name>", initialised now; dtype defaults to the policy's
+  // variable dtype.
   Variable add_weight(const std::string& name, const Shape& shape, const Initializer& init,
-                      bool trainable = true, DType dtype = kFloat32);
+                      bool trainable = true, std::optional<DType> dtype = {});
+  // A weight as call() uses it: cast to the policy's compute dtype (recorded, so gradients reach
+  // the float32 variable), or as it is without a policy.
+  Tensor cast_variable(const Variable& v) const;
+  // Models leave casting to their layers.
+  bool autocast_ = true;
   // Shapes the layer was built for (batch dimension dropped); later inputs must match.
   std::vector<Shape> built_shapes_;
 
@@ -65,6 +81,7 @@ class LayerImpl {
   std::string name_;
   bool built_ = false;
   bool trainable_ = true;
+  std::optional<mixed_precision::Policy> policy_;
   std::vector<Variable> weights_;
   std::vector<bool> weight_trainable_;
 };
@@ -84,6 +101,7 @@ class Layer {
   std::vector<Variable> trainable_variables() const { return impl().trainable_variables(); }
   std::vector<Variable> non_trainable_variables() const { return impl().non_trainable_variables(); }
   bool trainable() const { return impl().trainable(); }
+  mixed_precision::Policy dtype_policy() const { return impl().dtype_policy(); }
   // Freezing: a layer with trainable = false contributes no trainable variables.
   void set_trainable(bool trainable) const { impl().set_trainable(trainable); }
   LayerImpl& impl() const;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "weft/autodiff/tape.h"
+#include "weft/optim/loss_scale_optimizer.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
@@ -175,6 +176,10 @@ void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
                     const std::vector<metrics::Metric>& ms) {
   WEFT_CHECK(optimizer.defined(), InvalidArgument) << "Model::compile: the optimizer is undefined";
   model().optimizer = optimizer;
+  // Keras: under mixed_float16, compile wraps the optimizer in a dynamic LossScaleOptimizer.
+  if (dtype_policy().name() == "mixed_float16" && !optimizer.has_loss_scale()) {
+    model().optimizer = mixed_precision::LossScaleOptimizer(optimizer);
+  }
   model().loss = loss;
   model().compiled_metrics = ms;
 }

@@ -34,7 +34,9 @@ namespace weft::nn {
 class ModelImpl : public LayerImpl {
  public:
   ModelImpl(std::string class_name, std::string name)
-      : LayerImpl(std::move(class_name), std::move(name)) {}
+      : LayerImpl(std::move(class_name), std::move(name)) {
+    autocast_ = false;  // each layer casts its own inputs
+  }
   virtual std::vector<Layer> layers() const = 0;
   virtual size_t num_inputs() const = 0;
   virtual size_t num_outputs() const = 0;

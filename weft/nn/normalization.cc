@@ -33,9 +33,10 @@ Tensor widen(const Tensor& x) { return is_half(x.dtype()) ? cast(x, kFloat32) : 
 // Normalisation shared by both layers: gamma and beta (when present) along `axis`.
 class NormalizationImpl : public LayerImpl {
  protected:
-  NormalizationImpl(std::string class_name, std::string name, int64_t axis, bool center, bool scale,
-                    const std::string& beta_init, const std::string& gamma_init)
-      : LayerImpl(std::move(class_name), std::move(name)),
+  NormalizationImpl(std::string class_name, std::string name, const std::string& dtype,
+                    int64_t axis, bool center, bool scale, const std::string& beta_init,
+                    const std::string& gamma_init)
+      : LayerImpl(std::move(class_name), std::move(name), dtype),
         axis_option_(axis),
         center_(center),
         scale_(scale),
@@ -73,7 +74,7 @@ class NormalizationImpl : public LayerImpl {
 class BatchNormalizationImpl : public NormalizationImpl {
  public:
   explicit BatchNormalizationImpl(BatchNormalizationOptions options)
-      : NormalizationImpl("BatchNormalization", options.name, options.axis, options.center,
+      : NormalizationImpl("BatchNormalization", options.name, options.dtype, options.axis, options.center,
                           options.scale, options.beta_initializer, options.gamma_initializer),
         options_(std::move(options)),
         moving_mean_init_(internal::initializer_for(*this, "moving_mean_initializer",
@@ -127,7 +128,7 @@ class BatchNormalizationImpl : public NormalizationImpl {
 class LayerNormalizationImpl : public NormalizationImpl {
  public:
   explicit LayerNormalizationImpl(const LayerNormalizationOptions& options)
-      : NormalizationImpl("LayerNormalization", options.name, options.axis, options.center,
+      : NormalizationImpl("LayerNormalization", options.name, options.dtype, options.axis, options.center,
                           options.scale, options.beta_initializer, options.gamma_initializer),
         epsilon_(options.epsilon) {
     WEFT_CHECK(epsilon_ > 0, InvalidArgument)

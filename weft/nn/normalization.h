@@ -28,6 +28,7 @@ struct BatchNormalizationOptions {
   std::string gamma_initializer = "ones";
   std::string moving_mean_initializer = "zeros";
   std::string moving_variance_initializer = "ones";
+  std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};
 };
 
@@ -45,6 +46,7 @@ struct LayerNormalizationOptions {
   bool scale = true;
   std::string beta_initializer = "zeros";
   std::string gamma_initializer = "ones";
+  std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};
 };
 

@@ -13,7 +13,7 @@ class Pooling2DImpl : public LayerImpl {
   using PoolFn = Tensor (*)(const Tensor&, Size2, Size2, std::string_view);
 
   Pooling2DImpl(std::string class_name, PoolFn pool, Size2 pool_size, Pooling2DOptions options)
-      : LayerImpl(std::move(class_name), options.name),
+      : LayerImpl(std::move(class_name), options.name, options.dtype),
         pool_(pool),
         pool_size_(pool_size),
         strides_(options.strides == Size2{0, 0} ? pool_size : options.strides),
@@ -54,7 +54,7 @@ Tensor avg_pool(const Tensor& x, Size2 k, Size2 s, std::string_view p) {
 class GlobalAveragePooling2DImpl : public LayerImpl {
  public:
   explicit GlobalAveragePooling2DImpl(const GlobalPooling2DOptions& options)
-      : LayerImpl("GlobalAveragePooling2D", options.name) {}
+      : LayerImpl("GlobalAveragePooling2D", options.name, options.dtype) {}
   void build(const Shape& input_shape) override {
     internal::check_rank(*this, input_shape, 4, "(batch, height, width, channels)");
   }

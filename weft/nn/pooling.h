@@ -17,6 +17,7 @@ namespace weft::nn {
 struct Pooling2DOptions {
   Size2 strides = {0, 0};  // {0, 0}: pool_size, Keras's strides=None
   std::string padding = "valid";
+  std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};
 };
 
@@ -31,6 +32,7 @@ class AveragePooling2D : public Layer {
 };
 
 struct GlobalPooling2DOptions {
+  std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};
 };
 

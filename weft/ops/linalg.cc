@@ -96,6 +96,16 @@ Tensor matmul_2d_plus(const Tensor& a, const Tensor& b, bool ta, bool tb) {
     assign_into(out, Tensor::scalar(0, dtype));
   } else if (onednn::supports(dtype)) {
     onednn::matmul(dtype, oa, ob, oc);
+  } else if (is_half(dtype)) {
+    // A half type this oneDNN cannot compute in (float16 on oneDNN 2.x CPUs): products of halves
+    // are exact in float32, so float32 operands with float32 accumulation, rounded once at the
+    // end, is what a native kernel computes.
+    autodiff::NoRecordScope no_record;  // matmul records itself
+    Tensor x32 = cast(x, kFloat32), y32 = cast(y, kFloat32);
+    Tensor out32 = Tensor::empty(out_shape, kFloat32);
+    onednn::matmul(kFloat32, operand(x32, ta, rank), operand(y32, tb, rank),
+                   {out32.raw_data(), out32.shape(), out32.strides()});
+    assign_into(out, out32);
   } else {
     dispatch_dtype(dtype, [&]<typename T>() { reference_matmul<T>(oa, ob, oc); });
   }

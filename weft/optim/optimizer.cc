@@ -1,5 +1,6 @@
 #include "weft/optim/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/reduce.h"
+#include "weft/precision/policy.h"
 
 namespace weft::optim {
 
@@ -29,6 +31,12 @@ struct Optimizer::State {
   schedules::LearningRateSchedule learning_rate = 0.0;
   std::vector<GradientTransformer> transformers;
   GradientAggregator aggregator;
+  struct LossScale {
+    LossScaleOptions options;
+    Variable scale;       // float32 scalar
+    Variable good_steps;  // int64 scalar: finite steps in a row since the scale last changed
+  };
+  std::optional<LossScale> loss_scale;
 
   struct Entry {
     Variable var;
@@ -38,6 +46,8 @@ struct Optimizer::State {
   std::vector<Entry> entries;                     // creation order
   std::unordered_map<uint64_t, size_t> by_value;  // var.value().id() -> entries index
   std::unordered_set<std::string> prefixes;
+
+  const LossScale& checked_loss_scale() const;  // called with mu held
 
   // The entry of `var`, creating its slots on first sight. Called with mu held.
   Entry& entry_for(const Variable& var) {
@@ -106,6 +116,27 @@ std::string var_names(const GradsAndVars& gv) {
 }
 
 double sum_of_squares(const Tensor& g) { return sum(square(g)).item<double>(); }
+
+// 0 * x is NaN exactly when x is infinite or NaN, and no sum of zeros overflows.
+bool all_finite(const Tensor& g) { return std::isfinite(sum(mul(g, 0.0)).item<double>()); }
+
+// Keras' dynamic loss scale: halve (not below 1) on a non-finite step, double after
+// dynamic_growth_steps finite steps in a row. Returns whether the step is applied.
+template <typename LossScale>
+bool update_loss_scale(LossScale& ls, bool finite) {
+  float* scale = ls.scale.value().template data<float>();
+  int64_t* good = ls.good_steps.value().template data<int64_t>();
+  if (!finite) {
+    *scale = std::max(*scale / 2, 1.0f);
+    *good = 0;
+    return false;
+  }
+  if (++*good >= ls.options.dynamic_growth_steps) {
+    if (std::isfinite(*scale * 2)) *scale *= 2;
+    *good = 0;
+  }
+  return true;
+}
 
 // Keras' clipping, applied in Keras' order: clipvalue, clipnorm, global_clipnorm.
 GradsAndVars clip_gradients(GradsAndVars gv, const std::optional<double>& value,
@@ -191,7 +222,16 @@ void Optimizer::apply_gradients(const GradsAndVars& grads_and_vars,
     gv = checked(s.name, " (after a gradient transformer)", transform(std::move(gv)));
   }
 
+  // Checked after aggregation, so that every replica skips the same steps.
+  bool finite = true;
+  if (has_loss_scale()) {
+    for (const auto& [g, v] : gv) finite = finite && all_finite(g);
+  }
+
   std::lock_guard lock(s.mu);
+  if (s.loss_scale && s.loss_scale->options.dynamic && !update_loss_scale(*s.loss_scale, finite)) {
+    return;
+  }
   int64_t* iterations = s.iterations.value().data<int64_t>();
   Algorithm::Step step{s.learning_rate(*iterations), *iterations};
   WEFT_CHECK(std::isfinite(step.learning_rate) && step.learning_rate >= 0, InvalidArgument)
@@ -224,16 +264,78 @@ GradsAndVars Optimizer::compute_gradients(const Tensor& loss, const std::vector<
     WEFT_CHECK(vars[i].defined(), InvalidArgument)
         << s.name << ".minimize: variable " << i << " is undefined";
   }
-  std::vector<Tensor> grads = tape.gradient(loss, vars);
+  if (!has_loss_scale()) {
+    std::vector<Tensor> grads = tape.gradient(loss, vars);
+    GradsAndVars gv;
+    gv.reserve(vars.size());
+    for (size_t i = 0; i < vars.size(); ++i) gv.emplace_back(std::move(grads[i]), vars[i]);
+    return gv;
+  }
+  // d(loss * scale)/d var: the backward pass is seeded with the scale instead of ones.
+  double scale = loss_scale();
+  std::vector<Tensor> grads = tape.gradient(loss, vars, full(loss.shape(), scale, loss.dtype()));
   GradsAndVars gv;
   gv.reserve(vars.size());
-  for (size_t i = 0; i < vars.size(); ++i) gv.emplace_back(std::move(grads[i]), vars[i]);
+  autodiff::NoRecordScope no_record;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    Tensor g = grads[i].defined() ? mul(grads[i], Tensor::scalar(1.0 / scale, grads[i].dtype()))
+                                  : grads[i];
+    gv.emplace_back(std::move(g), vars[i]);
+  }
   return gv;
 }
 
 void Optimizer::minimize(const Tensor& loss, const std::vector<Variable>& vars,
                          GradientTape& tape) {
+  if (!has_loss_scale() && mixed_precision::global_policy().name() == "mixed_float16") {
+    enable_loss_scale({});
+  }
   apply_gradients(compute_gradients(loss, vars, tape));
+}
+
+bool Optimizer::has_loss_scale() const {
+  const State& s = state();
+  std::lock_guard lock(s.mu);
+  return s.loss_scale.has_value();
+}
+
+void Optimizer::enable_loss_scale(const LossScaleOptions& options) {
+  State& s = state();
+  WEFT_CHECK(std::isfinite(options.initial_scale) && options.initial_scale >= 1, InvalidArgument)
+      << "LossScaleOptimizer: initial_scale must be finite and >= 1, got " << options.initial_scale;
+  WEFT_CHECK(options.dynamic_growth_steps >= 1, InvalidArgument)
+      << "LossScaleOptimizer: dynamic_growth_steps must be >= 1, got "
+      << options.dynamic_growth_steps;
+  std::lock_guard lock(s.mu);
+  WEFT_CHECK(!s.loss_scale, InvalidArgument)
+      << "LossScaleOptimizer: optimizer \"" << s.name << "\" already has loss scaling";
+  s.loss_scale = State::LossScale{
+      options, Variable(Tensor::scalar(options.initial_scale, kFloat32), "current_loss_scale", false),
+      Variable(Tensor::scalar(0, kInt64), "good_steps", false)};
+}
+
+const Optimizer::State::LossScale& Optimizer::State::checked_loss_scale() const {
+  WEFT_CHECK(loss_scale.has_value(), FailedPrecondition)
+      << "optimizer \"" << name << "\" has no loss scaling; wrap it in a LossScaleOptimizer";
+  return *loss_scale;
+}
+
+double Optimizer::loss_scale() const {
+  const State& s = state();
+  std::lock_guard lock(s.mu);
+  return s.checked_loss_scale().scale.value().item<double>();
+}
+
+int64_t Optimizer::loss_scale_good_steps() const {
+  const State& s = state();
+  std::lock_guard lock(s.mu);
+  return s.checked_loss_scale().good_steps.value().item<int64_t>();
+}
+
+const LossScaleOptions& Optimizer::loss_scale_options() const {
+  const State& s = state();
+  std::lock_guard lock(s.mu);
+  return s.checked_loss_scale().options;
 }
 
 void Optimizer::build(const std::vector<Variable>& vars) {
@@ -327,6 +429,10 @@ std::vector<std::pair<std::string, Variable>> Optimizer::tracked_variables() con
     for (size_t k = 0; k < e.slots.size(); ++k) {
       out.emplace_back(e.prefix + "/" + s.slot_specs[k].name, e.slots[k]);
     }
+  }
+  if (s.loss_scale) {
+    out.emplace_back("loss_scale/current_loss_scale", s.loss_scale->scale);
+    out.emplace_back("loss_scale/good_steps", s.loss_scale->good_steps);
   }
   return out;
 }

@@ -41,6 +41,16 @@ using GradientTransformer = std::function<GradsAndVars(GradsAndVars)>;
 // Keras' gradient_aggregator: a distribution strategy sets it to all-reduce across replicas.
 using GradientAggregator = std::function<GradsAndVars(GradsAndVars)>;
 
+// Loss scaling for float16 training (Keras' LossScaleOptimizer; see
+// weft/optim/loss_scale_optimizer.h). Dynamic: the scale halves (and the step is skipped) on a
+// non-finite gradient and doubles after dynamic_growth_steps finite steps in a row. Fixed
+// (dynamic = false): the scale never changes and every step is applied.
+struct LossScaleOptions {
+  bool dynamic = true;
+  double initial_scale = 32768;  // 2^15
+  int64_t dynamic_growth_steps = 2000;
+};
+
 // What every optimizer's options hold besides its own hyperparameters.
 struct OptimizerOptions {
   std::string name = "Optimizer";
@@ -88,6 +98,9 @@ class Optimizer : public Trackable {
   // tape.gradient(loss, vars) paired with vars.
   GradsAndVars compute_gradients(const Tensor& loss, const std::vector<Variable>& vars,
                                  GradientTape& tape) const;
+  // With loss scaling, compute_gradients differentiates loss * scale and divides the gradients
+  // by the scale (float16 gradients stay representable), and apply_gradients skips a step whose
+  // aggregated gradients are not all finite.
   // compute_gradients then apply_gradients (TF 2.4: `optimizer.minimize(loss, vars, tape=tape)`).
   void minimize(const Tensor& loss, const std::vector<Variable>& vars, GradientTape& tape);
   // Creates the slots of `vars` now rather than on their first update, e.g. so that a checkpoint
@@ -107,6 +120,10 @@ class Optimizer : public Trackable {
   GradientAggregator gradient_aggregator() const;  // empty: identity
   void set_gradient_aggregator(GradientAggregator aggregator);
 
+  // Whether gradients are loss-scaled (a LossScaleOptimizer wraps this optimizer's state).
+  // minimize() adds dynamic loss scaling by itself under the global policy "mixed_float16".
+  bool has_loss_scale() const;
+
   // Slot names of this optimizer ("m", "v", ...), and one variable's slot. InvalidArgument for an
   // unknown slot name; FailedPrecondition when the variable has no slots yet.
   std::vector<std::string> get_slot_names() const;
@@ -115,7 +132,8 @@ class Optimizer : public Trackable {
   std::vector<Variable> variables() const;
 
   // Trackable: "iterations" then "<variable name>/<slot>" for each slot in creation order (a
-  // second variable with an already used name gets "<name>_1/<slot>", ...). tracked_state holds
+  // second variable with an already used name gets "<name>_1/<slot>", ...), then with loss
+  // scaling "loss_scale/current_loss_scale" and "loss_scale/good_steps". tracked_state holds
   // a constant learning rate, so a restore brings back one changed during training (a schedule
   // is code, and is neither saved nor replaced).
   std::vector<std::pair<std::string, Variable>> tracked_variables() const override;
@@ -124,6 +142,14 @@ class Optimizer : public Trackable {
 
  protected:
   Optimizer(std::shared_ptr<const Algorithm> algorithm, OptimizerOptions options);
+  // Turns loss scaling on for this optimizer's shared state (LossScaleOptimizer's constructor).
+  // InvalidArgument when it is already on.
+  void enable_loss_scale(const LossScaleOptions& options);
+  // The current loss scale and finite steps since it last changed; FailedPrecondition without
+  // loss scaling.
+  double loss_scale() const;
+  int64_t loss_scale_good_steps() const;
+  const LossScaleOptions& loss_scale_options() const;
 
  private:
   struct State;
