@@ -8,8 +8,12 @@
 
 namespace weft::nn::models {
 
+// The logits layer computes in float32 under any policy, as Keras's mixed-precision guide
+// advises for the last layer: bfloat16 logits round to 8 bits, which ties close classes.
+Layer logits() { return Dense(10, "", {.dtype = "float32"}); }
+
 Sequential mlp() {
-  return Sequential({Flatten(), Dense(700, "relu"), Dense(500, "relu"), Dense(10)}, "mlp");
+  return Sequential({Flatten(), Dense(700, "relu"), Dense(500, "relu"), logits()}, "mlp");
 }
 
 Sequential cnn() {
@@ -33,7 +37,7 @@ Sequential cnn() {
   }
   append({Flatten()});
   append(normalized(Dense(128, "", {.use_bias = false})));
-  append({Dense(10)});
+  append({logits()});
   return Sequential(layers, "cnn");
 }
 

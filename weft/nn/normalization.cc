@@ -94,22 +94,23 @@ class BatchNormalizationImpl : public NormalizationImpl {
   }
 
   Tensor call(const Tensor& x_in, bool training) override {
-    Tensor x = widen(x_in), y;
     if (training && trainable()) {
-      // One fused op; a missing gamma or beta is a constant 1 or 0.
-      Tensor gamma = scale_ ? Tensor(gamma_) : ones({features_}, x.dtype());
-      Tensor beta = center_ ? Tensor(beta_) : zeros({features_}, x.dtype());
-      BatchNormResult r = batch_norm_training(x, cast(gamma, x.dtype()), cast(beta, x.dtype()),
-                                              axis_, options_.epsilon);
+      // One fused op, which normalises half types in float32 itself; a missing gamma or beta is
+      // a constant 1 or 0.
+      DType param_dtype = is_half(x_in.dtype()) ? kFloat32 : x_in.dtype();
+      Tensor gamma = scale_ ? Tensor(gamma_) : ones({features_}, param_dtype);
+      Tensor beta = center_ ? Tensor(beta_) : zeros({features_}, param_dtype);
+      BatchNormResult r = batch_norm_training(x_in, cast(gamma, param_dtype),
+                                              cast(beta, param_dtype), axis_, options_.epsilon);
       update_moving(moving_mean_, r.mean);
       update_moving(moving_variance_, r.variance);
-      y = r.y;
-    } else {
-      // In x's precision: rsqrt of the float32 variance would round a float64 input's result.
-      Tensor moving_mean = cast(along_axis(moving_mean_), x.dtype());
-      Tensor moving_variance = cast(along_axis(moving_variance_), x.dtype());
-      y = affine(mul(sub(x, moving_mean), rsqrt(add(moving_variance, options_.epsilon))));
+      return r.y;
     }
+    // In x's precision: rsqrt of the float32 variance would round a float64 input's result.
+    Tensor x = widen(x_in);
+    Tensor moving_mean = cast(along_axis(moving_mean_), x.dtype());
+    Tensor moving_variance = cast(along_axis(moving_variance_), x.dtype());
+    Tensor y = affine(mul(sub(x, moving_mean), rsqrt(add(moving_variance, options_.epsilon))));
     return y.dtype() == x_in.dtype() ? y : cast(y, x_in.dtype());
   }
 

@@ -83,8 +83,10 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
   const char* op = "batch_norm_training";
   WEFT_CHECK(x_in.defined() && gamma_in.defined() && beta_in.defined(), InvalidArgument)
       << op << ": an input tensor is undefined";
-  WEFT_CHECK(x_in.dtype() == kFloat32 || x_in.dtype() == kFloat64, InvalidArgument)
-      << op << ": expected a float32 or float64 input, got " << dtype_name(x_in.dtype());
+  WEFT_CHECK(is_floating(x_in.dtype()), InvalidArgument)
+      << op << ": expected a floating input, got " << dtype_name(x_in.dtype());
+  // Half inputs are normalised in float32 with float32 parameters and statistics.
+  DType param_dtype = is_half(x_in.dtype()) ? kFloat32 : x_in.dtype();
   WEFT_CHECK(x_in.rank() >= 2, InvalidArgument)
       << op << ": expected an input of rank >= 2, got shape " << shape_str(x_in.shape());
   axis = normalize_axis(op, axis, x_in.rank());
@@ -93,8 +95,8 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
     (i < axis ? v.outer : i == axis ? v.features : v.inner) *= x_in.shape()[i];
   }
   for (const Tensor* p : {&gamma_in, &beta_in}) {
-    WEFT_CHECK(p->shape() == Shape{v.features} && p->dtype() == x_in.dtype(), InvalidArgument)
-        << op << ": gamma and beta must be (" << v.features << ",) " << dtype_name(x_in.dtype())
+    WEFT_CHECK(p->shape() == Shape{v.features} && p->dtype() == param_dtype, InvalidArgument)
+        << op << ": gamma and beta must be (" << v.features << ",) " << dtype_name(param_dtype)
         << " for input " << shape_str(x_in.shape()) << " with features on axis " << axis << ", got "
         << shape_str(p->shape()) << " " << dtype_name(p->dtype());
   }
@@ -106,63 +108,68 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   std::vector<double> mean(v.features), inv_std(v.features), variance(v.features);
   dispatch_dtype(x.dtype(), [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
+    using C = compute_t<T>;  // float for the half types
+    if constexpr (std::is_floating_point_v<C>) {
       const T* px = x.data<T>();
-      const T* pg = gamma.data<T>();
-      const T* pb = beta.data<T>();
+      const C* pg = gamma.data<C>();
+      const C* pb = beta.data<C>();
       T* py = y.data<T>();
-      auto n = static_cast<T>(v.count());
-      std::vector<T> s = feature_sums<T>(v, [&](int64_t i, int64_t) { return px[i]; });
-      std::vector<T> m(v.features), scale(v.features), shift(v.features);
+      auto n = static_cast<C>(v.count());
+      std::vector<C> s = feature_sums<C>(v, [&](int64_t i, int64_t) { return C(px[i]); });
+      std::vector<C> m(v.features), scale(v.features), shift(v.features);
       for (int64_t f = 0; f < v.features; ++f) m[f] = s[f] / n;
-      std::vector<T> ss = feature_sums<T>(v, [&](int64_t i, int64_t f) {
-        T d = px[i] - m[f];
+      std::vector<C> ss = feature_sums<C>(v, [&](int64_t i, int64_t f) {
+        C d = C(px[i]) - m[f];
         return d * d;
       });
       for (int64_t f = 0; f < v.features; ++f) {
-        T var = ss[f] / n;
-        T inv = T(1) / std::sqrt(var + static_cast<T>(epsilon));
+        C var = ss[f] / n;
+        C inv = C(1) / std::sqrt(var + static_cast<C>(epsilon));
         mean[f] = m[f];
         variance[f] = var;
         inv_std[f] = inv;
         scale[f] = inv * pg[f];
         shift[f] = pb[f] - m[f] * scale[f];
       }
-      for_each_element(v, [&](int64_t i, int64_t f) { py[i] = px[i] * scale[f] + shift[f]; });
+      for_each_element(v, [&](int64_t i, int64_t f) { py[i] = T(C(px[i]) * scale[f] + shift[f]); });
     }
   });
-  BatchNormResult result{y, vector_tensor(mean, x.dtype()), vector_tensor(variance, x.dtype())};
+  BatchNormResult result{y, vector_tensor(mean, param_dtype), vector_tensor(variance, param_dtype)};
   if (autodiff::is_recording()) {
     autodiff::record(
-        op, {x_in, gamma_in, beta_in}, {y}, [x, gamma, v, mean, inv_std](const autodiff::Grads& g) {
-          Tensor dy = g[0].contiguous();
+        op, {x_in, gamma_in, beta_in}, {y},
+        [x, gamma, v, mean, inv_std, param_dtype](const autodiff::Grads& g) {
+          Tensor dy = cast(g[0], x.dtype()).contiguous();
           Tensor dx = Tensor::empty(x.shape(), x.dtype());
-          Tensor dgamma = Tensor::empty({v.features}, x.dtype());
-          Tensor dbeta = Tensor::empty({v.features}, x.dtype());
+          Tensor dgamma = Tensor::empty({v.features}, param_dtype);
+          Tensor dbeta = Tensor::empty({v.features}, param_dtype);
           dispatch_dtype(x.dtype(), [&]<typename T>() {
-            if constexpr (std::is_floating_point_v<T>) {
+            using C = compute_t<T>;
+            if constexpr (std::is_floating_point_v<C>) {
               const T* px = x.data<T>();
               const T* pdy = dy.data<T>();
-              const T* pg = gamma.data<T>();
-              std::vector<T> m(mean.begin(), mean.end()), inv(inv_std.begin(), inv_std.end());
+              const C* pg = gamma.data<C>();
+              std::vector<C> m(mean.begin(), mean.end()), inv(inv_std.begin(), inv_std.end());
               // dbeta = sum(dy), dgamma = sum(dy * xhat) with xhat = (x - mean) * inv.
-              std::vector<T> sum_dy =
-                  feature_sums<T>(v, [&](int64_t i, int64_t) { return pdy[i]; });
-              std::vector<T> sum_dy_xhat = feature_sums<T>(
-                  v, [&](int64_t i, int64_t f) { return pdy[i] * (px[i] - m[f]) * inv[f]; });
-              auto n = static_cast<T>(v.count());
-              std::vector<T> a(v.features), b(v.features), c(v.features);
+              std::vector<C> sum_dy =
+                  feature_sums<C>(v, [&](int64_t i, int64_t) { return C(pdy[i]); });
+              std::vector<C> sum_dy_xhat = feature_sums<C>(v, [&](int64_t i, int64_t f) {
+                return C(pdy[i]) * (C(px[i]) - m[f]) * inv[f];
+              });
+              auto n = static_cast<C>(v.count());
+              std::vector<C> a(v.features), b(v.features), c(v.features);
               for (int64_t f = 0; f < v.features; ++f) {
-                dbeta.data<T>()[f] = sum_dy[f];
-                dgamma.data<T>()[f] = sum_dy_xhat[f];
+                dbeta.data<C>()[f] = sum_dy[f];
+                dgamma.data<C>()[f] = sum_dy_xhat[f];
                 // dx = gamma * inv * (dy - sum_dy / n - xhat * sum_dy_xhat / n) = a*dy + b*x + c
                 a[f] = pg[f] * inv[f];
                 b[f] = -a[f] * inv[f] * sum_dy_xhat[f] / n;
                 c[f] = -a[f] * sum_dy[f] / n - b[f] * m[f];
               }
               T* pdx = dx.data<T>();
-              for_each_element(
-                  v, [&](int64_t i, int64_t f) { pdx[i] = a[f] * pdy[i] + b[f] * px[i] + c[f]; });
+              for_each_element(v, [&](int64_t i, int64_t f) {
+                pdx[i] = T(a[f] * C(pdy[i]) + b[f] * C(px[i]) + c[f]);
+              });
             }
           });
           return std::vector<Tensor>{dx, dgamma, dbeta};

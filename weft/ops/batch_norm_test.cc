@@ -104,12 +104,44 @@ TEST(BatchNormTraining, BitIdenticalAcrossThreadCounts) {
       "");
 }
 
+// bfloat16 and float16 inputs are normalised in float32 with float32 gamma and beta: y and dx
+// are the float32 results of the same (rounded) inputs, rounded once; statistics and parameter
+// gradients stay float32.
+TEST(BatchNormTraining, HalfInputsComputeInFloat32) {
+  for (DType half : {kBFloat16, kFloat16}) {
+    Tensor x = cast(uniform({64, 5, 5, 8}, 11), half);
+    Tensor dy = cast(uniform({64, 5, 5, 8}, 12), half);
+    Tensor gamma = cast(uniform({8}, 13), kFloat32), beta = cast(uniform({8}, 14), kFloat32);
+    auto run = [&](const Tensor& xin, const Tensor& dyin) {
+      GradientTape tape;
+      tape.watch({xin, gamma, beta});
+      BatchNormResult r = batch_norm_training(xin, gamma, beta, -1, 1e-3);
+      std::vector<Tensor> g = tape.gradient(r.y, std::vector<Tensor>{xin, gamma, beta}, dyin);
+      return std::vector<Tensor>{r.y, r.mean, r.variance, g[0], g[1], g[2]};
+    };
+    std::vector<Tensor> h = run(x, dy);
+    std::vector<Tensor> f = run(cast(x, kFloat32), cast(dy, kFloat32));
+    EXPECT_EQ(h[0].dtype(), half);
+    EXPECT_EQ(h[3].dtype(), half);
+    for (int k : {1, 2, 4, 5}) EXPECT_EQ(h[k].dtype(), kFloat32) << k;
+    for (int k : {0, 3}) {
+      EXPECT_EQ(max(abs(sub(cast(h[k], kFloat32), cast(cast(f[k], half), kFloat32))))
+                    .item<double>(), 0) << dtype_name(half) << " output " << k;
+    }
+    for (int k : {1, 2, 4, 5}) {
+      EXPECT_LT(max(abs(sub(h[k], f[k]))).item<double>(), 1e-4) << dtype_name(half) << " " << k;
+    }
+  }
+}
+
 TEST(BatchNormTraining, Errors) {
   Tensor x = uniform({4, 3}, 1), g = uniform({3}, 2);
   EXPECT_THAT([&] { batch_norm_training(x, uniform({4}, 2), g, -1, 1e-3); },
               ThrowsMessage<InvalidArgument>(HasSubstr("gamma and beta must be (3,)")));
   EXPECT_THAT([&] { batch_norm_training(cast(x, kInt32), g, g, -1, 1e-3); },
-              ThrowsMessage<InvalidArgument>(HasSubstr("float32 or float64")));
+              ThrowsMessage<InvalidArgument>(HasSubstr("expected a floating input")));
+  EXPECT_THAT([&] { batch_norm_training(cast(x, kBFloat16), cast(g, kBFloat16), g, -1, 1e-3); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("(3,) float32")));
   EXPECT_THAT([&] { batch_norm_training(uniform({3}, 1), g, g, 0, 1e-3); },
               ThrowsMessage<InvalidArgument>(HasSubstr("rank >= 2")));
   EXPECT_THAT([&] { batch_norm_training(x, g, g, 2, 1e-3); },

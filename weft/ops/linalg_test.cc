@@ -253,6 +253,24 @@ TEST(Matmul, HalfTypesRunAndAgree) {
   }
 }
 
+// Past K = 1024 the product is computed in fixed chunks (determinism); half-type chunks add up in
+// float32 and are rounded once, so the result is the float32 product of the same (exactly
+// representable) inputs rounded to the half type, up to float32 summation order.
+TEST(Matmul, LongHalfProductsRoundOnce) {
+  Tensor a = uniform({16, 3136}, 24), b = uniform({3136, 8}, 25);
+  for (DType t : {kBFloat16, kFloat16}) {
+    Tensor ah = cast(a, t), bh = cast(b, t);
+    Tensor y = matmul(ah, bh);
+    EXPECT_EQ(y.dtype(), t);
+    std::vector<double> ref = matmul(cast(ah, kFloat64), cast(bh, kFloat64)).to_vector<double>();
+    std::vector<double> yv = cast(y, kFloat64).to_vector<double>();
+    double ulp = t == kBFloat16 ? 1.0 / 128 : 1.0 / 1024;  // relative spacing at worst
+    for (size_t i = 0; i < ref.size(); ++i) {
+      EXPECT_LE(std::abs(yv[i] - ref[i]), ulp * std::abs(ref[i]) * 0.5 + 1e-3) << dtype_name(t);
+    }
+  }
+}
+
 TEST(Matmul, Errors) {
   Tensor a = zeros({2, 3}), b = zeros({4, 5});
   EXPECT_THAT([&] { matmul(a, b); },
@@ -352,11 +370,11 @@ TEST(MatmulGradient, Float32AgreesWithFloat64) {
 
 // y = x @ W + b with a fixed upstream gradient: forward y, dx, dW = x^T g and db = sum_batch g,
 // bit-identical at 1, 2 and 3 threads.
-void expect_dense_deterministic(int64_t batch, int64_t in, int64_t out) {
-  Tensor x = stateless_random_uniform({batch, in}, {1, 2}, -1, 1);
-  Tensor w = stateless_random_uniform({in, out}, {3, 4}, -0.1, 0.1);
-  Tensor b = stateless_random_uniform({out}, {5, 6}, -0.1, 0.1);
-  Tensor g = stateless_random_uniform({batch, out}, {7, 8}, -1, 1);
+void expect_dense_deterministic(int64_t batch, int64_t in, int64_t out, DType t = kFloat32) {
+  Tensor x = cast(stateless_random_uniform({batch, in}, {1, 2}, -1, 1), t);
+  Tensor w = cast(stateless_random_uniform({in, out}, {3, 4}, -0.1, 0.1), t);
+  Tensor b = cast(stateless_random_uniform({out}, {5, 6}, -0.1, 0.1), t);
+  Tensor g = cast(stateless_random_uniform({batch, out}, {7, 8}, -1, 1), t);
   auto dense_step = [&] {
     GradientTape tape;
     tape.watch({x, w, b});
@@ -373,6 +391,10 @@ TEST(MatmulDeterminism, DenseLayerGradientsAtTutorialShapes) {
 }
 
 TEST(MatmulDeterminism, DenseLayerGradientsTallK) { expect_dense_deterministic(4096, 64, 32); }
+
+TEST(MatmulDeterminism, Bfloat16DenseLayerGradientsWithLongK) {
+  expect_dense_deterministic(128, 3136, 128, kBFloat16);
+}
 
 }  // namespace
 }  // namespace weft

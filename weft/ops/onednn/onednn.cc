@@ -8,6 +8,7 @@
 
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
+#include "weft/core/half.h"
 
 namespace weft::onednn {
 namespace {
@@ -151,19 +152,22 @@ namespace {
 // fixed chunks accumulated in order, so a result never depends on how many threads ran it.
 constexpr int64_t kMaxDeterministicK = 1024;
 
-// c (+)= a @ b for one chunk of K; `accumulate` adds to c (oneDNN's sum post-op).
-void matmul_chunk(DType dtype, const MatmulOperand& a, const MatmulOperand& b,
+// c (+)= a @ b for one chunk of K; `accumulate` adds to c (oneDNN's sum post-op). a and b have
+// `dtype`, c has `c_dtype`.
+void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const MatmulOperand& b,
                   const MatmulOperand& c, bool accumulate) {
   static Cache<dnnl::matmul> cache;
   int threads = use_configured_threads();
-  std::vector<int64_t> key = {static_cast<int64_t>(dtype), threads, accumulate};
+  std::vector<int64_t> key = {static_cast<int64_t>(dtype), static_cast<int64_t>(c_dtype), threads,
+                              accumulate};
   for (const MatmulOperand* op : {&a, &b, &c}) {
     key.push_back(static_cast<int64_t>(op->dims.size()));
     key.insert(key.end(), op->dims.begin(), op->dims.end());
     key.insert(key.end(), op->strides.begin(), op->strides.end());
   }
   auto md = [&](const MatmulOperand& op) {
-    return memory::desc(dims_of(op.dims), data_type(dtype), dims_of(op.strides));
+    return memory::desc(dims_of(op.dims), data_type(&op == &c ? c_dtype : dtype),
+                        dims_of(op.strides));
   };
   const dnnl::matmul& prim = cache.get(key, [&] {
     dnnl::primitive_attr attr;
@@ -180,11 +184,44 @@ void matmul_chunk(DType dtype, const MatmulOperand& a, const MatmulOperand& b,
              {DNNL_ARG_DST, memory(md(c), engine(), c.data)}});
 }
 
+// dst (a half dtype) = src (float32, dst's dims and strides), rounded to nearest even.
+void round_to_half(DType dtype, const std::vector<float>& src, const MatmulOperand& dst) {
+  auto round = [&]<typename T>() {
+    T* out = static_cast<T*>(dst.data);
+    for (size_t i = 0; i < src.size(); ++i) out[i] = T(src[i]);
+  };
+  if (dtype == kBFloat16) {
+    round.operator()<bfloat16>();
+  } else {
+    round.operator()<float16>();
+  }
+}
+
 }  // namespace
 
 void matmul(DType dtype, const MatmulOperand& a, const MatmulOperand& b, const MatmulOperand& c) {
   size_t r = a.dims.size();
   int64_t k = a.dims[r - 1];
+  if (k <= kMaxDeterministicK) {
+    matmul_chunk(dtype, dtype, a, b, c, false);
+    return;
+  }
+  // Half-type chunks accumulate in a float32 buffer, rounded once at the end: a half destination
+  // would round after every chunk, and oneDNN 2.6 runs a half sum post-op on a slow generic GEMM.
+  bool half = dtype == kBFloat16 || dtype == kFloat16;
+  int64_t numel = 1;
+  for (int64_t d : c.dims) numel *= d;
+  std::vector<float> acc_buffer(half ? numel : 0);
+  MatmulOperand acc = c;
+  if (half) {
+    // weft's matmul writes a fresh contiguous tensor; the buffer takes its strides.
+    int64_t stride = 1;
+    for (size_t i = r; i-- > 0;) {
+      WEFT_ASSERT(c.dims[i] == 1 || c.strides[i] == stride) << "matmul output is not contiguous";
+      stride *= c.dims[i];
+    }
+    acc.data = acc_buffer.data();
+  }
   int64_t elem = dtype_size(dtype);
   for (int64_t start = 0; start < k; start += kMaxDeterministicK) {
     int64_t len = std::min(kMaxDeterministicK, k - start);
@@ -193,8 +230,9 @@ void matmul(DType dtype, const MatmulOperand& a, const MatmulOperand& b, const M
     bc.dims[r - 2] = len;
     ac.data = static_cast<char*>(a.data) + start * a.strides[r - 1] * elem;
     bc.data = static_cast<char*>(b.data) + start * b.strides[r - 2] * elem;
-    matmul_chunk(dtype, ac, bc, c, start > 0);
+    matmul_chunk(dtype, half ? kFloat32 : dtype, ac, bc, acc, start > 0);
   }
+  if (half) round_to_half(dtype, acc_buffer, c);
 }
 
 // ---- convolution -------------------------------------------------------------------------------
