@@ -3,6 +3,7 @@
 #include "weft/autodiff/tape.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/internal/conv_reference.h"
+#include "weft/ops/internal/max_pool.h"
 #include "weft/ops/onednn/onednn.h"
 
 namespace weft {
@@ -168,35 +169,23 @@ Tensor conv2d(const Tensor& x_in, const Tensor& f_in, Size2 strides, std::string
 
 Tensor max_pool2d(const Tensor& x_in, Size2 ksize, Size2 strides, std::string_view padding) {
   Pool2DParams p = pool_params("max_pool2d", x_in, ksize, strides, padding);
-  if (needs_float32(x_in.dtype())) {
-    return cast(max_pool2d(cast(x_in, kFloat32), ksize, strides, padding), x_in.dtype());
-  }
   Tensor x = x_in.contiguous();
   Tensor y = Tensor::empty({p.n, p.oh, p.ow, p.c}, x.dtype());
-  bool recording = autodiff::is_recording();
-  std::shared_ptr<Storage> workspace;
-  run_kernel(
-      x.dtype(),
-      [&] {
-        workspace = onednn::max_pool2d_forward(x.dtype(), p, x.raw_data(), y.raw_data(), recording);
-      },
-      [&](auto t) {
-        using T = decltype(t);
-        ops::internal::max_pool2d_forward<T>(p, x.data<T>(), y.data<T>());
+  dispatch_dtype(x.dtype(), [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<compute_t<T>>) {
+      ops::internal::max_pool2d_nhwc_forward<T>(p, x.data<T>(), y.data<T>());
+    }
+  });
+  if (autodiff::is_recording()) {
+    // The backward pass finds each window's maximum again in x (no workspace is kept).
+    autodiff::record("max_pool2d", {x_in}, {y}, [x, p](const autodiff::Grads& g) {
+      Tensor dy = cast(g[0], x.dtype()).contiguous();
+      Tensor dx = Tensor::empty({p.n, p.h, p.w, p.c}, x.dtype());
+      dispatch_dtype(x.dtype(), [&]<typename T>() {
+        if constexpr (std::is_floating_point_v<compute_t<T>>) {
+          ops::internal::max_pool2d_nhwc_backward<T>(p, x.data<T>(), dy.data<T>(), dx.data<T>());
+        }
       });
-  if (recording) {
-    autodiff::record("max_pool2d", {x_in}, {y}, [x, p, workspace](const autodiff::Grads& g) {
-      Tensor dy = g[0].contiguous();
-      Tensor dx = Tensor::empty({p.n, p.h, p.w, p.c}, dy.dtype());
-      run_kernel(
-          dy.dtype(),
-          [&] {
-            onednn::max_pool2d_backward(dy.dtype(), p, dy.raw_data(), *workspace, dx.raw_data());
-          },
-          [&](auto t) {
-            using T = decltype(t);
-            ops::internal::max_pool2d_backward<T>(p, x.data<T>(), dy.data<T>(), dx.data<T>());
-          });
       return std::vector<Tensor>{dx};
     });
   }

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
 #include "weft/core/half.h"
+#include "weft/core/storage.h"
 
 namespace weft::onednn {
 namespace {
@@ -394,7 +396,7 @@ namespace {
 struct PoolEntry {
   dnnl::pooling_forward forward;
   dnnl::pooling_backward backward;
-  memory::desc src, dst, workspace;
+  memory::desc src, dst;
 };
 
 const PoolEntry& pool_entry(DType dtype, const ops::internal::Pool2DParams& p,
@@ -429,30 +431,11 @@ const PoolEntry& pool_entry(DType dtype, const ops::internal::Pool2DParams& p,
     dnnl::pooling_forward::primitive_desc fpd(fdesc, engine());
     dnnl::pooling_backward::desc bdesc(alg, src, dst, strides, kernel, pad_l, pad_r);
     dnnl::pooling_backward::primitive_desc bpd(bdesc, engine(), fpd);
-    return PoolEntry{dnnl::pooling_forward(fpd), dnnl::pooling_backward(bpd), src, dst,
-                     fpd.workspace_desc()};
+    return PoolEntry{dnnl::pooling_forward(fpd), dnnl::pooling_backward(bpd), src, dst};
   });
 }
 
 }  // namespace
-
-std::shared_ptr<Storage> max_pool2d_forward(DType dtype, const ops::internal::Pool2DParams& p,
-                                            const void* x, void* y, bool keep_workspace) {
-  const PoolEntry& e = pool_entry(dtype, p, dnnl::algorithm::pooling_max);
-  auto ws = Storage::allocate(std::max<size_t>(e.workspace.get_size(), 1));
-  run(e.forward, {{DNNL_ARG_SRC, memory(e.src, engine(), const_cast<void*>(x))},
-                  {DNNL_ARG_DST, memory(e.dst, engine(), y)},
-                  {DNNL_ARG_WORKSPACE, memory(e.workspace, engine(), ws->data())}});
-  return keep_workspace ? ws : nullptr;
-}
-
-void max_pool2d_backward(DType dtype, const ops::internal::Pool2DParams& p, const void* dy,
-                         const Storage& workspace, void* dx) {
-  const PoolEntry& e = pool_entry(dtype, p, dnnl::algorithm::pooling_max);
-  run(e.backward, {{DNNL_ARG_DIFF_DST, memory(e.dst, engine(), const_cast<void*>(dy))},
-                   {DNNL_ARG_WORKSPACE, memory(e.workspace, engine(), workspace.data())},
-                   {DNNL_ARG_DIFF_SRC, memory(e.src, engine(), dx)}});
-}
 
 void avg_pool2d_forward(DType dtype, const ops::internal::Pool2DParams& p, const void* x, void* y) {
   const PoolEntry& e = pool_entry(dtype, p, dnnl::algorithm::pooling_avg_exclude_padding);

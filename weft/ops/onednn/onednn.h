@@ -5,12 +5,10 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "weft/core/dtype.h"
-#include "weft/core/storage.h"
 #include "weft/ops/internal/conv_reference.h"
 
 namespace weft::onednn {
@@ -37,11 +35,7 @@ void conv2d_backward_input(DType dtype, const ops::internal::Conv2DParams& p, co
 void conv2d_backward_filter(DType dtype, const ops::internal::Conv2DParams& p, const void* x,
                             const void* dy, void* dw);
 
-// Max pooling keeps a workspace (where each max came from) for its backward pass.
-std::shared_ptr<Storage> max_pool2d_forward(DType dtype, const ops::internal::Pool2DParams& p,
-                                            const void* x, void* y, bool keep_workspace);
-void max_pool2d_backward(DType dtype, const ops::internal::Pool2DParams& p, const void* dy,
-                         const Storage& workspace, void* dx);
+// Average pooling (max pooling is weft's own kernel, weft/ops/internal/max_pool.h).
 void avg_pool2d_forward(DType dtype, const ops::internal::Pool2DParams& p, const void* x, void* y);
 void avg_pool2d_backward(DType dtype, const ops::internal::Pool2DParams& p, const void* dy,
                          void* dx);
