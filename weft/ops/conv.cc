@@ -177,13 +177,14 @@ Tensor max_pool2d(const Tensor& x_in, Size2 ksize, Size2 strides, std::string_vi
     }
   });
   if (autodiff::is_recording()) {
-    // The backward pass finds each window's maximum again in x (no workspace is kept).
-    autodiff::record("max_pool2d", {x_in}, {y}, [x, p](const autodiff::Grads& g) {
+    // The backward pass finds each window's maximum in x from y (no workspace is kept).
+    autodiff::record("max_pool2d", {x_in}, {y}, [x, y, p](const autodiff::Grads& g) {
       Tensor dy = cast(g[0], x.dtype()).contiguous();
       Tensor dx = Tensor::empty({p.n, p.h, p.w, p.c}, x.dtype());
       dispatch_dtype(x.dtype(), [&]<typename T>() {
         if constexpr (std::is_floating_point_v<compute_t<T>>) {
-          ops::internal::max_pool2d_nhwc_backward<T>(p, x.data<T>(), dy.data<T>(), dx.data<T>());
+          ops::internal::max_pool2d_nhwc_backward<T>(p, x.data<T>(), y.data<T>(), dy.data<T>(),
+                                                     dx.data<T>());
         }
       });
       return std::vector<Tensor>{dx};

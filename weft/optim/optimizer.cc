@@ -264,22 +264,18 @@ GradsAndVars Optimizer::compute_gradients(const Tensor& loss, const std::vector<
     WEFT_CHECK(vars[i].defined(), InvalidArgument)
         << s.name << ".minimize: variable " << i << " is undefined";
   }
-  if (!has_loss_scale()) {
-    std::vector<Tensor> grads = tape.gradient(loss, vars);
-    GradsAndVars gv;
-    gv.reserve(vars.size());
-    for (size_t i = 0; i < vars.size(); ++i) gv.emplace_back(std::move(grads[i]), vars[i]);
-    return gv;
-  }
-  // d(loss * scale)/d var: the backward pass is seeded with the scale instead of ones.
-  double scale = loss_scale();
-  std::vector<Tensor> grads = tape.gradient(loss, vars, full(loss.shape(), scale, loss.dtype()));
+  // With loss scaling, d(loss * scale)/d var: the backward pass is seeded with the scale instead
+  // of ones, and the gradients are divided by it again.
+  std::optional<double> scale;
+  if (has_loss_scale()) scale = loss_scale();
+  std::vector<Tensor> grads =
+      tape.gradient(loss, vars, scale ? full(loss.shape(), *scale, loss.dtype()) : Tensor());
+  autodiff::NoRecordScope no_record;
   GradsAndVars gv;
   gv.reserve(vars.size());
-  autodiff::NoRecordScope no_record;
   for (size_t i = 0; i < vars.size(); ++i) {
-    Tensor g = grads[i].defined() ? mul(grads[i], Tensor::scalar(1.0 / scale, grads[i].dtype()))
-                                  : grads[i];
+    Tensor g = std::move(grads[i]);
+    if (scale && g.defined()) g = mul(g, Tensor::scalar(1.0 / *scale, g.dtype()));
     gv.emplace_back(std::move(g), vars[i]);
   }
   return gv;

@@ -10,6 +10,24 @@
 namespace weft::ops::internal {
 namespace {
 
+// An unsigned integer of N bytes that may alias any type.
+template <size_t N>
+struct UnsignedOfSizeImpl;
+template <>
+struct UnsignedOfSizeImpl<2> {
+  typedef uint16_t __attribute__((may_alias)) type;
+};
+template <>
+struct UnsignedOfSizeImpl<4> {
+  typedef uint32_t __attribute__((may_alias)) type;
+};
+template <>
+struct UnsignedOfSizeImpl<8> {
+  typedef uint64_t __attribute__((may_alias)) type;
+};
+template <size_t N>
+using UnsignedOfSize = typename UnsignedOfSizeImpl<N>::type;
+
 // The input rows and columns of output (oy, ox)'s window, clipped to the image.
 struct Window {
   int64_t y0, y1, x0, x1;
@@ -21,27 +39,22 @@ Window window(const Pool2DParams& p, int64_t oy, int64_t ox) {
           std::min(left + p.kw, p.w)};
 }
 
-// best[ch] = the window's maximum of channel ch; where[ch] = its position in the window (row-major
-// over the clipped window), the first one on ties, the first NaN if any.
+// best[ch] = the window's maximum of channel ch: the first NaN if there is one.
 template <typename T, typename C>
-void window_max(const Pool2DParams& p, const T* image, const Window& win, C* __restrict best,
-                int32_t* __restrict where) {
-  int32_t k = 0;
+void window_max(const Pool2DParams& p, const T* image, const Window& win, C* __restrict best) {
+  bool first = true;
   for (int64_t iy = win.y0; iy < win.y1; ++iy) {
-    for (int64_t ix = win.x0; ix < win.x1; ++ix, ++k) {
+    for (int64_t ix = win.x0; ix < win.x1; ++ix) {
       const T* __restrict in = image + (iy * p.w + ix) * p.c;
-      if (k == 0) {
-        for (int64_t ch = 0; ch < p.c; ++ch) {
-          best[ch] = static_cast<C>(in[ch]);
-          if (where) where[ch] = 0;
-        }
+      if (first) {
+        for (int64_t ch = 0; ch < p.c; ++ch) best[ch] = static_cast<C>(in[ch]);
+        first = false;
         continue;
       }
       for (int64_t ch = 0; ch < p.c; ++ch) {
         C v = static_cast<C>(in[ch]);
         bool take = v > best[ch] || (v != v && best[ch] == best[ch]);
         best[ch] = take ? v : best[ch];
-        if (where) where[ch] = take ? k : where[ch];
       }
     }
   }
@@ -58,7 +71,7 @@ void max_pool2d_nhwc_forward(const Pool2DParams& p, const T* x, T* y) {
       int64_t b = row / p.oh, oy = row % p.oh;
       const T* image = x + b * p.h * p.w * p.c;
       for (int64_t ox = 0; ox < p.ow; ++ox) {
-        window_max<T, C>(p, image, window(p, oy, ox), best.data(), nullptr);
+        window_max<T, C>(p, image, window(p, oy, ox), best.data());
         T* __restrict out = y + ((row * p.ow) + ox) * p.c;
         for (int64_t ch = 0; ch < p.c; ++ch) out[ch] = static_cast<T>(best[ch]);
       }
@@ -67,30 +80,51 @@ void max_pool2d_nhwc_forward(const Pool2DParams& p, const T* x, T* y) {
 }
 
 template <typename T>
-void max_pool2d_nhwc_backward(const Pool2DParams& p, const T* x, const T* dy, T* dx) {
+void max_pool2d_nhwc_backward(const Pool2DParams& p, const T* x, const T* y, const T* dy, T* dx) {
   using C = compute_t<T>;
+  using Bits = UnsignedOfSize<sizeof(T)>;
   int64_t image_size = p.h * p.w * p.c;
+  // Windows that do not overlap give each input at most one gradient: it is written, not added,
+  // and when they also cover the whole image, dx needs no zeroing first.
+  bool disjoint = p.kh <= p.stride_h && p.kw <= p.stride_w;
+  bool covering = disjoint && p.kh == p.stride_h && p.kw == p.stride_w && p.oh * p.kh == p.h &&
+                  p.ow * p.kw == p.w && p.pad_top == 0 && p.pad_left == 0;
   // One image per work item: windows never cross images, so no two items write the same dx.
   parallel_for(p.n, 1, [&](int64_t begin, int64_t end) {
-    std::vector<C> best(p.c);
-    std::vector<int32_t> where(p.c);
+    std::vector<Bits> taken(p.c);  // 1 once the window's maximum has had its gradient
     for (int64_t b = begin; b < end; ++b) {
-      const T* image = x + b * image_size;
+      const Bits* image = reinterpret_cast<const Bits*>(x + b * image_size);
       T* grad = dx + b * image_size;
-      std::fill_n(grad, image_size, T(0));
+      if (!covering) std::fill_n(grad, image_size, T(0));
       for (int64_t oy = 0; oy < p.oh; ++oy) {
         for (int64_t ox = 0; ox < p.ow; ++ox) {
           Window win = window(p, oy, ox);
-          window_max<T, C>(p, image, win, best.data(), where.data());
-          const T* __restrict g = dy + ((b * p.oh + oy) * p.ow + ox) * p.c;
-          int32_t k = 0;
+          int64_t at = ((b * p.oh + oy) * p.ow + ox) * p.c;
+          // The maximum is one of the window's elements, so its first occurrence is the first
+          // element with the same bits (NaNs included).
+          const Bits* __restrict yb = reinterpret_cast<const Bits*>(y + at);
+          const Bits* __restrict gb = reinterpret_cast<const Bits*>(dy + at);
+          Bits* __restrict t = taken.data();
+          const int64_t channels = p.c;  // a local: the stores below may alias anything
+          std::fill_n(t, channels, Bits(0));
           for (int64_t iy = win.y0; iy < win.y1; ++iy) {
-            for (int64_t ix = win.x0; ix < win.x1; ++ix, ++k) {
+            for (int64_t ix = win.x0; ix < win.x1; ++ix) {
+              const Bits* __restrict xb = image + (iy * p.w + ix) * p.c;
               T* __restrict d = grad + (iy * p.w + ix) * p.c;
-              const int32_t* __restrict w = where.data();
-              for (int64_t ch = 0; ch < p.c; ++ch) {
-                d[ch] = static_cast<T>(static_cast<C>(d[ch]) +
-                                       (w[ch] == k ? static_cast<C>(g[ch]) : C(0)));
+              if (disjoint) {
+                Bits* __restrict db = reinterpret_cast<Bits*>(d);
+                for (int64_t ch = 0; ch < channels; ++ch) {
+                  Bits hit = (xb[ch] == yb[ch]) & (t[ch] ^ 1);
+                  t[ch] |= hit;
+                  db[ch] = hit ? gb[ch] : Bits(0);  // 0 is all-zero bits in every float type
+                }
+              } else {
+                const T* __restrict g = dy + at;
+                for (int64_t ch = 0; ch < channels; ++ch) {
+                  Bits hit = (xb[ch] == yb[ch]) & (t[ch] ^ 1);
+                  t[ch] |= hit;
+                  d[ch] = static_cast<T>(static_cast<C>(d[ch]) + (hit ? static_cast<C>(g[ch]) : C(0)));
+                }
               }
             }
           }
@@ -102,7 +136,7 @@ void max_pool2d_nhwc_backward(const Pool2DParams& p, const T* x, const T* dy, T*
 
 #define WEFT_INSTANTIATE(T)                                                                  \
   template void max_pool2d_nhwc_forward<T>(const Pool2DParams&, const T*, T*);               \
-  template void max_pool2d_nhwc_backward<T>(const Pool2DParams&, const T*, const T*, T*);
+  template void max_pool2d_nhwc_backward<T>(const Pool2DParams&, const T*, const T*, const T*, T*);
 WEFT_INSTANTIATE(float)
 WEFT_INSTANTIATE(double)
 WEFT_INSTANTIATE(bfloat16)
