@@ -15,18 +15,23 @@ template <size_t N>
 struct UnsignedOfSizeImpl;
 template <>
 struct UnsignedOfSizeImpl<2> {
+  using plain = uint16_t;
   typedef uint16_t __attribute__((may_alias)) type;
 };
 template <>
 struct UnsignedOfSizeImpl<4> {
+  using plain = uint32_t;
   typedef uint32_t __attribute__((may_alias)) type;
 };
 template <>
 struct UnsignedOfSizeImpl<8> {
+  using plain = uint64_t;
   typedef uint64_t __attribute__((may_alias)) type;
 };
 template <size_t N>
 using UnsignedOfSize = typename UnsignedOfSizeImpl<N>::type;
+template <size_t N>
+using PlainUnsignedOfSize = typename UnsignedOfSizeImpl<N>::plain;
 
 // The input rows and columns of output (oy, ox)'s window, clipped to the image.
 struct Window {
@@ -91,7 +96,8 @@ void max_pool2d_nhwc_backward(const Pool2DParams& p, const T* x, const T* y, con
                   p.ow * p.kw == p.w && p.pad_top == 0 && p.pad_left == 0;
   // One image per work item: windows never cross images, so no two items write the same dx.
   parallel_for(p.n, 1, [&](int64_t begin, int64_t end) {
-    std::vector<Bits> taken(p.c);  // 1 once the window's maximum has had its gradient
+    // 1 once the window's maximum has had its gradient
+    std::vector<PlainUnsignedOfSize<sizeof(T)>> taken(p.c);
     for (int64_t b = begin; b < end; ++b) {
       const Bits* image = reinterpret_cast<const Bits*>(x + b * image_size);
       T* grad = dx + b * image_size;
@@ -104,7 +110,7 @@ void max_pool2d_nhwc_backward(const Pool2DParams& p, const T* x, const T* y, con
           // element with the same bits (NaNs included).
           const Bits* __restrict yb = reinterpret_cast<const Bits*>(y + at);
           const Bits* __restrict gb = reinterpret_cast<const Bits*>(dy + at);
-          Bits* __restrict t = taken.data();
+          PlainUnsignedOfSize<sizeof(T)>* __restrict t = taken.data();
           const int64_t channels = p.c;  // a local: the stores below may alias anything
           std::fill_n(t, channels, Bits(0));
           for (int64_t iy = win.y0; iy < win.y1; ++iy) {
