@@ -156,9 +156,14 @@ constexpr int64_t kMaxDeterministicK = 1024;
 
 // c (+)= a @ b for one chunk of K; `accumulate` adds to c (oneDNN's sum post-op). a and b have
 // `dtype`, c has `c_dtype`.
+struct MatmulPrimitive {
+  dnnl::matmul prim;
+  memory::desc a, b, c;  // kept: making descriptors on every call costs more than a small product
+};
+
 void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const MatmulOperand& b,
                   const MatmulOperand& c, bool accumulate) {
-  static Cache<dnnl::matmul> cache;
+  static Cache<MatmulPrimitive> cache;
   int threads = use_configured_threads();
   std::vector<int64_t> key = {static_cast<int64_t>(dtype), static_cast<int64_t>(c_dtype), threads,
                               accumulate};
@@ -171,7 +176,7 @@ void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const Matm
     return memory::desc(dims_of(op.dims), data_type(&op == &c ? c_dtype : dtype),
                         dims_of(op.strides));
   };
-  const dnnl::matmul& prim = cache.get(key, [&] {
+  const MatmulPrimitive& m = cache.get(key, [&] {
     dnnl::primitive_attr attr;
     if (accumulate) {
       dnnl::post_ops ops;
@@ -179,11 +184,12 @@ void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const Matm
       attr.set_post_ops(ops);
     }
     dnnl::matmul::desc desc(md(a), md(b), md(c));
-    return dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine()));
+    return MatmulPrimitive{dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine())), md(a),
+                           md(b), md(c)};
   });
-  run(prim, {{DNNL_ARG_SRC, memory(md(a), engine(), a.data)},
-             {DNNL_ARG_WEIGHTS, memory(md(b), engine(), b.data)},
-             {DNNL_ARG_DST, memory(md(c), engine(), c.data)}});
+  run(m.prim, {{DNNL_ARG_SRC, memory(m.a, engine(), a.data)},
+               {DNNL_ARG_WEIGHTS, memory(m.b, engine(), b.data)},
+               {DNNL_ARG_DST, memory(m.c, engine(), c.data)}});
 }
 
 // dst (a half dtype) = src (float32, dst's dims and strides), rounded to nearest even.
