@@ -27,7 +27,8 @@ inline void fit_model(benchmark::State& state, nn::Model model, int64_t batch, i
   for (auto _ : state) model.fit(ds, {.epochs = 1, .verbose = 0});
   state.counters["examples/s"] = benchmark::Counter(
       static_cast<double>(state.iterations() * steps * batch), benchmark::Counter::kIsRate);
-  state.counters["peak_MiB"] = static_cast<double>(Storage::peak_bytes_in_use()) / (1024.0 * 1024.0);
+  state.counters["peak_MiB"] =
+      static_cast<double>(Storage::peak_bytes_in_use()) / (1024.0 * 1024.0);
 }
 
 }  // namespace weft::bench

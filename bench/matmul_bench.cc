@@ -1,9 +1,8 @@
 // weft::matmul against raw oneDNN matmul (primitive made once, buffers preallocated) at the
 // tutorial MLP's shapes and two square ones in float32, and at the MLP's shapes (batch 128 and
 // 256) in bfloat16 (AMX / AVX512-BF16 with float32 accumulation). Goal: ratio >= 0.95.
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <cstdio>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "ratio.h"
 #include "weft/weft.h"
@@ -48,7 +47,7 @@ void onednn_matmul(benchmark::State& state) {
 }
 
 const char* const kFloat32Shapes[] = {"128/784/700", "128/700/500", "512/512/512",
-                                       "1024/1024/1024"};
+                                      "1024/1024/1024"};
 const char* const kBfloat16Shapes[] = {"128/784/700", "128/700/500", "128/500/10",
                                        "256/784/700", "256/700/500", "256/500/10"};
 

@@ -165,7 +165,8 @@ TEST_F(TrainCli, Float16TrainsWithLossScaling) {
   fs::path json = dir_ / "f16.json";
   Result r = run("train --model mlp --dataset " + (dir_ / "data").string() +
                  " --mixed-precision f16 --epochs 2 --batch-size 32 --seed 1 --quiet "
-                 "--metrics-json " + json.string());
+                 "--metrics-json " +
+                 json.string());
   ASSERT_EQ(r.status, 0) << r.output;
   nlohmann::json j = read_json(json);
   EXPECT_EQ(j["mixed_precision"], "f16");

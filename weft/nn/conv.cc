@@ -63,7 +63,8 @@ class Conv2DImpl : public LayerImpl {
   }
 
   Tensor call(const Tensor& x, bool training) override {
-    Tensor y = conv2d(x, cast_variable(kernel_), options_.strides, padding_, options_.dilation_rate);
+    Tensor y =
+        conv2d(x, cast_variable(kernel_), options_.strides, padding_, options_.dilation_rate);
     if (options_.use_bias) y = add(y, cast_variable(bias_));
     return activation_(y);
   }

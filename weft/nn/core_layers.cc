@@ -16,7 +16,8 @@ using internal::layer_label;
 
 class FlattenImpl : public LayerImpl {
  public:
-  explicit FlattenImpl(const LayerOptions& options) : LayerImpl("Flatten", options.name, options.dtype) {}
+  explicit FlattenImpl(const LayerOptions& options)
+      : LayerImpl("Flatten", options.name, options.dtype) {}
   Tensor call(const Tensor& x, bool training) override {
     int64_t features = 1;
     for (int64_t i = 1; i < x.rank(); ++i) features *= x.dim(i);

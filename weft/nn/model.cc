@@ -8,10 +8,10 @@
 #include <set>
 
 #include "weft/autodiff/tape.h"
-#include "weft/optim/loss_scale_optimizer.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
+#include "weft/optim/loss_scale_optimizer.h"
 
 namespace weft::nn {
 

@@ -74,8 +74,9 @@ class NormalizationImpl : public LayerImpl {
 class BatchNormalizationImpl : public NormalizationImpl {
  public:
   explicit BatchNormalizationImpl(BatchNormalizationOptions options)
-      : NormalizationImpl("BatchNormalization", options.name, options.dtype, options.axis, options.center,
-                          options.scale, options.beta_initializer, options.gamma_initializer),
+      : NormalizationImpl("BatchNormalization", options.name, options.dtype, options.axis,
+                          options.center, options.scale, options.beta_initializer,
+                          options.gamma_initializer),
         options_(std::move(options)),
         moving_mean_init_(internal::initializer_for(*this, "moving_mean_initializer",
                                                     options_.moving_mean_initializer)),
@@ -129,8 +130,9 @@ class BatchNormalizationImpl : public NormalizationImpl {
 class LayerNormalizationImpl : public NormalizationImpl {
  public:
   explicit LayerNormalizationImpl(const LayerNormalizationOptions& options)
-      : NormalizationImpl("LayerNormalization", options.name, options.dtype, options.axis, options.center,
-                          options.scale, options.beta_initializer, options.gamma_initializer),
+      : NormalizationImpl("LayerNormalization", options.name, options.dtype, options.axis,
+                          options.center, options.scale, options.beta_initializer,
+                          options.gamma_initializer),
         epsilon_(options.epsilon) {
     WEFT_CHECK(epsilon_ > 0, InvalidArgument)
         << layer_label(*this) << ": epsilon must be positive, got " << epsilon_;

@@ -153,9 +153,8 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
               // dbeta = sum(dy), dgamma = sum(dy * xhat) with xhat = (x - mean) * inv.
               std::vector<C> sum_dy =
                   feature_sums<C>(v, [&](int64_t i, int64_t) { return C(pdy[i]); });
-              std::vector<C> sum_dy_xhat = feature_sums<C>(v, [&](int64_t i, int64_t f) {
-                return C(pdy[i]) * (C(px[i]) - m[f]) * inv[f];
-              });
+              std::vector<C> sum_dy_xhat = feature_sums<C>(
+                  v, [&](int64_t i, int64_t f) { return C(pdy[i]) * (C(px[i]) - m[f]) * inv[f]; });
               auto n = static_cast<C>(v.count());
               std::vector<C> a(v.features), b(v.features), c(v.features);
               for (int64_t f = 0; f < v.features; ++f) {

@@ -17,8 +17,8 @@ struct BatchNormResult {
 
 // x: floating, rank >= 2, features along `axis`; gamma and beta: (features,) of x's dtype, or
 // float32 for a bfloat16/float16 x, which is normalised in float32 (y in x's dtype; mean and
-// variance float32). Differentiable once in x, gamma and beta (the backward pass is a kernel of its own, so a
-// nested tape sees no second derivative, as with max_pool2d).
+// variance float32). Differentiable once in x, gamma and beta (the backward pass is a kernel of its
+// own, so a nested tape sees no second derivative, as with max_pool2d).
 BatchNormResult batch_norm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                     int64_t axis, double epsilon);
 

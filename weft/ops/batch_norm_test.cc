@@ -125,8 +125,9 @@ TEST(BatchNormTraining, HalfInputsComputeInFloat32) {
     EXPECT_EQ(h[3].dtype(), half);
     for (int k : {1, 2, 4, 5}) EXPECT_EQ(h[k].dtype(), kFloat32) << k;
     for (int k : {0, 3}) {
-      EXPECT_EQ(max(abs(sub(cast(h[k], kFloat32), cast(cast(f[k], half), kFloat32))))
-                    .item<double>(), 0) << dtype_name(half) << " output " << k;
+      EXPECT_EQ(
+          max(abs(sub(cast(h[k], kFloat32), cast(cast(f[k], half), kFloat32)))).item<double>(), 0)
+          << dtype_name(half) << " output " << k;
     }
     for (int k : {1, 2, 4, 5}) {
       EXPECT_LT(max(abs(sub(h[k], f[k]))).item<double>(), 1e-4) << dtype_name(half) << " " << k;

@@ -7,7 +7,8 @@ namespace weft::mixed_precision {
 
 LossScaleOptimizer::LossScaleOptimizer(const optim::Optimizer& inner, LossScaleOptions options)
     : Optimizer(inner) {
-  WEFT_CHECK(inner.defined(), InvalidArgument) << "LossScaleOptimizer: the inner optimizer is undefined";
+  WEFT_CHECK(inner.defined(), InvalidArgument)
+      << "LossScaleOptimizer: the inner optimizer is undefined";
   enable_loss_scale(options);
 }
 

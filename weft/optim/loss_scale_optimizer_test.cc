@@ -34,8 +34,8 @@ struct TinyRegression {
 
   // Mean squared error after `steps` of SGD on a float16 Dense(1) with float32 variables.
   double train(optim::Optimizer optimizer, int steps) const {
-    nn::Dense layer(1, "", {.use_bias = false, .kernel_initializer = "zeros",
-                            .dtype = "mixed_float16"});
+    nn::Dense layer(1, "",
+                    {.use_bias = false, .kernel_initializer = "zeros", .dtype = "mixed_float16"});
     nn::losses::Loss mse = nn::losses::MeanSquaredError();
     for (int i = 0; i < steps; ++i) {
       GradientTape tape;

@@ -306,7 +306,8 @@ void Optimizer::enable_loss_scale(const LossScaleOptions& options) {
   WEFT_CHECK(!s.loss_scale, InvalidArgument)
       << "LossScaleOptimizer: optimizer \"" << s.name << "\" already has loss scaling";
   s.loss_scale = State::LossScale{
-      options, Variable(Tensor::scalar(options.initial_scale, kFloat32), "current_loss_scale", false),
+      options,
+      Variable(Tensor::scalar(options.initial_scale, kFloat32), "current_loss_scale", false),
       Variable(Tensor::scalar(0, kInt64), "good_steps", false)};
 }
 

@@ -129,7 +129,8 @@ void max_pool2d_nhwc_backward(const Pool2DParams& p, const T* x, const T* y, con
                 for (int64_t ch = 0; ch < channels; ++ch) {
                   Bits hit = (xb[ch] == yb[ch]) & (t[ch] ^ 1);
                   t[ch] |= hit;
-                  d[ch] = static_cast<T>(static_cast<C>(d[ch]) + (hit ? static_cast<C>(g[ch]) : C(0)));
+                  d[ch] =
+                      static_cast<T>(static_cast<C>(d[ch]) + (hit ? static_cast<C>(g[ch]) : C(0)));
                 }
               }
             }
@@ -140,8 +141,8 @@ void max_pool2d_nhwc_backward(const Pool2DParams& p, const T* x, const T* y, con
   });
 }
 
-#define WEFT_INSTANTIATE(T)                                                                  \
-  template void max_pool2d_nhwc_forward<T>(const Pool2DParams&, const T*, T*);               \
+#define WEFT_INSTANTIATE(T)                                                    \
+  template void max_pool2d_nhwc_forward<T>(const Pool2DParams&, const T*, T*); \
   template void max_pool2d_nhwc_backward<T>(const Pool2DParams&, const T*, const T*, const T*, T*);
 WEFT_INSTANTIATE(float)
 WEFT_INSTANTIATE(double)

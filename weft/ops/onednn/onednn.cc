@@ -296,9 +296,9 @@ std::vector<int64_t> conv_key(int kind, DType dtype, const ops::internal::Conv2D
 }
 
 dnnl::convolution_forward::primitive_desc conv_forward_pd(const ConvGeometry& g) {
-  dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, g.src,
-      g.any_weights, g.dst, g.strides, g.dilates, g.pad_l, g.pad_r);
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training,
+                                       dnnl::algorithm::convolution_direct, g.src, g.any_weights,
+                                       g.dst, g.strides, g.dilates, g.pad_l, g.pad_r);
   return dnnl::convolution_forward::primitive_desc(desc, engine());
 }
 
@@ -364,8 +364,8 @@ void conv2d_backward_input(DType dtype, const ops::internal::Conv2DParams& p, co
   ConvGeometry g = conv_geometry(dtype, p);
   const auto& c = cache.get(conv_key(1, dtype, p, use_configured_threads()), [&] {
     dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, g.src,
-                                               g.any_weights, g.dst, g.strides, g.dilates,
-                                               g.pad_l, g.pad_r);
+                                               g.any_weights, g.dst, g.strides, g.dilates, g.pad_l,
+                                               g.pad_r);
     dnnl::convolution_backward_data::primitive_desc pd(desc, engine(), conv_forward_pd(g));
     return ConvPrimitive{dnnl::convolution_backward_data(pd), pd.diff_dst_desc(), pd.weights_desc(),
                          pd.diff_src_desc()};
