@@ -78,6 +78,7 @@ class BatchNormalizationImpl : public NormalizationImpl {
                           options.center, options.scale, options.beta_initializer,
                           options.gamma_initializer),
         options_(std::move(options)),
+        activation_(internal::activation_for(*this, options_.activation)),
         moving_mean_init_(internal::initializer_for(*this, "moving_mean_initializer",
                                                     options_.moving_mean_initializer)),
         moving_variance_init_(internal::initializer_for(*this, "moving_variance_initializer",
@@ -101,19 +102,23 @@ class BatchNormalizationImpl : public NormalizationImpl {
       DType param_dtype = is_half(x_in.dtype()) ? kFloat32 : x_in.dtype();
       Tensor gamma = scale_ ? Tensor(gamma_) : ones({features_}, param_dtype);
       Tensor beta = center_ ? Tensor(beta_) : zeros({features_}, param_dtype);
-      BatchNormResult r = batch_norm_training(x_in, cast(gamma, param_dtype),
-                                              cast(beta, param_dtype), axis_, options_.epsilon);
+      bool fused_relu = options_.activation == "relu";
+      BatchNormResult r =
+          batch_norm_training(x_in, cast(gamma, param_dtype), cast(beta, param_dtype), axis_,
+                              options_.epsilon, fused_relu);
       update_moving(moving_mean_, r.mean);
       update_moving(moving_variance_, r.variance);
-      return r.y;
+      return fused_relu ? r.y : activation_(r.y);
     }
     // In x's precision: rsqrt of the float32 variance would round a float64 input's result.
     Tensor x = widen(x_in);
     Tensor moving_mean = cast(along_axis(moving_mean_), x.dtype());
     Tensor moving_variance = cast(along_axis(moving_variance_), x.dtype());
     Tensor y = affine(mul(sub(x, moving_mean), rsqrt(add(moving_variance, options_.epsilon))));
-    return y.dtype() == x_in.dtype() ? y : cast(y, x_in.dtype());
+    return activation_(y.dtype() == x_in.dtype() ? y : cast(y, x_in.dtype()));
   }
+
+  std::string describe() const override { return options_.activation; }
 
  private:
   void update_moving(Variable moving, const Tensor& batch) const {
@@ -123,6 +128,7 @@ class BatchNormalizationImpl : public NormalizationImpl {
   }
 
   BatchNormalizationOptions options_;
+  activations::Activation activation_;
   Initializer moving_mean_init_, moving_variance_init_;
   Variable moving_mean_, moving_variance_;
 };

@@ -28,6 +28,10 @@ struct BatchNormalizationOptions {
   std::string gamma_initializer = "ones";
   std::string moving_mean_initializer = "zeros";
   std::string moving_variance_initializer = "ones";
+  // Applied to the normalised output, by Keras name ("" for none). "relu" runs inside the
+  // training kernel (as TensorFlow's remapper fuses FusedBatchNorm with Relu): a following
+  // Activation("relu") layer costs two more passes over the activations, forward and backward.
+  std::string activation{};
   std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};
 };

@@ -1,7 +1,10 @@
 #include "weft/ops/batch_norm.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "weft/autodiff/tape.h"
@@ -21,34 +24,55 @@ struct View {
 // Elements per block of outer rows: fixed by the shape, never by the thread count.
 constexpr int64_t kBlockElements = 16384;
 
-// sums[f] = sum over every element of feature f of term(index, f), accumulated per block of outer
+// Two sums per feature in one pass: term(i, f, a, b) sets a and b for element i of feature f, and
+// sums[f] = {sum of a, sum of b} over every element of feature f, accumulated per block of outer
 // rows in row order and then over blocks in block order.
 template <typename C, typename Term>
-std::vector<C> feature_sums(const View& v, Term term) {
+std::pair<std::vector<C>, std::vector<C>> feature_sums(const View& v, Term term) {
   int64_t row = v.features * v.inner;
   int64_t rows_per_block = std::max<int64_t>(1, kBlockElements / row);
   int64_t blocks = (v.outer + rows_per_block - 1) / rows_per_block;
-  std::vector<C> partial(blocks * v.features, C(0));
+  int64_t F = v.features;
+  std::vector<C> partial(blocks * 2 * F, C(0));  // block b: F first sums, then F second sums
   parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
+    Term local = term;  // a copy whose pointers stay in registers across the stores below
     for (int64_t b = begin; b < end; ++b) {
-      C* acc = partial.data() + b * v.features;
+      C* acc0 = partial.data() + b * 2 * F;
+      C* acc1 = acc0 + F;
       for (int64_t o = b * rows_per_block; o < std::min(v.outer, (b + 1) * rows_per_block); ++o) {
         int64_t base = o * row;
         if (v.inner == 1) {
-          for (int64_t f = 0; f < v.features; ++f) acc[f] += term(base + f, f);
+          // GCC cannot tell that acc0 and acc1 do not overlap and would run this loop scalar.
+#pragma omp simd
+          for (int64_t f = 0; f < F; ++f) {
+            C t0, t1;  // set through references: GCC does not vectorize a returned pair here
+            local(base + f, f, t0, t1);
+            acc0[f] += t0;
+            acc1[f] += t1;
+          }
         } else {
-          for (int64_t f = 0; f < v.features; ++f) {
-            C s = 0;
-            for (int64_t i = 0; i < v.inner; ++i) s += term(base + f * v.inner + i, f);
-            acc[f] += s;
+          for (int64_t f = 0; f < F; ++f) {
+            C s0 = 0, s1 = 0;
+#pragma omp simd reduction(+ : s0, s1)
+            for (int64_t i = 0; i < v.inner; ++i) {
+              C t0, t1;
+              local(base + f * v.inner + i, f, t0, t1);
+              s0 += t0;
+              s1 += t1;
+            }
+            acc0[f] += s0;
+            acc1[f] += s1;
           }
         }
       }
     }
   });
-  std::vector<C> sums(v.features, C(0));
+  std::pair<std::vector<C>, std::vector<C>> sums{std::vector<C>(F, C(0)), std::vector<C>(F, C(0))};
   for (int64_t b = 0; b < blocks; ++b) {
-    for (int64_t f = 0; f < v.features; ++f) sums[f] += partial[b * v.features + f];
+    for (int64_t f = 0; f < F; ++f) {
+      sums.first[f] += partial[b * 2 * F + f];
+      sums.second[f] += partial[(b * 2 + 1) * F + f];
+    }
   }
   return sums;
 }
@@ -59,17 +83,82 @@ void for_each_element(const View& v, F f) {
   int64_t row = v.features * v.inner;
   parallel_for(v.outer, std::max<int64_t>(1, kBlockElements / row),
                [&](int64_t begin, int64_t end) {
+                 F f_here = f;  // a local copy, as in feature_sums
                  for (int64_t o = begin; o < end; ++o) {
                    int64_t base = o * row;
                    if (v.inner == 1) {
-                     for (int64_t c = 0; c < v.features; ++c) f(base + c, c);
+                     for (int64_t c = 0; c < v.features; ++c) f_here(base + c, c);
                    } else {
                      for (int64_t c = 0; c < v.features; ++c) {
-                       for (int64_t i = 0; i < v.inner; ++i) f(base + c * v.inner + i, c);
+                       for (int64_t i = 0; i < v.inner; ++i) f_here(base + c * v.inner + i, c);
                      }
                    }
                  }
                });
+}
+
+// c ? d : 0 without a branch, which GCC would keep as one and so not vectorize the loop.
+template <typename C>
+inline C keep_if(bool c, C d) {
+  using Bits = std::conditional_t<sizeof(C) == 4, uint32_t, uint64_t>;
+  return std::bit_cast<C>(std::bit_cast<Bits>(d) & (c ? ~Bits(0) : Bits(0)));
+}
+
+// x * scale + shift, the one expression both passes use, so the backward pass's ReLU mask is the
+// forward pass's.
+template <typename C>
+inline C normalized(C x, C scale, C shift) {
+  return x * scale + shift;
+}
+
+// Per feature, sum(d) and sum(d^2) of d = x - shift[f], in one pass.
+template <typename T, typename C = compute_t<T>>
+std::pair<std::vector<C>, std::vector<C>> shifted_moments(const View& v, const T* px,
+                                                          const C* shift) {
+  return feature_sums<C>(v, [=](int64_t i, int64_t f, C& sum, C& sum_squares) {
+    C d = C(px[i]) - shift[f];
+    sum = d;
+    sum_squares = d * d;
+  });
+}
+
+// Per-feature statistics of the forward pass, in the compute type.
+template <typename C>
+struct Statistics {
+  std::vector<C> mean, inv_std, scale, shift;  // y = x * scale + shift
+};
+
+// The backward pass: dx, dgamma and dbeta from x and dy, the ReLU's mask (when fused) recomputed
+// from x exactly as the forward pass made it.
+template <typename T, bool Relu, typename C = compute_t<T>>
+void backward(const View& v, const T* px, const T* pdy, const C* pg, const Statistics<C>& st,
+              T* pdx, C* dgamma, C* dbeta) {
+  const C *m = st.mean.data(), *inv = st.inv_std.data();
+  const C *sc = st.scale.data(), *sh = st.shift.data();
+  // The gradient reaching the normalisation.
+  auto grad = [=](int64_t i, int64_t f) {
+    C d = C(pdy[i]);
+    if constexpr (Relu) d = keep_if(normalized(C(px[i]), sc[f], sh[f]) > C(0), d);
+    return d;
+  };
+  // dbeta = sum(g), dgamma = sum(g * xhat) with xhat = (x - mean) * inv, in one pass.
+  auto [sum_g, sum_g_xhat] = feature_sums<C>(v, [=](int64_t i, int64_t f, C& g, C& g_xhat) {
+    g = grad(i, f);
+    g_xhat = g * (C(px[i]) - m[f]) * inv[f];
+  });
+  auto n = static_cast<C>(v.count());
+  std::vector<C> a(v.features), b(v.features), c(v.features);
+  for (int64_t f = 0; f < v.features; ++f) {
+    dbeta[f] = sum_g[f];
+    dgamma[f] = sum_g_xhat[f];
+    // dx = gamma * inv * (g - sum_g / n - xhat * sum_g_xhat / n) = a*g + b*x + c
+    a[f] = pg[f] * inv[f];
+    b[f] = -a[f] * inv[f] * sum_g_xhat[f] / n;
+    c[f] = -a[f] * sum_g[f] / n - b[f] * m[f];
+  }
+  const C *pa = a.data(), *pb = b.data(), *pc = c.data();
+  for_each_element(
+      v, [=](int64_t i, int64_t f) { pdx[i] = T(pa[f] * grad(i, f) + pb[f] * C(px[i]) + pc[f]); });
 }
 
 Tensor vector_tensor(const std::vector<double>& values, DType dtype) {
@@ -79,7 +168,8 @@ Tensor vector_tensor(const std::vector<double>& values, DType dtype) {
 }  // namespace
 
 BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
-                                    const Tensor& beta_in, int64_t axis, double epsilon) {
+                                    const Tensor& beta_in, int64_t axis, double epsilon,
+                                    bool relu) {
   const char* op = "batch_norm_training";
   WEFT_CHECK(x_in.defined() && gamma_in.defined() && beta_in.defined(), InvalidArgument)
       << op << ": an input tensor is undefined";
@@ -106,7 +196,8 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
 
   Tensor x = x_in.contiguous(), gamma = gamma_in.contiguous(), beta = beta_in.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype());
-  std::vector<double> mean(v.features), inv_std(v.features), variance(v.features);
+  std::vector<double> mean(v.features), inv_std(v.features), variance(v.features),
+      scale(v.features), shift(v.features);
   dispatch_dtype(x.dtype(), [&]<typename T>() {
     using C = compute_t<T>;  // float for the half types
     if constexpr (std::is_floating_point_v<C>) {
@@ -115,30 +206,38 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
       const C* pb = beta.data<C>();
       T* py = y.data<T>();
       auto n = static_cast<C>(v.count());
-      std::vector<C> s = feature_sums<C>(v, [&](int64_t i, int64_t) { return C(px[i]); });
-      std::vector<C> m(v.features), scale(v.features), shift(v.features);
-      for (int64_t f = 0; f < v.features; ++f) m[f] = s[f] / n;
-      std::vector<C> ss = feature_sums<C>(v, [&](int64_t i, int64_t f) {
-        C d = C(px[i]) - m[f];
-        return d * d;
-      });
+      // One pass over x for both moments, taken about a shift (each feature's first value) so
+      // that sum(d^2) - sum(d)^2 / n does not cancel when the mean is large against the spread.
+      std::vector<C> k(v.features);
+      for (int64_t f = 0; f < v.features; ++f) k[f] = C(px[f * v.inner]);
+      auto [s, ss] = shifted_moments<T>(v, px, k.data());
       for (int64_t f = 0; f < v.features; ++f) {
-        C var = ss[f] / n;
+        C ds = s[f] / n;
+        C var = std::max(C(0), ss[f] / n - ds * ds);
         C inv = C(1) / std::sqrt(var + static_cast<C>(epsilon));
-        mean[f] = m[f];
+        mean[f] = k[f] + ds;
         variance[f] = var;
         inv_std[f] = inv;
         scale[f] = inv * pg[f];
-        shift[f] = pb[f] - m[f] * scale[f];
+        shift[f] = pb[f] - static_cast<C>(mean[f]) * inv * pg[f];
       }
-      for_each_element(v, [&](int64_t i, int64_t f) { py[i] = T(C(px[i]) * scale[f] + shift[f]); });
+      std::vector<C> scale_c(scale.begin(), scale.end()), shift_c(shift.begin(), shift.end());
+      const C *sc = scale_c.data(), *sh = shift_c.data();
+      if (relu) {
+        for_each_element(v, [=](int64_t i, int64_t f) {
+          py[i] = T(std::max(normalized(C(px[i]), sc[f], sh[f]), C(0)));
+        });
+      } else {
+        for_each_element(
+            v, [=](int64_t i, int64_t f) { py[i] = T(normalized(C(px[i]), sc[f], sh[f])); });
+      }
     }
   });
   BatchNormResult result{y, vector_tensor(mean, param_dtype), vector_tensor(variance, param_dtype)};
   if (autodiff::is_recording()) {
     autodiff::record(
         op, {x_in, gamma_in, beta_in}, {y},
-        [x, gamma, v, mean, inv_std, param_dtype](const autodiff::Grads& g) {
+        [x, gamma, v, mean, inv_std, scale, shift, relu, param_dtype](const autodiff::Grads& g) {
           Tensor dy = cast(g[0], x.dtype()).contiguous();
           Tensor dx = Tensor::empty(x.shape(), x.dtype());
           Tensor dgamma = Tensor::empty({v.features}, param_dtype);
@@ -146,29 +245,15 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
           dispatch_dtype(x.dtype(), [&]<typename T>() {
             using C = compute_t<T>;
             if constexpr (std::is_floating_point_v<C>) {
-              const T* px = x.data<T>();
-              const T* pdy = dy.data<T>();
-              const C* pg = gamma.data<C>();
-              std::vector<C> m(mean.begin(), mean.end()), inv(inv_std.begin(), inv_std.end());
-              // dbeta = sum(dy), dgamma = sum(dy * xhat) with xhat = (x - mean) * inv.
-              std::vector<C> sum_dy =
-                  feature_sums<C>(v, [&](int64_t i, int64_t) { return C(pdy[i]); });
-              std::vector<C> sum_dy_xhat = feature_sums<C>(
-                  v, [&](int64_t i, int64_t f) { return C(pdy[i]) * (C(px[i]) - m[f]) * inv[f]; });
-              auto n = static_cast<C>(v.count());
-              std::vector<C> a(v.features), b(v.features), c(v.features);
-              for (int64_t f = 0; f < v.features; ++f) {
-                dbeta.data<C>()[f] = sum_dy[f];
-                dgamma.data<C>()[f] = sum_dy_xhat[f];
-                // dx = gamma * inv * (dy - sum_dy / n - xhat * sum_dy_xhat / n) = a*dy + b*x + c
-                a[f] = pg[f] * inv[f];
-                b[f] = -a[f] * inv[f] * sum_dy_xhat[f] / n;
-                c[f] = -a[f] * sum_dy[f] / n - b[f] * m[f];
-              }
-              T* pdx = dx.data<T>();
-              for_each_element(v, [&](int64_t i, int64_t f) {
-                pdx[i] = T(a[f] * C(pdy[i]) + b[f] * C(px[i]) + c[f]);
-              });
+              Statistics<C> st{{mean.begin(), mean.end()},
+                               {inv_std.begin(), inv_std.end()},
+                               {scale.begin(), scale.end()},
+                               {shift.begin(), shift.end()}};
+              auto run = [&]<bool Relu>() {
+                backward<T, Relu>(v, x.data<T>(), dy.data<T>(), gamma.data<C>(), st, dx.data<T>(),
+                                  dgamma.data<C>(), dbeta.data<C>());
+              };
+              relu ? run.template operator()<true>() : run.template operator()<false>();
             }
           });
           return std::vector<Tensor>{dx, dgamma, dbeta};

@@ -1,7 +1,10 @@
 // Batch normalization in training mode as one op (TensorFlow's FusedBatchNorm): the batch's
 // per-feature mean and variance, and y = (x - mean) / sqrt(variance + epsilon) * gamma + beta, in
-// two reading passes and one writing pass; the backward pass is two more. Feature sums are taken
-// over fixed blocks in a fixed order, so results do not depend on the thread count.
+// one reading pass and one writing pass; the backward pass is one more of each. With `relu`,
+// y = max(that, 0) in the same passes, and the gradient is masked in the backward pass's (as
+// TensorFlow's remapper fuses FusedBatchNorm and Relu), which saves the two passes of a separate
+// ReLU and its gradient. Feature sums are taken over fixed blocks in a fixed order, so results do
+// not depend on the thread count.
 //
 //   weft::BatchNormResult r = weft::batch_norm_training(x, gamma, beta, /*axis=*/-1, 1e-3);
 //   // r.y: x's shape; r.mean, r.variance: (features,), the biased variance, not recorded.
@@ -20,6 +23,6 @@ struct BatchNormResult {
 // variance float32). Differentiable once in x, gamma and beta (the backward pass is a kernel of its
 // own, so a nested tape sees no second derivative, as with max_pool2d).
 BatchNormResult batch_norm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                    int64_t axis, double epsilon);
+                                    int64_t axis, double epsilon, bool relu = false);
 
 }  // namespace weft

@@ -9,6 +9,7 @@
 #include "weft/autodiff/tape.h"
 #include "weft/core/errors.h"
 #include "weft/ops/cast.h"
+#include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/random.h"
 #include "weft/ops/reduce.h"
@@ -133,6 +134,42 @@ TEST(BatchNormTraining, HalfInputsComputeInFloat32) {
       EXPECT_LT(max(abs(sub(h[k], f[k]))).item<double>(), 1e-4) << dtype_name(half) << " " << k;
     }
   }
+}
+
+// The fused ReLU is ReLU applied to the op's output, forward and backward: the same values and
+// the same gradients as the two ops recorded one after the other.
+TEST(BatchNormTraining, FusedReluIsReluOfTheOutput) {
+  for (int64_t axis : {3, 1}) {
+    Tensor x = uniform({6, 4, 3, 5}, 21, -2, 2);
+    int64_t c = x.shape()[axis];
+    Tensor gamma = uniform({c}, 22, 0.5, 1.5), beta = uniform({c}, 23, -0.5, 0.5);
+    Tensor dy = uniform(x.shape(), 24);
+    auto run = [&](bool fused) {
+      GradientTape tape;
+      tape.watch({x, gamma, beta});
+      Tensor y = fused ? batch_norm_training(x, gamma, beta, axis, 1e-3, true).y
+                       : relu(batch_norm_training(x, gamma, beta, axis, 1e-3).y);
+      std::vector<Tensor> g = tape.gradient(y, std::vector<Tensor>{x, gamma, beta}, dy);
+      return std::vector<Tensor>{y, g[0], g[1], g[2]};
+    };
+    std::vector<Tensor> fused = run(true), separate = run(false);
+    double zeros =
+        mean(cast(equal(fused[0], Tensor::scalar(0, kFloat64)), kFloat64)).item<double>();
+    EXPECT_GT(zeros, 0.3) << "the test should cut about half the values";
+    EXPECT_LT(zeros, 0.7);
+    for (size_t k = 0; k < fused.size(); ++k) expect_close(fused[k], separate[k], 1e-12);
+  }
+}
+
+// Both moments come from one pass about a shift, so a mean far larger than the spread (pixels
+// in 0..255, say) does not cancel the variance away in float32.
+TEST(BatchNormTraining, Float32MomentsOfALargeMean) {
+  Tensor x64 = add(uniform({256, 9}, 25, -1, 1), Tensor::scalar(1000, kFloat64));
+  Tensor g = ones({9}, kFloat32), b = zeros({9}, kFloat32);
+  BatchNormResult r = batch_norm_training(cast(x64, kFloat32), g, b, -1, 1e-3);
+  Tensor x32 = cast(cast(x64, kFloat32), kFloat64);  // the values the op saw
+  expect_close(cast(r.mean, kFloat64), mean(x32, {0}), 1e-4);
+  expect_close(cast(r.variance, kFloat64), mean(square(sub(x32, mean(x32, {0}, true))), {0}), 1e-4);
 }
 
 TEST(BatchNormTraining, Errors) {
