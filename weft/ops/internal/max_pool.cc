@@ -1,7 +1,9 @@
 #include "weft/ops/internal/max_pool.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "weft/core/dtype.h"
@@ -67,6 +69,18 @@ void window_max(const Pool2DParams& p, const T* image, const Window& win, C* __r
   }
 }
 
+// T(v) for a v that came from a T, so that no rounding is needed: for bfloat16 its top half.
+template <typename T, typename C>
+inline T exact_narrow(C v) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    T t;
+    t.bits = static_cast<uint16_t>(std::bit_cast<uint32_t>(v) >> 16);
+    return t;
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -81,7 +95,7 @@ void max_pool2d_nhwc_forward(const Pool2DParams& p, const T* x, T* y) {
         window_max<T, C>(p, image, window(p, oy, ox), best.data());
         T* __restrict out = y + ((row * p.ow) + ox) * p.c;
 #pragma omp simd
-        for (int64_t ch = 0; ch < p.c; ++ch) out[ch] = static_cast<T>(best[ch]);
+        for (int64_t ch = 0; ch < p.c; ++ch) out[ch] = exact_narrow<T>(best[ch]);
       }
     }
   });
