@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "weft/nn/activations.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/testing/nn_goldens.h"
@@ -104,6 +105,27 @@ TEST(BatchNormalization, MovingUpdatesAreNotRecorded) {
   std::vector<Tensor> g = tape.gradient(loss, std::vector<Tensor>{x, bn.variables()[1].value()});
   for (double v : g[0].to_vector<double>()) EXPECT_NEAR(v, 0, 1e-9);
   EXPECT_EQ(g[1].to_vector<float>(), std::vector<float>(4, 6.0f));
+}
+
+// .activation applies the activation to the normalised output: "relu" inside the training kernel,
+// anything else after it; in inference after the moving-statistics normalisation.
+TEST(BatchNormalization, ActivationAppliesToTheOutputInBothModes) {
+  Tensor x = goldens().load("bn_train_2d", "x");
+  for (const char* name : {"relu", "tanh"}) {
+    BatchNormalization plain({.momentum = 0.5}), activated({.momentum = 0.5, .activation = name});
+    for (bool training : {true, false}) {
+      Tensor expected = activations::get(name)(plain(x, training));
+      Tensor y = activated(x, training);
+      std::vector<double> a = y.to_vector<double>(), b = expected.to_vector<double>();
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6) << name << " " << i;
+    }
+    // Same moving statistics afterwards: the activation does not touch them.
+    EXPECT_EQ(activated.variables()[2].value().to_vector<float>(),
+              plain.variables()[2].value().to_vector<float>());
+  }
+  EXPECT_THAT([] { BatchNormalization({.activation = "rleu", .name = "bn_act"}); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("bn_act")));
 }
 
 TEST(Normalization, HalfInputsComputeInFloat32AndKeepTheirDtype) {

@@ -1,10 +1,11 @@
 #include "weft/ops/batch_norm.h"
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "weft/autodiff/tape.h"
@@ -215,11 +216,12 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
         C ds = s[f] / n;
         C var = std::max(C(0), ss[f] / n - ds * ds);
         C inv = C(1) / std::sqrt(var + static_cast<C>(epsilon));
-        mean[f] = k[f] + ds;
+        C mean_f = k[f] + ds, scale_f = inv * pg[f];
+        mean[f] = mean_f;
         variance[f] = var;
         inv_std[f] = inv;
-        scale[f] = inv * pg[f];
-        shift[f] = pb[f] - static_cast<C>(mean[f]) * inv * pg[f];
+        scale[f] = scale_f;
+        shift[f] = pb[f] - mean_f * scale_f;
       }
       std::vector<C> scale_c(scale.begin(), scale.end()), shift_c(shift.begin(), shift.end());
       const C *sc = scale_c.data(), *sh = shift_c.data();
