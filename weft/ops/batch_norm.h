@@ -18,10 +18,14 @@ struct BatchNormResult {
   Tensor y, mean, variance;
 };
 
-// x: floating, rank >= 2, features along `axis`; gamma and beta: (features,) of x's dtype, or
-// float32 for a bfloat16/float16 x, which is normalised in float32 (y in x's dtype; mean and
-// variance float32). Differentiable once in x, gamma and beta (the backward pass is a kernel of its
-// own, so a nested tape sees no second derivative, as with max_pool2d).
+// The dtype of gamma, beta, mean and variance for an x of dtype `x`: x's own, or float32 for a
+// bfloat16/float16 x, which is normalised in float32.
+inline DType batch_norm_param_dtype(DType x) { return is_half(x) ? kFloat32 : x; }
+
+// x: floating, rank >= 2, features along `axis`; gamma and beta: (features,) of
+// batch_norm_param_dtype(x.dtype()) (y in x's dtype; mean and variance in the parameters').
+// Differentiable once in x, gamma and beta (the backward pass is a kernel of its own, so a nested
+// tape sees no second derivative, as with max_pool2d).
 BatchNormResult batch_norm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                     int64_t axis, double epsilon, bool relu = false);
 
