@@ -171,19 +171,22 @@ Tensor max_pool2d(const Tensor& x_in, Size2 ksize, Size2 strides, std::string_vi
   Pool2DParams p = pool_params("max_pool2d", x_in, ksize, strides, padding);
   Tensor x = x_in.contiguous();
   Tensor y = Tensor::empty({p.n, p.oh, p.ow, p.c}, x.dtype());
+  // Where each maximum was, for the backward pass.
+  Tensor argmax = Tensor::empty(y.shape(), kInt32);
   dispatch_dtype(x.dtype(), [&]<typename T>() {
     if constexpr (std::is_floating_point_v<compute_t<T>>) {
-      ops::internal::max_pool2d_nhwc_forward<T>(p, x.data<T>(), y.data<T>());
+      ops::internal::max_pool2d_nhwc_forward<T>(p, x.data<T>(), y.data<T>(),
+                                                argmax.data<int32_t>());
     }
   });
   if (autodiff::is_recording()) {
-    // The backward pass finds each window's maximum in x from y (no workspace is kept).
-    autodiff::record("max_pool2d", {x_in}, {y}, [x, y, p](const autodiff::Grads& g) {
-      Tensor dy = cast(g[0], x.dtype()).contiguous();
-      Tensor dx = Tensor::empty({p.n, p.h, p.w, p.c}, x.dtype());
-      dispatch_dtype(x.dtype(), [&]<typename T>() {
+    DType dtype = x.dtype();
+    autodiff::record("max_pool2d", {x_in}, {y}, [argmax, dtype, p](const autodiff::Grads& g) {
+      Tensor dy = cast(g[0], dtype).contiguous();
+      Tensor dx = Tensor::empty({p.n, p.h, p.w, p.c}, dtype);
+      dispatch_dtype(dtype, [&]<typename T>() {
         if constexpr (std::is_floating_point_v<compute_t<T>>) {
-          ops::internal::max_pool2d_nhwc_backward<T>(p, x.data<T>(), y.data<T>(), dy.data<T>(),
+          ops::internal::max_pool2d_nhwc_backward<T>(p, argmax.data<int32_t>(), dy.data<T>(),
                                                      dx.data<T>());
         }
       });

@@ -17,45 +17,53 @@ template <size_t N>
 struct UnsignedOfSizeImpl;
 template <>
 struct UnsignedOfSizeImpl<2> {
-  using plain = uint16_t;
   typedef uint16_t __attribute__((may_alias)) type;
 };
 template <>
 struct UnsignedOfSizeImpl<4> {
-  using plain = uint32_t;
   typedef uint32_t __attribute__((may_alias)) type;
 };
 template <>
 struct UnsignedOfSizeImpl<8> {
-  using plain = uint64_t;
   typedef uint64_t __attribute__((may_alias)) type;
 };
 template <size_t N>
 using UnsignedOfSize = typename UnsignedOfSizeImpl<N>::type;
-template <size_t N>
-using PlainUnsignedOfSize = typename UnsignedOfSizeImpl<N>::plain;
 
-// The input rows and columns of output (oy, ox)'s window, clipped to the image.
+// The input rows and columns of output (oy, ox)'s window, clipped to the image, and where the
+// unclipped window starts.
 struct Window {
   int64_t y0, y1, x0, x1;
+  int64_t top, left;
 };
 
 Window window(const Pool2DParams& p, int64_t oy, int64_t ox) {
   int64_t top = oy * p.stride_h - p.pad_top, left = ox * p.stride_w - p.pad_left;
-  return {std::max<int64_t>(top, 0), std::min(top + p.kh, p.h), std::max<int64_t>(left, 0),
-          std::min(left + p.kw, p.w)};
+  return {std::max<int64_t>(top, 0),
+          std::min(top + p.kh, p.h),
+          std::max<int64_t>(left, 0),
+          std::min(left + p.kw, p.w),
+          top,
+          left};
 }
 
-// best[ch] = the window's maximum of channel ch: the first NaN if there is one.
+// best[ch] = the window's maximum of channel ch: the first NaN if there is one, else the first
+// occurrence of the largest value; at[ch] = its tap in the window (ky * kw + kx, counting the
+// taps of the unclipped window).
 template <typename T, typename C>
-void window_max(const Pool2DParams& p, const T* image, const Window& win, C* __restrict best) {
+void window_max(const Pool2DParams& p, const T* image, const Window& win, C* __restrict best,
+                int32_t* __restrict at) {
   bool first = true;
   for (int64_t iy = win.y0; iy < win.y1; ++iy) {
     for (int64_t ix = win.x0; ix < win.x1; ++ix) {
       const T* __restrict in = image + (iy * p.w + ix) * p.c;
+      auto tap = static_cast<int32_t>((iy - win.top) * p.kw + (ix - win.left));
       if (first) {
 #pragma omp simd
-        for (int64_t ch = 0; ch < p.c; ++ch) best[ch] = static_cast<C>(in[ch]);
+        for (int64_t ch = 0; ch < p.c; ++ch) {
+          best[ch] = static_cast<C>(in[ch]);
+          at[ch] = tap;
+        }
         first = false;
         continue;
       }
@@ -64,6 +72,7 @@ void window_max(const Pool2DParams& p, const T* image, const Window& win, C* __r
         C v = static_cast<C>(in[ch]);
         bool take = v > best[ch] || (v != v && best[ch] == best[ch]);
         best[ch] = take ? v : best[ch];
+        at[ch] = take ? tap : at[ch];
       }
     }
   }
@@ -84,7 +93,7 @@ inline T exact_narrow(C v) {
 }  // namespace
 
 template <typename T>
-void max_pool2d_nhwc_forward(const Pool2DParams& p, const T* x, T* y) {
+void max_pool2d_nhwc_forward(const Pool2DParams& p, const T* x, T* y, int32_t* argmax) {
   using C = compute_t<T>;
   parallel_for(p.n * p.oh, 1, [&](int64_t begin, int64_t end) {
     std::vector<C> best(p.c);
@@ -92,8 +101,9 @@ void max_pool2d_nhwc_forward(const Pool2DParams& p, const T* x, T* y) {
       int64_t b = row / p.oh, oy = row % p.oh;
       const T* image = x + b * p.h * p.w * p.c;
       for (int64_t ox = 0; ox < p.ow; ++ox) {
-        window_max<T, C>(p, image, window(p, oy, ox), best.data());
-        T* __restrict out = y + ((row * p.ow) + ox) * p.c;
+        int64_t at = ((row * p.ow) + ox) * p.c;
+        window_max<T, C>(p, image, window(p, oy, ox), best.data(), argmax + at);
+        T* __restrict out = y + at;
 #pragma omp simd
         for (int64_t ch = 0; ch < p.c; ++ch) out[ch] = exact_narrow<T>(best[ch]);
       }
@@ -102,7 +112,7 @@ void max_pool2d_nhwc_forward(const Pool2DParams& p, const T* x, T* y) {
 }
 
 template <typename T>
-void max_pool2d_nhwc_backward(const Pool2DParams& p, const T* x, const T* y, const T* dy, T* dx) {
+void max_pool2d_nhwc_backward(const Pool2DParams& p, const int32_t* argmax, const T* dy, T* dx) {
   using C = compute_t<T>;
   using Bits = UnsignedOfSize<sizeof(T)>;
   int64_t image_size = p.h * p.w * p.c;
@@ -113,44 +123,33 @@ void max_pool2d_nhwc_backward(const Pool2DParams& p, const T* x, const T* y, con
                   p.ow * p.kw == p.w && p.pad_top == 0 && p.pad_left == 0;
   // One image per work item: windows never cross images, so no two items write the same dx.
   parallel_for(p.n, 1, [&](int64_t begin, int64_t end) {
-    // 1 once the window's maximum has had its gradient
-    std::vector<PlainUnsignedOfSize<sizeof(T)>> taken(p.c);
     for (int64_t b = begin; b < end; ++b) {
-      const Bits* image = reinterpret_cast<const Bits*>(x + b * image_size);
       T* grad = dx + b * image_size;
       if (!covering) std::fill_n(grad, image_size, T(0));
       for (int64_t oy = 0; oy < p.oh; ++oy) {
         for (int64_t ox = 0; ox < p.ow; ++ox) {
           Window win = window(p, oy, ox);
           int64_t at = ((b * p.oh + oy) * p.ow + ox) * p.c;
-          // The maximum is one of the window's elements, so its first occurrence is the first
-          // element with the same bits (NaNs included).
-          const Bits* __restrict yb = reinterpret_cast<const Bits*>(y + at);
-          const Bits* __restrict gb = reinterpret_cast<const Bits*>(dy + at);
-          PlainUnsignedOfSize<sizeof(T)>* __restrict t = taken.data();
+          const int32_t* __restrict a = argmax + at;
           const int64_t channels = p.c;  // a local: the stores below may alias anything
-          std::fill_n(t, channels, Bits(0));
           for (int64_t iy = win.y0; iy < win.y1; ++iy) {
             for (int64_t ix = win.x0; ix < win.x1; ++ix) {
-              const Bits* __restrict xb = image + (iy * p.w + ix) * p.c;
+              auto tap = static_cast<int32_t>((iy - win.top) * p.kw + (ix - win.left));
               T* __restrict d = grad + (iy * p.w + ix) * p.c;
               if (disjoint) {
+                const Bits* __restrict gb = reinterpret_cast<const Bits*>(dy + at);
                 Bits* __restrict db = reinterpret_cast<Bits*>(d);
                 // Channels are independent; the pragma spares a short loop GCC's alias checks.
 #pragma omp simd
                 for (int64_t ch = 0; ch < channels; ++ch) {
-                  Bits hit = (xb[ch] == yb[ch]) & (t[ch] ^ 1);
-                  t[ch] |= hit;
-                  db[ch] = hit ? gb[ch] : Bits(0);  // 0 is all-zero bits in every float type
+                  db[ch] = a[ch] == tap ? gb[ch] : Bits(0);  // 0 is all-zero bits in every float
                 }
               } else {
                 const T* __restrict g = dy + at;
 #pragma omp simd
                 for (int64_t ch = 0; ch < channels; ++ch) {
-                  Bits hit = (xb[ch] == yb[ch]) & (t[ch] ^ 1);
-                  t[ch] |= hit;
-                  d[ch] =
-                      static_cast<T>(static_cast<C>(d[ch]) + (hit ? static_cast<C>(g[ch]) : C(0)));
+                  d[ch] = static_cast<T>(static_cast<C>(d[ch]) +
+                                         (a[ch] == tap ? static_cast<C>(g[ch]) : C(0)));
                 }
               }
             }
@@ -161,9 +160,9 @@ void max_pool2d_nhwc_backward(const Pool2DParams& p, const T* x, const T* y, con
   });
 }
 
-#define WEFT_INSTANTIATE(T)                                                    \
-  template void max_pool2d_nhwc_forward<T>(const Pool2DParams&, const T*, T*); \
-  template void max_pool2d_nhwc_backward<T>(const Pool2DParams&, const T*, const T*, const T*, T*);
+#define WEFT_INSTANTIATE(T)                                                              \
+  template void max_pool2d_nhwc_forward<T>(const Pool2DParams&, const T*, T*, int32_t*); \
+  template void max_pool2d_nhwc_backward<T>(const Pool2DParams&, const int32_t*, const T*, T*);
 WEFT_INSTANTIATE(float)
 WEFT_INSTANTIATE(double)
 WEFT_INSTANTIATE(bfloat16)

@@ -53,8 +53,9 @@ void expect_matches_reference(const Case& k, bool with_nans) {
   std::vector<double> gd = sample(k.n * p.oh * p.ow * k.c, 2, false);
   std::vector<T> x(xd.begin(), xd.end()), dy(gd.begin(), gd.end());
   std::vector<T> y(gd.size()), dx(xd.size(), T(7));
-  max_pool2d_nhwc_forward<T>(p, x.data(), y.data());
-  max_pool2d_nhwc_backward<T>(p, x.data(), y.data(), dy.data(), dx.data());
+  std::vector<int32_t> argmax(gd.size());
+  max_pool2d_nhwc_forward<T>(p, x.data(), y.data(), argmax.data());
+  max_pool2d_nhwc_backward<T>(p, argmax.data(), dy.data(), dx.data());
   std::vector<double> y_ref(gd.size()), dx_ref(xd.size());
   max_pool2d_forward<double>(p, xd.data(), y_ref.data());
   max_pool2d_backward<double>(p, xd.data(), gd.data(), dx_ref.data());
