@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <unordered_map>
 
 #include "weft/core/config.h"
@@ -321,43 +322,61 @@ dnnl::convolution_forward::primitive_desc conv_forward_pd(const ConvGeometry& g)
   return dnnl::convolution_forward::primitive_desc(desc, engine());
 }
 
-// A convolution primitive with the layouts it chose for its two inputs and its output.
-struct ConvPrimitive {
-  dnnl::primitive prim;
-  memory::desc in0, in1, out;
-};
-
-// One argument in weft's layout (`user`) and the primitive's (`chosen`).
+// One argument of a convolution: weft's layout (`user`), the primitive's (`chosen`), and when the
+// two differ the reorder between them (user to chosen for an input, chosen to user for the output).
 struct ConvArg {
   int id;
-  const memory::desc& user;
-  const memory::desc& chosen;
-  void* data;
+  memory::desc user, chosen;
+  std::optional<dnnl::reorder> reorder;
 };
 
-// Runs a convolution on weft's buffers: inputs are reordered into the primitive's layouts, the
-// output is computed in its layout and reordered back.
-void run_conv(const ConvPrimitive& c, const ConvArg& in0, const ConvArg& in1, const ConvArg& out) {
+ConvArg conv_arg(int id, const memory::desc& user, const memory::desc& chosen, bool output) {
+  ConvArg a{id, user, chosen, std::nullopt};
+  if (user != chosen) {
+    a.reorder =
+        output ? dnnl::reorder(dnnl::reorder::primitive_desc(engine(), chosen, engine(), user))
+               : dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user, engine(), chosen));
+  }
+  return a;
+}
+
+// A convolution primitive and its two inputs and output, all made once per shape.
+struct ConvPrimitive {
+  dnnl::primitive prim;
+  std::array<ConvArg, 3> args;  // inputs, then the output
+};
+
+ConvPrimitive conv_primitive(dnnl::primitive prim, int in0, const memory::desc& user0,
+                             const memory::desc& chosen0, int in1, const memory::desc& user1,
+                             const memory::desc& chosen1, int out, const memory::desc& user_out,
+                             const memory::desc& chosen_out) {
+  return {std::move(prim),
+          {conv_arg(in0, user0, chosen0, false), conv_arg(in1, user1, chosen1, false),
+           conv_arg(out, user_out, chosen_out, true)}};
+}
+
+// Runs a convolution on weft's buffers (two inputs, then the output): inputs are reordered into
+// the primitive's layouts, the output is computed in its layout and reordered back.
+void run_conv(const ConvPrimitive& c, const std::array<const void*, 3>& data) {
   Args args;
   std::vector<std::shared_ptr<Storage>> scratch;
-  auto bind = [&](const ConvArg& a) {
-    memory user(a.user, engine(), a.data);
-    if (a.chosen == a.user) return args.emplace_back(a.id, user).second;
-    scratch.push_back(Storage::allocate(a.chosen.get_size()));
-    return args.emplace_back(a.id, memory(a.chosen, engine(), scratch.back()->data())).second;
-  };
-  for (const ConvArg* a : {&in0, &in1}) {
-    memory chosen = bind(*a);
-    if (a->chosen != a->user) {
-      memory user(a->user, engine(), a->data);
-      run(dnnl::reorder(user, chosen), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, chosen}});
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    const ConvArg& a = c.args[i];
+    memory user = bound(a.user, data[i]);
+    if (!a.reorder) {
+      args.emplace_back(a.id, user);
+      continue;
     }
+    scratch.push_back(Storage::allocate(a.chosen.get_size()));
+    memory chosen = bound(a.chosen, scratch.back()->data());
+    if (i + 1 < c.args.size()) run(*a.reorder, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, chosen}});
+    args.emplace_back(a.id, chosen);
   }
-  memory result = bind(out);
   run(c.prim, args);
-  if (out.chosen != out.user) {
-    memory user(out.user, engine(), out.data);
-    run(dnnl::reorder(result, user), {{DNNL_ARG_FROM, result}, {DNNL_ARG_TO, user}});
+  const ConvArg& out = c.args.back();
+  if (out.reorder) {
+    run(*out.reorder,
+        {{DNNL_ARG_FROM, args.back().second}, {DNNL_ARG_TO, bound(out.user, data[2])}});
   }
 }
 
@@ -366,52 +385,49 @@ void run_conv(const ConvPrimitive& c, const ConvArg& in0, const ConvArg& in1, co
 void conv2d_forward(DType dtype, const ops::internal::Conv2DParams& p, const void* x, const void* w,
                     void* y) {
   static Cache<ConvPrimitive> cache;
-  ConvGeometry g = conv_geometry(dtype, p);
   const auto& c = cache.get(conv_key(0, dtype, p, use_configured_threads()), [&] {
+    ConvGeometry g = conv_geometry(dtype, p);
     auto pd = conv_forward_pd(g);
-    return ConvPrimitive{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
-                         pd.dst_desc()};
+    return conv_primitive(dnnl::convolution_forward(pd), DNNL_ARG_SRC, g.src, pd.src_desc(),
+                          DNNL_ARG_WEIGHTS, g.weights, pd.weights_desc(), DNNL_ARG_DST, g.dst,
+                          pd.dst_desc());
   });
-  run_conv(c, {DNNL_ARG_SRC, g.src, c.in0, const_cast<void*>(x)},
-           {DNNL_ARG_WEIGHTS, g.weights, c.in1, const_cast<void*>(w)},
-           {DNNL_ARG_DST, g.dst, c.out, y});
+  run_conv(c, {x, w, y});
 }
 
 void conv2d_backward_input(DType dtype, const ops::internal::Conv2DParams& p, const void* dy,
                            const void* w, void* dx) {
   static Cache<ConvPrimitive> cache;
-  ConvGeometry g = conv_geometry(dtype, p);
   const auto& c = cache.get(conv_key(1, dtype, p, use_configured_threads()), [&] {
+    ConvGeometry g = conv_geometry(dtype, p);
     dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, g.src,
                                                g.any_weights, g.dst, g.strides, g.dilates, g.pad_l,
                                                g.pad_r);
     dnnl::convolution_backward_data::primitive_desc pd(desc, engine(), conv_forward_pd(g));
-    return ConvPrimitive{dnnl::convolution_backward_data(pd), pd.diff_dst_desc(), pd.weights_desc(),
-                         pd.diff_src_desc()};
+    return conv_primitive(dnnl::convolution_backward_data(pd), DNNL_ARG_DIFF_DST, g.dst,
+                          pd.diff_dst_desc(), DNNL_ARG_WEIGHTS, g.weights, pd.weights_desc(),
+                          DNNL_ARG_DIFF_SRC, g.src, pd.diff_src_desc());
   });
-  run_conv(c, {DNNL_ARG_DIFF_DST, g.dst, c.in0, const_cast<void*>(dy)},
-           {DNNL_ARG_WEIGHTS, g.weights, c.in1, const_cast<void*>(w)},
-           {DNNL_ARG_DIFF_SRC, g.src, c.out, dx});
+  run_conv(c, {dy, w, dx});
 }
 
 void conv2d_backward_filter(DType dtype, const ops::internal::Conv2DParams& p, const void* x,
                             const void* dy, void* dw) {
   static Cache<ConvPrimitive> cache;
-  ConvGeometry g = conv_geometry(dtype, p);
   // The filter gradient sums over the batch, which oneDNN splits across threads and adds back in
   // an order that follows the thread count; under op determinism it runs on one thread.
   int threads = config::op_determinism_enabled() ? use_threads(1) : use_configured_threads();
   const auto& c = cache.get(conv_key(2, dtype, p, threads), [&] {
+    ConvGeometry g = conv_geometry(dtype, p);
     dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, g.src,
                                                   g.any_weights, g.dst, g.strides, g.dilates,
                                                   g.pad_l, g.pad_r);
     dnnl::convolution_backward_weights::primitive_desc pd(desc, engine(), conv_forward_pd(g));
-    return ConvPrimitive{dnnl::convolution_backward_weights(pd), pd.src_desc(), pd.diff_dst_desc(),
-                         pd.diff_weights_desc()};
+    return conv_primitive(dnnl::convolution_backward_weights(pd), DNNL_ARG_SRC, g.src,
+                          pd.src_desc(), DNNL_ARG_DIFF_DST, g.dst, pd.diff_dst_desc(),
+                          DNNL_ARG_DIFF_WEIGHTS, g.weights, pd.diff_weights_desc());
   });
-  run_conv(c, {DNNL_ARG_SRC, g.src, c.in0, const_cast<void*>(x)},
-           {DNNL_ARG_DIFF_DST, g.dst, c.in1, const_cast<void*>(dy)},
-           {DNNL_ARG_DIFF_WEIGHTS, g.weights, c.out, dw});
+  run_conv(c, {x, dy, dw});
 }
 
 // ---- pooling -----------------------------------------------------------------------------------
