@@ -142,14 +142,16 @@ void max_pool2d_nhwc_backward(const Pool2DParams& p, const int32_t* argmax, cons
                 // Channels are independent; the pragma spares a short loop GCC's alias checks.
 #pragma omp simd
                 for (int64_t ch = 0; ch < channels; ++ch) {
-                  db[ch] = a[ch] == tap ? gb[ch] : Bits(0);  // 0 is all-zero bits in every float
+                  // Loaded unconditionally: GCC masks a load inside the select, through the stack.
+                  Bits g = gb[ch];
+                  db[ch] = a[ch] == tap ? g : Bits(0);  // 0 is all-zero bits in every float type
                 }
               } else {
                 const T* __restrict g = dy + at;
 #pragma omp simd
                 for (int64_t ch = 0; ch < channels; ++ch) {
-                  d[ch] = static_cast<T>(static_cast<C>(d[ch]) +
-                                         (a[ch] == tap ? static_cast<C>(g[ch]) : C(0)));
+                  C gc = static_cast<C>(g[ch]);
+                  d[ch] = static_cast<T>(static_cast<C>(d[ch]) + (a[ch] == tap ? gc : C(0)));
                 }
               }
             }
