@@ -360,7 +360,7 @@ TEST(HalfTypes, ConvAndPoolingRunInBFloat16AndFloat16) {
   }
 }
 
-// A one-channel bfloat16 input runs padded to four channels (onednn.cc): the output and both
+// A one-channel bfloat16 input runs padded to four channels (conv.cc): the output and both
 // gradients still match float64 on the same bfloat16 values, and dx keeps one channel.
 TEST(HalfTypes, OneChannelBFloat16MatchesFloat64) {
   uint64_t seed = 120;

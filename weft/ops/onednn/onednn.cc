@@ -2,7 +2,6 @@
 
 #include <omp.h>
 
-#include <algorithm>
 #include <array>
 #include <memory>
 #include <mutex>
@@ -381,53 +380,10 @@ void run_conv(const ConvPrimitive& c, const std::array<const void*, 3>& data) {
   }
 }
 
-// oneDNN 2.6 has no fast bfloat16 kernel for a one-channel input (a grey image's first layer): it
-// runs no faster than in float32. With the input and filter padded to four channels, the three
-// extra ones zero, it picks its AMX kernels: for a 256x28x28x1 batch to 32 channels the forward
-// pass went from 4.2-5.0 to 2.8-3.8 ms and forward plus filter gradient from 10-15 to 8.5-8.9 ms,
-// padding included. The zero channels add nothing to any sum.
-constexpr int64_t kPaddedChannels = 4;
-
-bool pads_channels(DType dtype, const ops::internal::Conv2DParams& p) {
-  return dtype == kBFloat16 && p.c == 1;
-}
-
-ops::internal::Conv2DParams padded(ops::internal::Conv2DParams p) {
-  p.c = kPaddedChannels;
-  return p;
-}
-
-// `outer` groups of `inner` one-channel values (an input's pixels with inner = 1, or a filter's
-// taps with inner = its output channels), each group followed by kPaddedChannels - 1 groups of
-// zeros: the same values with kPaddedChannels channels.
-std::shared_ptr<Storage> pad_channels(const bfloat16* v, int64_t outer, int64_t inner) {
-  auto out = Storage::allocate(outer * kPaddedChannels * inner * sizeof(bfloat16));
-  auto* o = static_cast<bfloat16*>(out->data());
-  std::fill_n(o, outer * kPaddedChannels * inner, bfloat16(0.0f));
-  for (int64_t i = 0; i < outer; ++i)
-    std::copy_n(v + i * inner, inner, o + i * kPaddedChannels * inner);
-  return out;
-}
-
-// The first channel of a padded result, back into weft's one-channel buffer.
-void first_channel(const std::shared_ptr<Storage>& padded, int64_t outer, int64_t inner,
-                   void* out) {
-  const auto* v = static_cast<const bfloat16*>(padded->data());
-  auto* o = static_cast<bfloat16*>(out);
-  for (int64_t i = 0; i < outer; ++i)
-    std::copy_n(v + i * kPaddedChannels * inner, inner, o + i * inner);
-}
-
 }  // namespace
 
 void conv2d_forward(DType dtype, const ops::internal::Conv2DParams& p, const void* x, const void* w,
                     void* y) {
-  if (pads_channels(dtype, p)) {
-    auto xp = pad_channels(static_cast<const bfloat16*>(x), p.n * p.h * p.w, 1);
-    auto wp = pad_channels(static_cast<const bfloat16*>(w), p.kh * p.kw, p.oc);
-    conv2d_forward(dtype, padded(p), xp->data(), wp->data(), y);
-    return;
-  }
   static Cache<ConvPrimitive> cache;
   const auto& c = cache.get(conv_key(0, dtype, p, use_configured_threads()), [&] {
     ConvGeometry g = conv_geometry(dtype, p);
@@ -441,13 +397,6 @@ void conv2d_forward(DType dtype, const ops::internal::Conv2DParams& p, const voi
 
 void conv2d_backward_input(DType dtype, const ops::internal::Conv2DParams& p, const void* dy,
                            const void* w, void* dx) {
-  if (pads_channels(dtype, p)) {
-    auto wp = pad_channels(static_cast<const bfloat16*>(w), p.kh * p.kw, p.oc);
-    auto dxp = Storage::allocate(p.n * p.h * p.w * kPaddedChannels * sizeof(bfloat16));
-    conv2d_backward_input(dtype, padded(p), dy, wp->data(), dxp->data());
-    first_channel(dxp, p.n * p.h * p.w, 1, dx);
-    return;
-  }
   static Cache<ConvPrimitive> cache;
   const auto& c = cache.get(conv_key(1, dtype, p, use_configured_threads()), [&] {
     ConvGeometry g = conv_geometry(dtype, p);
@@ -464,13 +413,6 @@ void conv2d_backward_input(DType dtype, const ops::internal::Conv2DParams& p, co
 
 void conv2d_backward_filter(DType dtype, const ops::internal::Conv2DParams& p, const void* x,
                             const void* dy, void* dw) {
-  if (pads_channels(dtype, p)) {
-    auto xp = pad_channels(static_cast<const bfloat16*>(x), p.n * p.h * p.w, 1);
-    auto dwp = Storage::allocate(p.kh * p.kw * kPaddedChannels * p.oc * sizeof(bfloat16));
-    conv2d_backward_filter(dtype, padded(p), xp->data(), dy, dwp->data());
-    first_channel(dwp, p.kh * p.kw, p.oc, dw);
-    return;
-  }
   static Cache<ConvPrimitive> cache;
   // The filter gradient sums over the batch, which oneDNN splits across threads and adds back in
   // an order that follows the thread count; under op determinism it runs on one thread.
