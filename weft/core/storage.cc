@@ -69,7 +69,11 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
   size_t prev = peak.load();
   while (now > prev && !peak.compare_exchange_weak(prev, now)) {
   }
-  return std::shared_ptr<Storage>(new Storage(p, rounded, device));
+  // One allocation for the storage and its shared count.
+  struct Made : Storage {
+    Made(void* p, size_t bytes, Device device) : Storage(p, bytes, device) {}
+  };
+  return std::make_shared<Made>(p, rounded, device);
 }
 
 Storage::~Storage() {

@@ -29,8 +29,10 @@ class Storage {
   // Starts a new peak from what is in use now (to measure one phase of a program).
   static void reset_peak_bytes_in_use();
 
- private:
+ protected:  // made by allocate() only
   Storage(void* data, size_t bytes, Device device) : data_(data), bytes_(bytes), device_(device) {}
+
+ private:
   void* data_;
   size_t bytes_;
   Device device_;

@@ -15,7 +15,7 @@ uint64_t next_tensor_id() {
   return counter.fetch_add(1, std::memory_order_relaxed);
 }
 
-Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+Tensor Tensor::empty(Shape shape, DType dtype, Device device) {
   for (int64_t d : shape) {
     WEFT_CHECK(d >= 0, InvalidArgument)
         << "tensor shape " << shape_str(shape) << " has a negative dimension";
@@ -23,8 +23,8 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage =
       Storage::allocate(static_cast<size_t>(num_elements(shape) * dtype_size(dtype)), device);
-  impl->shape = shape;
   impl->strides = contiguous_strides(shape);
+  impl->shape = std::move(shape);
   impl->dtype = dtype;
   impl->id = next_tensor_id();
   return Tensor(std::move(impl));

@@ -47,7 +47,7 @@ class Tensor {
   Tensor() = default;  // undefined: what a gradient is when the target does not depend on a source
 
   // Uninitialised contiguous tensor.
-  static Tensor empty(const Shape& shape, DType dtype = kFloat32, Device device = {});
+  static Tensor empty(Shape shape, DType dtype = kFloat32, Device device = {});
   static Tensor scalar(Scalar value, DType dtype);
   // Copies `values` (C order) into a new tensor of dtype_of<T>().
   template <typename T>

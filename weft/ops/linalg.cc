@@ -14,15 +14,29 @@ namespace {
 
 // A tensor as a batched matrix operand: rank >= 2 dims and strides, transposes applied.
 onednn::MatmulOperand operand(const Tensor& t, bool transpose, size_t rank) {
-  onednn::MatmulOperand op{t.raw_data(), t.shape(), t.strides()};
-  if (transpose) {
-    std::swap(op.dims[op.dims.size() - 1], op.dims[op.dims.size() - 2]);
-    std::swap(op.strides[op.strides.size() - 1], op.strides[op.strides.size() - 2]);
+  onednn::MatmulOperand op{t.raw_data(), {}, {}};
+  for (size_t i = t.shape().size(); i < rank; ++i) {  // broadcast batch dims
+    op.dims.push_back(1);
+    op.strides.push_back(0);
   }
-  op.dims.insert(op.dims.begin(), rank - op.dims.size(), 1);
-  op.strides.insert(op.strides.begin(), rank - op.strides.size(), 0);
-  for (size_t i = 0; i + 2 < rank; ++i) {
-    if (op.dims[i] == 1) op.strides[i] = 0;
+  for (size_t i = 0; i < t.shape().size(); ++i) {
+    op.dims.push_back(t.shape()[i]);
+    bool batch = i + 2 < t.shape().size();
+    op.strides.push_back(batch && t.shape()[i] == 1 ? 0 : t.strides()[i]);
+  }
+  if (transpose) {
+    std::swap(op.dims[rank - 1], op.dims[rank - 2]);
+    std::swap(op.strides[rank - 1], op.strides[rank - 2]);
+  }
+  return op;
+}
+
+// The product's destination, as allocated.
+onednn::MatmulOperand output_operand(const Tensor& t) {
+  onednn::MatmulOperand op{t.raw_data(), {}, {}};
+  for (size_t i = 0; i < t.shape().size(); ++i) {
+    op.dims.push_back(t.shape()[i]);
+    op.strides.push_back(t.strides()[i]);
   }
   return op;
 }
@@ -80,7 +94,13 @@ Tensor matmul_2d_plus(const Tensor& a, const Tensor& b, bool ta, bool tb) {
       << (tb ? " (transposed)" : "") << "; " << ka << " != " << kb;
   Shape batch = broadcast_shapes("matmul", Shape(a.shape().begin(), a.shape().end() - 2),
                                  Shape(b.shape().begin(), b.shape().end() - 2));
-  Shape out_shape = batch;
+  WEFT_CHECK(batch.size() + 2 <= onednn::MatmulDims::kMaxRank, InvalidArgument)
+      << "matmul: operands of rank " << batch.size() + 2 << " (shapes " << shape_str(a.shape())
+      << " and " << shape_str(b.shape()) << "); at most " << onednn::MatmulDims::kMaxRank
+      << " are supported";
+  Shape out_shape;
+  out_shape.reserve(batch.size() + 2);
+  out_shape.insert(out_shape.end(), batch.begin(), batch.end());
   out_shape.push_back(m);
   out_shape.push_back(n);
   DType dtype = promote_types(a.dtype(), b.dtype());
@@ -89,7 +109,7 @@ Tensor matmul_2d_plus(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   Tensor out = Tensor::empty(out_shape, dtype);
   size_t rank = out_shape.size();
   auto oa = operand(x, ta, rank), ob = operand(y, tb, rank);
-  onednn::MatmulOperand oc{out.raw_data(), out.shape(), out.strides()};
+  onednn::MatmulOperand oc = output_operand(out);
   if (out.numel() == 0) {
     // Nothing to compute; oneDNN divides by zero on an empty M, N or batch.
   } else if (ka == 0) {
@@ -103,8 +123,7 @@ Tensor matmul_2d_plus(const Tensor& a, const Tensor& b, bool ta, bool tb) {
     autodiff::NoRecordScope no_record;  // matmul records itself
     Tensor x32 = cast(x, kFloat32), y32 = cast(y, kFloat32);
     Tensor out32 = Tensor::empty(out_shape, kFloat32);
-    onednn::matmul(kFloat32, operand(x32, ta, rank), operand(y32, tb, rank),
-                   {out32.raw_data(), out32.shape(), out32.strides()});
+    onednn::matmul(kFloat32, operand(x32, ta, rank), operand(y32, tb, rank), output_operand(out32));
     assign_into(out, out32);
   } else {
     dispatch_dtype(dtype, [&]<typename T>() { reference_matmul<T>(oa, ob, oc); });

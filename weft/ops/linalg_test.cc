@@ -139,6 +139,9 @@ TEST(Matmul, BatchedWithBroadcasting) {
                           tolerance(t), "(3,4)@(2,4,5)");
     expect_matmul_matches(operand({2, 4, 3}, 9, t), operand({1, 5, 4}, 10, t), true, true,
                           tolerance(t), "batched both transposed");
+    Shape a12 = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 4}, b12 = {2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 2};
+    expect_matmul_matches(operand(a12, 11, t), operand(b12, 12, t), false, false, tolerance(t),
+                          "rank 12, oneDNN's most");
   }
 }
 
@@ -297,6 +300,10 @@ TEST(Matmul, Errors) {
         matmul(zeros({2, 2}, kBool), zeros({2, 2}, kBool));
       },
       ThrowsMessage<InvalidArgument>(HasSubstr("bool")));
+  Shape rank13(13, 2);
+  EXPECT_THAT([&] { matmul(zeros(rank13), zeros(rank13)); },
+              ThrowsMessage<InvalidArgument>(
+                  AllOf(HasSubstr("matmul"), HasSubstr("rank 13"), HasSubstr("at most 12"))));
 }
 
 // ---- gradients ---------------------------------------------------------------------------------

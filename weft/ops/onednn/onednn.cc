@@ -7,6 +7,7 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
+#include <span>
 #include <unordered_map>
 
 #include "weft/core/config.h"
@@ -84,9 +85,9 @@ dnnl::stream& stream() {
   return s;
 }
 
-using Args = std::vector<std::pair<int, memory>>;
+using Arg = std::pair<int, memory>;
 
-void run(const dnnl::primitive& prim, const Args& args) {
+void run(const dnnl::primitive& prim, std::span<const Arg> args) {
   std::array<dnnl_exec_arg_t, 4> c_args;
   WEFT_ASSERT(args.size() <= c_args.size()) << "oneDNN primitive with " << args.size() << " args";
   for (size_t i = 0; i < args.size(); ++i) c_args[i] = {args[i].first, args[i].second.get()};
@@ -95,6 +96,9 @@ void run(const dnnl::primitive& prim, const Args& args) {
   if (status == dnnl_success) status = dnnl_stream_wait(stream().get());
   WEFT_CHECK(status == dnnl_success, Internal)
       << "oneDNN execution failed (status " << status << ")";
+}
+void run(const dnnl::primitive& prim, std::initializer_list<Arg> args) {
+  run(prim, std::span<const Arg>(args.begin(), args.size()));
 }
 
 // A memory object for `md` (a descriptor kept in a cache entry) pointing at `data`. Made once per
@@ -109,7 +113,10 @@ memory bound(const memory::desc& md, const void* data) {
   return it->second;
 }
 
-memory::dims dims_of(const std::vector<int64_t>& v) { return memory::dims(v.begin(), v.end()); }
+template <typename Range>
+memory::dims dims_of(const Range& v) {
+  return memory::dims(v.begin(), v.end());
+}
 
 // Whether this oneDNN build can compute in `dt` on this CPU at all (oneDNN 2.x has no float16 on
 // CPU, and bfloat16 needs AVX-512): asked once, by building a 1x1 matmul.
@@ -183,8 +190,8 @@ void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const Matm
                   const MatmulOperand& c, bool accumulate) {
   static Cache<MatmulPrimitive> cache;
   int threads = use_configured_threads();
-  std::vector<int64_t> key;
-  key.reserve(4 + 3 * (1 + 2 * a.dims.size()));
+  thread_local std::vector<int64_t> key;  // reused: no allocation per product
+  key.clear();
   key.insert(key.end(),
              {static_cast<int64_t>(dtype), static_cast<int64_t>(c_dtype), threads, accumulate});
   for (const MatmulOperand* op : {&a, &b, &c}) {
@@ -358,7 +365,7 @@ ConvPrimitive conv_primitive(dnnl::primitive prim, int in0, const memory::desc& 
 // Runs a convolution on weft's buffers (two inputs, then the output): inputs are reordered into
 // the primitive's layouts, the output is computed in its layout and reordered back.
 void run_conv(const ConvPrimitive& c, const std::array<const void*, 3>& data) {
-  Args args;
+  std::vector<Arg> args;
   std::vector<std::shared_ptr<Storage>> scratch;
   for (size_t i = 0; i < c.args.size(); ++i) {
     const ConvArg& a = c.args[i];
