@@ -47,12 +47,20 @@ Window window(const Pool2DParams& p, int64_t oy, int64_t ox) {
           left};
 }
 
-// best[ch] = the window's maximum of channel ch: the first NaN if there is one, else the first
-// occurrence of the largest value; at[ch] = its tap in the window (ky * kw + kx, counting the
-// taps of the unclipped window).
-template <typename T, typename C>
-void window_max(const Pool2DParams& p, const T* image, const Window& win, C* __restrict best,
-                int32_t* __restrict at) {
+// Whether v replaces best as its window's maximum: the first NaN wins; otherwise only a larger
+// value does, so ties keep the first occurrence.
+template <typename C>
+inline bool takes_over(C v, C best) {
+  return v > best || (v != v && best == best);
+}
+
+// best[ch] = the window's maximum of channels [0, n) (image offset to the first of them), and
+// at[ch] = its tap in the window (ky * kw + kx, counting the taps of the unclipped window). N > 0
+// fixes the count at compile time, so that best and at stay in registers across the taps.
+template <int64_t N, typename T, typename C>
+void window_max(const Pool2DParams& p, const T* image, const Window& win, int64_t n,
+                C* __restrict best, int32_t* __restrict at) {
+  if constexpr (N > 0) n = N;
   bool first = true;
   for (int64_t iy = win.y0; iy < win.y1; ++iy) {
     for (int64_t ix = win.x0; ix < win.x1; ++ix) {
@@ -60,7 +68,7 @@ void window_max(const Pool2DParams& p, const T* image, const Window& win, C* __r
       auto tap = static_cast<int32_t>((iy - win.top) * p.kw + (ix - win.left));
       if (first) {
 #pragma omp simd
-        for (int64_t ch = 0; ch < p.c; ++ch) {
+        for (int64_t ch = 0; ch < n; ++ch) {
           best[ch] = static_cast<C>(in[ch]);
           at[ch] = tap;
         }
@@ -68,9 +76,9 @@ void window_max(const Pool2DParams& p, const T* image, const Window& win, C* __r
         continue;
       }
 #pragma omp simd
-      for (int64_t ch = 0; ch < p.c; ++ch) {
+      for (int64_t ch = 0; ch < n; ++ch) {
         C v = static_cast<C>(in[ch]);
-        bool take = v > best[ch] || (v != v && best[ch] == best[ch]);
+        bool take = takes_over(v, best[ch]);
         best[ch] = take ? v : best[ch];
         at[ch] = take ? tap : at[ch];
       }
@@ -95,17 +103,39 @@ inline T exact_narrow(C v) {
 template <typename T>
 void max_pool2d_nhwc_forward(const Pool2DParams& p, const T* x, T* y, int32_t* argmax) {
   using C = compute_t<T>;
+  // Channels go in blocks of two AVX-512 registers' worth, whose maxima and taps stay in
+  // registers over the window. With them in memory, the CNN's first bfloat16 pool (256x28x28x32,
+  // 2x2) took 2.5-2.6 ms; blocked, 1.5-1.8 ms (float32: about 3.0 ms either way).
+  constexpr int64_t kBlock = 64 / sizeof(C) * 2;
+  int64_t blocked = p.c / kBlock * kBlock;
   parallel_for(p.n * p.oh, 1, [&](int64_t begin, int64_t end) {
-    std::vector<C> best(p.c);
+    std::vector<C> tail_best(p.c - blocked);
+    std::vector<int32_t> tail_at(p.c - blocked);
     for (int64_t row = begin; row < end; ++row) {
       int64_t b = row / p.oh, oy = row % p.oh;
       const T* image = x + b * p.h * p.w * p.c;
       for (int64_t ox = 0; ox < p.ow; ++ox) {
-        int64_t at = ((row * p.ow) + ox) * p.c;
-        window_max<T, C>(p, image, window(p, oy, ox), best.data(), argmax + at);
-        T* __restrict out = y + at;
+        Window win = window(p, oy, ox);
+        int64_t out = ((row * p.ow) + ox) * p.c;
+        auto store = [&](const C* best, const int32_t* at, int64_t c0, int64_t n) {
+          T* __restrict yo = y + out + c0;
+          int32_t* __restrict ao = argmax + out + c0;
 #pragma omp simd
-        for (int64_t ch = 0; ch < p.c; ++ch) out[ch] = exact_narrow<T>(best[ch]);
+          for (int64_t ch = 0; ch < n; ++ch) {
+            yo[ch] = exact_narrow<T>(best[ch]);
+            ao[ch] = at[ch];
+          }
+        };
+        for (int64_t c0 = 0; c0 < blocked; c0 += kBlock) {
+          C best[kBlock];
+          int32_t at[kBlock];
+          window_max<kBlock>(p, image + c0, win, kBlock, best, at);
+          store(best, at, c0, kBlock);
+        }
+        if (blocked < p.c) {
+          window_max<0>(p, image + blocked, win, p.c - blocked, tail_best.data(), tail_at.data());
+          store(tail_best.data(), tail_at.data(), blocked, p.c - blocked);
+        }
       }
     }
   });
