@@ -19,6 +19,7 @@ namespace weft {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::Each;
 using ::testing::ElementsAre;
 using ::testing::EndsWith;
 using ::testing::HasSubstr;
@@ -148,6 +149,22 @@ TEST(Tensor, IdsAreUnique) {
   EXPECT_NE(v.id(), a.id());
   Tensor copy_of_handle = a;
   EXPECT_EQ(copy_of_handle.id(), a.id());
+}
+
+TEST(Tensor, FullAndBroadcastAssignFillEveryDtype) {
+  for (DType t : {kFloat32, kFloat64, kBFloat16, kFloat16, kInt32, kInt64, kUInt8, kBool}) {
+    std::string what(dtype_name(t));
+    // 1001 elements: a vectorised fill's tail too.
+    EXPECT_THAT(cast(full({7, 11, 13}, 3, t), kFloat64).to_vector<double>(),
+                Each(t == kBool ? 1.0 : 3.0))
+        << what;
+    EXPECT_THAT(cast(zeros({1001}, t), kFloat64).to_vector<double>(), Each(0.0)) << what;
+    // A scalar broadcast into a strided destination, and a row broadcast down columns.
+    Tensor x = zeros({4, 6}, t);
+    assign_into(slice(x, {Slice{}, Slice{{}, {}, 2}}), Tensor::scalar(1, t));
+    std::vector<double> v = cast(x, kFloat64).to_vector<double>();
+    for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(v[i], i % 2 == 0 ? 1.0 : 0.0) << what << i;
+  }
 }
 
 // ---- views -------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 #include "weft/ops/cast.h"
 
+#include <algorithm>
+
 #include "weft/autodiff/tape.h"
 #include "weft/ops/internal/loop.h"
 #include "weft/ops/reduce.h"
@@ -30,6 +32,10 @@ void assign_into(const Tensor& dst, const Tensor& src) {
         const S* s = reinterpret_cast<const S*>(p[1]);
         if (st[0] == 1 && st[1] == 1) {
           for (int64_t i = 0; i < n; ++i) d[i] = convert<D>(s[i]);
+        } else if (st[0] == 1 && st[1] == 0) {
+          // A fill (zeros, full, a broadcast scalar): converted once, then stored in a loop
+          // GCC vectorises; converting per element filled bfloat16 at about 5 GB/s.
+          std::fill_n(d, n, convert<D>(s[0]));
         } else {
           for (int64_t i = 0; i < n; ++i) d[i * st[0]] = convert<D>(s[i * st[1]]);
         }
