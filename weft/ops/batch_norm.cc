@@ -88,6 +88,7 @@ void for_each_element(const View& v, F f) {
                  for (int64_t o = begin; o < end; ++o) {
                    int64_t base = o * row;
                    if (v.inner == 1) {
+#pragma omp simd
                      for (int64_t c = 0; c < v.features; ++c) f_here(base + c, c);
                    } else {
                      for (int64_t c = 0; c < v.features; ++c) {
