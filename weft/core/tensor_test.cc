@@ -159,7 +159,7 @@ TEST(Tensor, FullAndBroadcastAssignFillEveryDtype) {
                 Each(t == kBool ? 1.0 : 3.0))
         << what;
     EXPECT_THAT(cast(zeros({1001}, t), kFloat64).to_vector<double>(), Each(0.0)) << what;
-    // A scalar broadcast into a strided destination, and a row broadcast down columns.
+    // A scalar broadcast into a strided destination (every other column).
     Tensor x = zeros({4, 6}, t);
     assign_into(slice(x, {Slice{}, Slice{{}, {}, 2}}), Tensor::scalar(1, t));
     std::vector<double> v = cast(x, kFloat64).to_vector<double>();
