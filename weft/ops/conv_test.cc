@@ -360,8 +360,9 @@ TEST(HalfTypes, ConvAndPoolingRunInBFloat16AndFloat16) {
   }
 }
 
-// A one-channel bfloat16 input runs padded to four channels (conv.cc): the output and both
-// gradients still match float64 on the same bfloat16 values, and dx keeps one channel.
+// A one-channel bfloat16 input runs padded to four channels on AMX CPUs (conv.cc), unpadded
+// elsewhere: either way the output and both gradients match float64 on the same bfloat16 values,
+// and dx keeps one channel.
 TEST(HalfTypes, OneChannelBFloat16MatchesFloat64) {
   uint64_t seed = 120;
   for (const ConvCase& c : {ConvCase{{3, 9, 7, 1}, {3, 3, 1, 5}, {1, 1}, "SAME", {1, 1}},

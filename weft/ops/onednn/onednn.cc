@@ -170,6 +170,11 @@ std::string cpu_isa() {
   }
 }
 
+bool has_amx() {
+  static const bool amx = dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::avx512_core_amx;
+  return amx;
+}
+
 // ---- matmul ------------------------------------------------------------------------------------
 
 namespace {

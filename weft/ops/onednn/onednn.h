@@ -19,6 +19,8 @@ bool supports(DType t);
 std::string version();
 // The instruction set oneDNN dispatches to on this CPU, e.g. "avx512_core_amx".
 std::string cpu_isa();
+// Whether oneDNN dispatches to AMX tiles here (Intel Sapphire Rapids and later).
+bool has_amx();
 
 // Dimensions or strides of a matmul operand, up to oneDNN's 12, held inline. The MLP's smallest
 // product takes about 11 us; as vectors these cost 6 of weft::matmul's then 20 allocations per
