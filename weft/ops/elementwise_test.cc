@@ -301,17 +301,23 @@ TEST(Binary, ScalarOperands) {
   EXPECT_EQ((x * 2.5).dtype(), kFloat32);  // a float scalar does not widen a float tensor
 }
 
+// In every floating dtype: the half types' NaN test must not be narrowed away (dtype.h is_nan).
 TEST(Binary, MaximumMinimumPropagateNaN) {
-  Tensor a = Tensor::from_vector<double>({NAN, 1.0, 2.0});
-  Tensor b = Tensor::from_vector<double>({0.0, NAN, 1.0});
-  std::vector<double> mx = maximum(a, b).to_vector<double>();
-  std::vector<double> mn = minimum(a, b).to_vector<double>();
-  EXPECT_TRUE(std::isnan(mx[0]));
-  EXPECT_TRUE(std::isnan(mx[1]));
-  EXPECT_EQ(mx[2], 2.0);
-  EXPECT_TRUE(std::isnan(mn[0]));
-  EXPECT_TRUE(std::isnan(mn[1]));
-  EXPECT_EQ(mn[2], 1.0);
+  for (DType t : {kFloat64, kFloat32, kBFloat16, kFloat16}) {
+    Tensor a = cast(Tensor::from_vector<double>({NAN, 1.0, 2.0}), t);
+    Tensor b = cast(Tensor::from_vector<double>({0.0, NAN, 1.0}), t);
+    std::vector<double> mx = cast(maximum(a, b), kFloat64).to_vector<double>();
+    std::vector<double> mn = cast(minimum(a, b), kFloat64).to_vector<double>();
+    EXPECT_TRUE(std::isnan(mx[0])) << t;
+    EXPECT_TRUE(std::isnan(mx[1])) << t;
+    EXPECT_EQ(mx[2], 2.0) << t;
+    EXPECT_TRUE(std::isnan(mn[0])) << t;
+    EXPECT_TRUE(std::isnan(mn[1])) << t;
+    EXPECT_EQ(mn[2], 1.0) << t;
+    EXPECT_TRUE(
+        std::isnan(cast(sign(cast(Tensor::scalar(NAN, kFloat64), t)), kFloat64).item<double>()))
+        << t;
+  }
 }
 
 TEST(Binary, IntegerArithmetic) {

@@ -198,12 +198,15 @@ TEST(Reduce, HalfSumAccumulatesInFloat) {
   EXPECT_EQ(cast(mean(h), kFloat32).item<float>(), 1.0f);
 }
 
+// In every floating dtype: the half types' NaN test must not be narrowed away (dtype.h is_nan).
 TEST(Reduce, MaxMinPropagateNaN) {
-  Tensor x = Tensor::from_vector<double>({1, NAN, 3, 4, 5, 6}, {2, 3});
-  std::vector<double> m = max(x, {1}).to_vector<double>();
-  EXPECT_TRUE(std::isnan(m[0]));
-  EXPECT_EQ(m[1], 6);
-  EXPECT_TRUE(std::isnan(min(x).item<double>()));
+  for (DType t : {kFloat64, kFloat32, kBFloat16, kFloat16}) {
+    Tensor x = cast(Tensor::from_vector<double>({1, NAN, 3, 4, 5, 6}, {2, 3}), t);
+    std::vector<double> m = cast(max(x, {1}), kFloat64).to_vector<double>();
+    EXPECT_TRUE(std::isnan(m[0])) << t;
+    EXPECT_EQ(m[1], 6) << t;
+    EXPECT_TRUE(std::isnan(cast(min(x), kFloat64).item<double>())) << t;
+  }
 }
 
 TEST(Reduce, LogSumExpIsStable) {
@@ -298,9 +301,11 @@ TEST(ArgReduce, TiesGiveFirstIndexAndNaNWins) {
   EXPECT_THAT(argmax(x, 1).to_vector<int64_t>(), ElementsAre(1, 0));
   EXPECT_THAT(argmin(x, 1).to_vector<int64_t>(), ElementsAre(3, 2));
   EXPECT_THAT(argmax(x, 0).to_vector<int64_t>(), ElementsAre(1, 0, 0, 0));  // last: a tie
-  Tensor n = Tensor::from_vector<double>({1, NAN, 5, NAN});
-  EXPECT_EQ(argmax(n, 0).item<int64_t>(), 1);
-  EXPECT_EQ(argmin(n, 0).item<int64_t>(), 1);
+  for (DType t : {kFloat64, kFloat32, kBFloat16, kFloat16}) {
+    Tensor n = cast(Tensor::from_vector<double>({1, NAN, 5, NAN}), t);
+    EXPECT_EQ(argmax(n, 0).item<int64_t>(), 1) << t;
+    EXPECT_EQ(argmin(n, 0).item<int64_t>(), 1) << t;
+  }
   Tensor i = Tensor::from_vector<int32_t>({5, -2, 9}, {3});
   EXPECT_EQ(argmax(i, 0).item<int64_t>(), 2);
   EXPECT_EQ(
