@@ -4,11 +4,9 @@
 //   weft::dispatch_dtype(t, [&]<typename T>() { ... });                  // T = double
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <ostream>
 #include <string_view>
-#include <type_traits>
 
 #include "weft/core/errors.h"
 #include "weft/core/half.h"
@@ -182,18 +180,5 @@ struct ComputeType<bfloat16> {
 };
 template <typename T>
 using compute_t = typename ComputeType<T>::type;
-
-// Whether v is NaN. GCC 12 turns `v != v` on a float converted from a float16 back into a float16
-// comparison, which without AVX512-FP16 is a libgcc call per element (__nehf2): float16 max
-// pooling ran 22x slower than bfloat16's. __builtin_isnan (std::isnan) is not narrowed, and on
-// float vectors is the same single unordered compare as `v != v`.
-template <typename C>
-inline bool is_nan(C v) {
-  if constexpr (std::is_floating_point_v<C>) {
-    return std::isnan(v);
-  } else {
-    return false;  // integers and bool
-  }
-}
 
 }  // namespace weft

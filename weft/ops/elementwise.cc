@@ -251,7 +251,7 @@ Tensor sign(const Tensor& x) {
   check_defined("sign", x);
   Tensor out = unary_kernel(x, x.dtype(), [](auto v) {
     using C = decltype(v);
-    return is_nan(v) ? v : static_cast<C>((C(0) < v) - (v < C(0)));  // sign(NaN) is NaN, as NumPy
+    return v != v ? v : static_cast<C>((C(0) < v) - (v < C(0)));  // sign(NaN) is NaN, as NumPy
   });
   record_unary("sign", x, out, [](const Tensor& g) { return zeros_like(g); });
   return out;
@@ -331,7 +331,7 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 Tensor maximum(const Tensor& a, const Tensor& b) {
   DType t = arith_dtype("maximum", a, b);
   Tensor out = binary_kernel("maximum", a, b, t, [](auto u, auto v) {
-    return (u >= v || is_nan(u)) ? u : v;  // NaN propagates, as np.maximum
+    return (u >= v || u != u) ? u : v;  // NaN propagates, as np.maximum
   });
   record_binary("maximum", a, b, out, [a, b](const Tensor& g) {
     Tensor mask = greater_equal(a, b);
@@ -343,8 +343,8 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 
 Tensor minimum(const Tensor& a, const Tensor& b) {
   DType t = arith_dtype("minimum", a, b);
-  Tensor out = binary_kernel("minimum", a, b, t,
-                             [](auto u, auto v) { return (u <= v || is_nan(u)) ? u : v; });
+  Tensor out =
+      binary_kernel("minimum", a, b, t, [](auto u, auto v) { return (u <= v || u != u) ? u : v; });
   record_binary("minimum", a, b, out, [a, b](const Tensor& g) {
     Tensor mask = less_equal(a, b);
     Tensor zero = zeros({}, g.dtype());

@@ -301,7 +301,7 @@ TEST(Binary, ScalarOperands) {
   EXPECT_EQ((x * 2.5).dtype(), kFloat32);  // a float scalar does not widen a float tensor
 }
 
-// In every floating dtype: the half types' NaN test must not be narrowed away (dtype.h is_nan).
+// In every floating dtype: half types compare in float (a float16 NaN must stay a NaN there).
 TEST(Binary, MaximumMinimumPropagateNaN) {
   for (DType t : {kFloat64, kFloat32, kBFloat16, kFloat16}) {
     Tensor a = cast(Tensor::from_vector<double>({NAN, 1.0, 2.0}), t);

@@ -197,11 +197,11 @@ Tensor reduce(const char* op, Kind kind, const Tensor& x, const std::vector<bool
         break;
       case Kind::kMax:  // NaN wins, as in NumPy
         reduce_kernel<T, T>(in, mask, out, lowest,
-                            [](C a, C b) { return (is_nan(a) || a >= b) ? a : b; });
+                            [](C a, C b) { return (a != a || a >= b) ? a : b; });
         break;
       case Kind::kMin:
         reduce_kernel<T, T>(in, mask, out, highest,
-                            [](C a, C b) { return (is_nan(a) || a <= b) ? a : b; });
+                            [](C a, C b) { return (a != a || a <= b) ? a : b; });
         break;
     }
   });
@@ -280,9 +280,9 @@ Tensor arg_reduce(const char* op, const Tensor& x, int64_t axis, bool largest) {
         const T* p = base + kept.offset(o);
         int64_t best = 0;
         C best_v = static_cast<C>(p[0]);
-        for (int64_t i = 1; i < n && !is_nan(best_v); ++i) {  // the first NaN wins
+        for (int64_t i = 1; i < n && best_v == best_v; ++i) {  // the first NaN wins
           C v = static_cast<C>(p[i * stride]);
-          if (is_nan(v) || (largest ? v > best_v : v < best_v)) {
+          if (v != v || (largest ? v > best_v : v < best_v)) {
             best = i;
             best_v = v;
           }

@@ -198,7 +198,7 @@ TEST(Reduce, HalfSumAccumulatesInFloat) {
   EXPECT_EQ(cast(mean(h), kFloat32).item<float>(), 1.0f);
 }
 
-// In every floating dtype: the half types' NaN test must not be narrowed away (dtype.h is_nan).
+// In every floating dtype: half types compare in float (a float16 NaN must stay a NaN there).
 TEST(Reduce, MaxMinPropagateNaN) {
   for (DType t : {kFloat64, kFloat32, kBFloat16, kFloat16}) {
     Tensor x = cast(Tensor::from_vector<double>({1, NAN, 3, 4, 5, 6}, {2, 3}), t);

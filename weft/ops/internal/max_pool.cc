@@ -51,7 +51,7 @@ Window window(const Pool2DParams& p, int64_t oy, int64_t ox) {
 // value does, so ties keep the first occurrence.
 template <typename C>
 inline bool takes_over(C v, C best) {
-  return v > best || (is_nan(v) && !is_nan(best));
+  return v > best || (v != v && best == best);
 }
 
 // best[ch] = the window's maximum of channels [0, n) (image offset to the first of them), and
