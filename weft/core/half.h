@@ -2,8 +2,8 @@
 // Both convert to and from float with round-to-nearest-even; arithmetic happens in float.
 #pragma once
 
+#include <bit>
 #include <cstdint>
-#include <cstring>
 
 namespace weft {
 
@@ -12,14 +12,10 @@ struct bfloat16 {
   bfloat16() = default;
   bfloat16(float f) : bits(from_float(f)) {}  // NOLINT(google-explicit-constructor)
   operator float() const {                    // NOLINT(google-explicit-constructor)
-    uint32_t u = static_cast<uint32_t>(bits) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
+    return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
   }
   static uint16_t from_float(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
+    auto u = std::bit_cast<uint32_t>(f);
     uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;  // round to nearest even
     uint32_t quiet_nan = (u >> 16) | 0x40;
     // A select rather than an early return, so that loops converting floats vectorize.
@@ -45,36 +41,26 @@ struct float16 {
     // NaN comes out quiet, as from the hardware conversion.
     uint32_t special = (shifted + ((255u - 31u) << 23)) | (magnitude > 0x7c00u ? 0x400000u : 0u);
     // Subnormal or zero (m * 2^-24): read the mantissa under exponent 2^-14 and take 2^-14 off.
-    uint32_t subnormal = as_bits(as_float(shifted + (113u << 23)) - as_float(113u << 23));
+    uint32_t subnormal = std::bit_cast<uint32_t>(std::bit_cast<float>(shifted + (113u << 23)) -
+                                                 std::bit_cast<float>(113u << 23));
     uint32_t u = magnitude >= 0x7c00u ? special : magnitude < 0x0400u ? subnormal : normal;
-    return as_float(u | sign);
+    return std::bit_cast<float>(u | sign);
   }
   static uint16_t from_float(float f) {
-    uint32_t u = as_bits(f);
+    uint32_t u = std::bit_cast<uint32_t>(f);
     uint32_t sign = (u >> 16) & 0x8000u;
     uint32_t a = u & 0x7fffffffu;
     // NaN stays NaN (quiet, the payload's top bits kept); 65520 and above round to infinity.
     uint32_t special = a > 0x7f800000u ? 0x7e00u | ((a >> 13) & 0x3ffu) : 0x7c00u;
     // Below 2^-14 (float16 subnormals): adding 0.5 puts the value's float16 mantissa in the low
     // bits, rounded to nearest even by the float32 addition itself.
-    uint32_t subnormal = as_bits(as_float(a) + 0.5f) - as_bits(0.5f);
+    uint32_t subnormal =
+        std::bit_cast<uint32_t>(std::bit_cast<float>(a) + 0.5f) - std::bit_cast<uint32_t>(0.5f);
     // Normal: rebias, then round the 13 dropped bits to nearest even (a carry may bump the
     // exponent, up to infinity).
     uint32_t normal = (a - ((127u - 15u) << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;
     uint32_t h = a >= 0x47800000u ? special : a < 0x38800000u ? subnormal : normal;
     return static_cast<uint16_t>(h | sign);
-  }
-
- private:
-  static float as_float(uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  static uint32_t as_bits(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
   }
 };
 

@@ -6,38 +6,18 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 namespace {
 
 using weft::float16;
 
-uint16_t reference_bits(float f) {
-  auto h = static_cast<_Float16>(f);
-  uint16_t bits;
-  std::memcpy(&bits, &h, 2);
-  return bits;
-}
-
-float reference_float(uint16_t bits) {
-  _Float16 h;
-  std::memcpy(&h, &bits, 2);
-  return static_cast<float>(h);
-}
-
-uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
-float float_of(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+uint16_t reference_bits(float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); }
+float reference_float(uint16_t bits) { return static_cast<float>(std::bit_cast<_Float16>(bits)); }
+uint32_t bits_of(float f) { return std::bit_cast<uint32_t>(f); }
+float float_of(uint32_t u) { return std::bit_cast<float>(u); }
 
 TEST(Float16, EveryValueWidensExactly) {
   for (uint32_t b = 0; b <= 0xffff; ++b) {
