@@ -1,6 +1,6 @@
 // float16's own conversions against the compiler's _Float16 (F16C or libgcc), bit for bit: every
 // float16 to float, and float to float16 at every float16 value, the midpoints between
-// neighbours (where round-to-nearest-even decides) and one float32 step either side of them,
+// neighbours (where round-to-nearest-even decides) and float32 steps either side of both,
 // plus NaN payloads, infinities, overflow and values far below the smallest subnormal.
 #include "weft/core/half.h"
 
