@@ -209,6 +209,7 @@ TEST_F(TrainCli, BadInputGivesOneLineAndNonZeroExit) {
   one_line(run("train --dataset /nonexistent/dir --quiet"), "/nonexistent/dir");
   one_line(run("train --model transformer"), "transformer");
   one_line(run("train --mixed-precision fp8"), "fp8");
+  one_line(run("train --lr-schedule linear"), "linear");
   one_line(run("train --strategy mirrored --quiet"), "not available yet");
 
   fs::path bad = dir_ / "bad";
