@@ -25,7 +25,7 @@ class MedianCollector : public benchmark::ConsoleReporter {
 
 }  // namespace
 
-int run(int argc, char** argv, const std::vector<Ratio>& ratios) {
+int run(int argc, char** argv, const std::vector<Ratio>& ratios, int repetitions) {
   std::vector<std::string> args(argv, argv + argc);
   auto has = [&](const std::string& flag) {
     for (const auto& a : args) {
@@ -33,7 +33,9 @@ int run(int argc, char** argv, const std::vector<Ratio>& ratios) {
     }
     return false;
   };
-  if (!has("--benchmark_repetitions")) args.push_back("--benchmark_repetitions=10");
+  if (!has("--benchmark_repetitions")) {
+    args.push_back("--benchmark_repetitions=" + std::to_string(repetitions));
+  }
   if (!has("--benchmark_enable_random_interleaving")) {
     args.push_back("--benchmark_enable_random_interleaving=true");
   }

@@ -25,8 +25,9 @@ struct Ratio {
   std::string goal;  // e.g. ">= 0.95", printed beside the ratio
 };
 
-// Runs every registered benchmark (10 repetitions, randomly interleaved unless the command line
-// says otherwise), then prints one line per Ratio. Returns 0, or 1 if a named benchmark is missing.
-int run(int argc, char** argv, const std::vector<Ratio>& ratios);
+// Runs every registered benchmark (`repetitions` of each, randomly interleaved, unless the command
+// line says otherwise), then prints one line per Ratio. Returns 0, or 1 if a named benchmark is
+// missing.
+int run(int argc, char** argv, const std::vector<Ratio>& ratios, int repetitions = 10);
 
 }  // namespace weft::bench
