@@ -16,6 +16,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 #include <thread>
 
 extern char** environ;
@@ -30,14 +31,18 @@ struct Result {
   std::string output;
 };
 
-Result run(const std::string& args) {
-  std::string cmd = std::string(WEFT_BINARY_DIR) + "/weft " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
+// A shell command's exit status and output (stdout and stderr).
+Result shell(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   std::string output;
   char buf[4096];
   while (size_t n = fread(buf, 1, sizeof(buf), pipe)) output.append(buf, n);
   int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+Result run(const std::string& args) {
+  return shell(std::string(WEFT_BINARY_DIR) + "/weft " + args);
 }
 
 void write_gz(const fs::path& path, const std::string& bytes) {
@@ -198,6 +203,35 @@ TEST_F(TrainCli, DamagedCheckpointIsRefusedByInspectVerify) {
   EXPECT_NE(verify.status, 0);
   EXPECT_THAT(verify.output, HasSubstr(shard.filename().string()));
   EXPECT_EQ(run("inspect " + (ckpts / "ckpt-1").string() + " --verify").status, 0);
+}
+
+// The "epoch_learning_rate" lines of the train event file under `logdir`, decoded by the
+// independent reader (scripts/read_tfevents.py).
+std::vector<std::string> logged_learning_rates(const fs::path& logdir) {
+  std::vector<std::string> lines;
+  for (const auto& entry : fs::directory_iterator(logdir / "train")) {
+    Result r = shell(std::string(WEFT_PYTHON) + " " + WEFT_SOURCE_DIR +
+                     "/scripts/read_tfevents.py " + entry.path().string());
+    EXPECT_EQ(r.status, 0) << r.output;
+    std::istringstream in(r.output);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find(" epoch_learning_rate ") != std::string::npos) lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
+// --lr-schedule cosine (the default) takes --lr to 0 over the whole run: half way after the
+// first of two epochs, 0 after the second. A constant rate is not logged, as in Keras.
+TEST_F(TrainCli, CosineScheduleSpansTheWholeRun) {
+  ASSERT_EQ(run(common(2) + " --lr 0.002 --logdir " + (dir_ / "cosine").string()).status, 0);
+  EXPECT_THAT(logged_learning_rates(dir_ / "cosine"),
+              testing::ElementsAre("scalar 0 epoch_learning_rate 0.00100000005",
+                                   "scalar 1 epoch_learning_rate 0"));
+  ASSERT_EQ(
+      run(common(2) + " --lr-schedule constant --logdir " + (dir_ / "constant").string()).status,
+      0);
+  EXPECT_THAT(logged_learning_rates(dir_ / "constant"), testing::IsEmpty());
 }
 
 TEST_F(TrainCli, BadInputGivesOneLineAndNonZeroExit) {

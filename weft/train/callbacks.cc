@@ -258,6 +258,11 @@ class TensorBoardImpl : public CallbackImpl {
       bool val = k.rfind("val_", 0) == 0;
       (val ? validation_ : train_)->add_scalar("epoch_" + (val ? k.substr(4) : k), v, epoch);
     }
+    // As Keras's callback does, a rate that follows a schedule is logged with the metrics.
+    optim::Optimizer optimizer = model_->optimizer();
+    if (!optimizer.learning_rate().is_constant()) {
+      train_->add_scalar("epoch_learning_rate", optimizer.current_learning_rate(), epoch);
+    }
     train_->flush();
     validation_->flush();
   }

@@ -129,8 +129,9 @@ class ModelCheckpoint : public Callback {
 };
 
 // TensorBoard event files under `log_dir`/train and /validation: every log per epoch
-// ("epoch_loss", ...), and training loss/metrics every `update_freq` batches ("batch_loss", ...)
-// when update_freq > 0.
+// ("epoch_loss", ...), the learning rate at each epoch's end when it follows a schedule
+// ("epoch_learning_rate"), and training loss/metrics every `update_freq` batches ("batch_loss",
+// ...) when update_freq > 0.
 class TensorBoard : public Callback {
  public:
   explicit TensorBoard(std::string log_dir, int64_t update_freq = 0);
