@@ -164,6 +164,27 @@ TEST_F(TrainCli, DeterministicRunsAgreeAcrossRunsAndThreadCounts) {
   }
 }
 
+// WEFT_DETERMINISTIC and TensorFlow's TF_DETERMINISTIC_OPS turn op determinism on at start-up
+// (`weft info` reports it), with TensorFlow's spellings; anything else is refused by name.
+TEST(DeterminismEnvironment, EitherVariableTurnsItOn) {
+  std::string info = std::string(WEFT_BINARY_DIR) + "/weft info";
+  auto reported = [&](const std::string& env) {
+    Result r = shell("env -u WEFT_DETERMINISTIC -u TF_DETERMINISTIC_OPS " + env + " " + info);
+    EXPECT_EQ(r.status, 0) << env << ": " << r.output;
+    return r.output.find("deterministic ops: on") != std::string::npos;
+  };
+  EXPECT_FALSE(reported(""));
+  EXPECT_TRUE(reported("WEFT_DETERMINISTIC=1"));
+  EXPECT_TRUE(reported("TF_DETERMINISTIC_OPS=1"));
+  EXPECT_TRUE(reported("TF_DETERMINISTIC_OPS=True"));
+  EXPECT_FALSE(reported("TF_DETERMINISTIC_OPS=0"));
+  EXPECT_FALSE(reported("WEFT_DETERMINISTIC=false"));
+  Result bad = shell("TF_DETERMINISTIC_OPS=maybe " + info);
+  EXPECT_NE(bad.status, 0);
+  EXPECT_THAT(bad.output, HasSubstr("TF_DETERMINISTIC_OPS=\"maybe\""));
+  EXPECT_EQ(std::count(bad.output.begin(), bad.output.end(), '\n'), 1) << bad.output;
+}
+
 // --mixed-precision f16 trains with dynamic loss scaling (added by compile) to finite weights
 // and a loss below the untrained one (log 10).
 TEST_F(TrainCli, Float16TrainsWithLossScaling) {

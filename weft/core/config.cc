@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -23,6 +24,18 @@ int env_int(const char* name, int fallback) {
   return static_cast<int>(n);
 }
 
+// As TensorFlow reads TF_DETERMINISTIC_OPS: "1"/"true" or "0"/"false" (any case); unset or empty
+// is `fallback`.
+bool env_bool(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  std::string s(v);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  WEFT_CHECK(s == "1" || s == "true" || s == "0" || s == "false", InvalidArgument)
+      << "environment variable " << name << "=\"" << v << "\" is not 1, true, 0 or false";
+  return s == "1" || s == "true";
+}
+
 struct Settings {
   std::atomic<int> threads;
   std::atomic<bool> deterministic;
@@ -32,7 +45,7 @@ struct Settings {
     int n = env_int("WEFT_NUM_THREADS", 0);
     threads = n > 0 ? n : hardware_threads();
     deterministic =
-        env_int("WEFT_DETERMINISTIC", 0) != 0 || env_int("TF_DETERMINISTIC_OPS", 0) != 0;
+        env_bool("WEFT_DETERMINISTIC", false) || env_bool("TF_DETERMINISTIC_OPS", false);
   }
 };
 

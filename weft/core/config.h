@@ -1,6 +1,7 @@
 // weft's few global settings: thread count, op determinism and the default precision policy
 // (ARCHITECTURE principle 5: no other global switches). Environment: WEFT_NUM_THREADS,
-// WEFT_DETERMINISTIC=1 or TF_DETERMINISTIC_OPS=1, WEFT_DATA_DIR; read once at start-up.
+// WEFT_DETERMINISTIC or TF_DETERMINISTIC_OPS (1/true or 0/false), WEFT_DATA_DIR; read once at
+// start-up.
 //
 //   weft::config::set_num_threads(2);   // oneDNN and weft's own kernels alike
 #pragma once
