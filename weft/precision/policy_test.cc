@@ -101,6 +101,45 @@ TEST(Policy, Float32ActivationAfterMixedLayersComputesInFloat32) {
   EXPECT_EQ(layers[0](x).dtype(), kBFloat16);
 }
 
+// A weighted layer given dtype "float32" in a mixed_bfloat16 model computes exactly what it
+// computes in float32: its bfloat16 input is widened (exactly), its weights are not narrowed, and
+// its weight gradients are float32. The loss on its logits is computed in float32 too.
+TEST(Policy, Float32DenseInMixedModelComputesExactlyAsInFloat32) {
+  Tensor x = cast(stateless_random_normal({4, 6}, {7, 8}), kBFloat16);
+  Tensor labels = Tensor::from_vector<int64_t>({0, 2, 1, 2}, {4});
+  nn::Dense reference(3);
+  Tensor ref_logits = reference(cast(x, kFloat32));
+  PolicyScope scope("mixed_bfloat16");
+  nn::Dense dense(3, "", {.dtype = "float32"});
+  dense(x);
+  std::vector<Variable> vars = dense.trainable_variables(),
+                        ref_vars = reference.trainable_variables();
+  ASSERT_EQ(vars.size(), 2u);
+  for (size_t i = 0; i < vars.size(); ++i) {
+    EXPECT_EQ(vars[i].dtype(), kFloat32);
+    vars[i].assign(stateless_random_normal(vars[i].shape(), {9, static_cast<int64_t>(i)}));
+    ref_vars[i].assign(vars[i].value());
+  }
+  nn::losses::SparseCategoricalCrossentropy loss_fn({.from_logits = true});
+  auto loss_and_grads = [&](nn::Dense& layer, const Tensor& input, std::vector<Variable>& v) {
+    GradientTape tape;
+    Tensor logits = layer(input);
+    EXPECT_EQ(logits.dtype(), kFloat32);
+    Tensor loss = loss_fn(labels, logits);
+    EXPECT_EQ(loss.dtype(), kFloat32);
+    std::vector<Tensor> grads = tape.gradient(loss, v);
+    grads.insert(grads.begin(), loss);
+    return grads;
+  };
+  std::vector<Tensor> mixed = loss_and_grads(dense, x, vars);
+  std::vector<Tensor> f32 = loss_and_grads(reference, cast(x, kFloat32), ref_vars);
+  for (size_t i = 0; i < mixed.size(); ++i) {
+    EXPECT_EQ(mixed[i].dtype(), kFloat32);
+    EXPECT_EQ(max(abs(sub(mixed[i], f32[i]))).item<double>(), 0.0) << "output " << i;
+  }
+  EXPECT_EQ(nn::Dense(3)(x).dtype(), kBFloat16);  // the policy's own layers compute in bfloat16
+}
+
 // Keras: compile wraps the optimizer in a dynamic LossScaleOptimizer under mixed_float16, and
 // minimize does so for a bare optimizer used under that global policy.
 TEST(Policy, MixedFloat16AddsLossScalingInCompileAndMinimize) {
