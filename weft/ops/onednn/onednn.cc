@@ -101,8 +101,7 @@ void run(const dnnl::primitive& prim, std::initializer_list<Arg> args) {
 }
 
 // A memory object for a cache entry, pointing nowhere until bound. Entries keep theirs and only
-// re-point them: making one costs an aligned allocation (150 ns), and looking one up per call in a
-// map cost weft's 128x500x10 bfloat16 product 5% of its time.
+// re-point them: making one costs an aligned allocation (150 ns).
 memory unbound(const memory::desc& md) { return memory(md, engine(), DNNL_MEMORY_NONE); }
 
 // `arg` of a primitive: `m` re-pointed at `data`.
@@ -183,13 +182,11 @@ namespace {
 // fixed chunks accumulated in order, so a result never depends on how many threads ran it.
 constexpr int64_t kMaxDeterministicK = 1024;
 
-// c (+)= a @ b for one chunk of K; `accumulate` adds to c (oneDNN's sum post-op). a and b have
-// `dtype`, c has `c_dtype`.
 // An operand's memory object and the buffer it points at. Re-pointing it is skipped when the
 // buffer is the one already bound (the weights from step to step, an output in a recycled block):
-// oneDNN builds an execution context to zero a layout's padding each time, and plain strided
-// layouts have none. Skipping it lifted the bf16 128x500x10 product from 0.947 to 0.960 of raw
-// oneDNN (median of six matmul_bench runs).
+// each re-point is a call into oneDNN, whose only other work, zeroing a layout's padding, has
+// nothing to do for the plain strided layouts of a matmul. Skipping it lifted the bf16 128x500x10
+// product from 0.947 to 0.960 of raw oneDNN (median of six matmul_bench runs).
 struct MatmulArg {
   memory mem;
   const void* at = nullptr;
@@ -208,6 +205,8 @@ struct MatmulPrimitive {
   MatmulArg a, b, c;  // kept: making descriptors on every call costs more than a small product
 };
 
+// c (+)= a @ b for one chunk of K; `accumulate` adds to c (oneDNN's sum post-op). a and b have
+// `dtype`, c has `c_dtype`.
 void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const MatmulOperand& b,
                   const MatmulOperand& c, bool accumulate) {
   thread_local Cache<MatmulPrimitive> cache;
