@@ -96,13 +96,16 @@ void run(const TrainFlags& f) {
           .batch(f.batch_size)
           .prefetch(2);
   data::Dataset test = data.test.batch(512);
-  int64_t total_steps = f.epochs * ((data.train.cardinality() + f.batch_size - 1) / f.batch_size);
+  int64_t examples = data.train.cardinality();
+  WEFT_ASSERT(examples >= 0) << "a training set of unknown size: " << examples;
+  int64_t total_steps =
+      std::max<int64_t>(1, f.epochs * ((examples + f.batch_size - 1) / f.batch_size));
 
   nn::Model model = build_model(f.model);
   // The models are made for Fashion-MNIST's 28x28 grey images (the MLP is 784-700-500-10): a
   // dataset of another shape is refused by the first layer with both shapes named.
   model(zeros({1, 28, 28, 1}));
-  model.compile(build_optimizer(f, std::max<int64_t>(total_steps, 1)),
+  model.compile(build_optimizer(f, total_steps),
                 nn::losses::SparseCategoricalCrossentropy({.from_logits = true}), {"accuracy"});
   auto counter = std::make_shared<ExampleCounter>();
   std::vector<train::Callback> callbacks{train::Callback(counter)};

@@ -192,11 +192,9 @@ struct MatmulArg {
   const void* at = nullptr;
 
   Arg bind(int arg, const void* data) {
-    if (data != at) {
-      mem.set_data_handle(const_cast<void*>(data), stream());
-      at = data;
-    }
-    return {arg, mem.get()};
+    if (data == at) return {arg, mem.get()};
+    at = data;
+    return onednn::bind(arg, mem, data);
   }
 };
 
@@ -357,13 +355,15 @@ dnnl::convolution_forward::primitive_desc conv_forward_pd(const ConvGeometry& g)
 struct ConvArg {
   int id;
   memory user, chosen;
+  size_t chosen_bytes = 0;  // the scratch buffer `chosen` needs
   std::optional<dnnl::reorder> reorder;
 };
 
 ConvArg conv_arg(int id, const memory::desc& user, const memory::desc& chosen, bool output) {
-  ConvArg a{id, unbound(user), memory(), std::nullopt};
+  ConvArg a{id, unbound(user), memory(), 0, std::nullopt};
   if (user != chosen) {
     a.chosen = unbound(chosen);
+    a.chosen_bytes = chosen.get_size();
     a.reorder =
         output ? dnnl::reorder(dnnl::reorder::primitive_desc(engine(), chosen, engine(), user))
                : dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user, engine(), chosen));
@@ -397,7 +397,7 @@ void run_conv(const ConvPrimitive& c, const std::array<const void*, 3>& data) {
       args[i] = bind(a.id, a.user, data[i]);
       continue;
     }
-    scratch[i] = Storage::allocate(a.chosen.get_desc().get_size());
+    scratch[i] = Storage::allocate(a.chosen_bytes);
     args[i] = bind(a.id, a.chosen, scratch[i]->data());
     if (i + 1 < c.args.size()) {
       run(*a.reorder, {bind(DNNL_ARG_FROM, a.user, data[i]), {DNNL_ARG_TO, args[i].memory}});
