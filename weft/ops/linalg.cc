@@ -41,14 +41,18 @@ onednn::MatmulOperand output_operand(const Tensor& t) {
   return op;
 }
 
-// oneDNN needs one of the two matrix dimensions to be dense, and rejects negative strides
-// (views made by slices with a negative step).
-Tensor dense_inner(const Tensor& t) {
+// `t` as a matmul takes it: in `dtype`, and with strides oneDNN accepts (one of the two matrix
+// dimensions dense, none negative, as a slice with a negative step makes). `t` itself when it
+// already is, otherwise the converted tensor, kept in `converted`.
+const Tensor& matmul_input(const Tensor& t, DType dtype, Tensor& converted) {
   int64_t r = t.rank();
   bool ok = t.strides()[r - 1] == 1 || t.strides()[r - 2] == 1 || t.shape()[r - 1] == 1 ||
             t.shape()[r - 2] == 1;
   ok = ok && std::all_of(t.strides().begin(), t.strides().end(), [](int64_t s) { return s >= 0; });
-  return ok ? t : t.contiguous();
+  if (ok && t.dtype() == dtype) return t;
+  converted = cast(t, dtype);
+  if (!ok) converted = converted.contiguous();
+  return converted;
 }
 
 template <typename T>
@@ -105,9 +109,11 @@ Tensor matmul_2d_plus(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   out_shape.push_back(n);
   DType dtype = promote_types(a.dtype(), b.dtype());
   WEFT_CHECK(dtype != kBool, InvalidArgument) << "matmul: not defined for bool tensors";
-  Tensor x = dense_inner(cast(a, dtype)), y = dense_inner(cast(b, dtype));
-  Tensor out = Tensor::empty(out_shape, dtype);
+  Tensor x_converted, y_converted;
+  const Tensor& x = matmul_input(a, dtype, x_converted);
+  const Tensor& y = matmul_input(b, dtype, y_converted);
   size_t rank = out_shape.size();
+  Tensor out = Tensor::empty(std::move(out_shape), dtype);
   auto oa = operand(x, ta, rank), ob = operand(y, tb, rank);
   onednn::MatmulOperand oc = output_operand(out);
   if (out.numel() == 0) {
@@ -122,7 +128,7 @@ Tensor matmul_2d_plus(const Tensor& a, const Tensor& b, bool ta, bool tb) {
     // end, is what a native kernel computes.
     autodiff::NoRecordScope no_record;  // matmul records itself
     Tensor x32 = cast(x, kFloat32), y32 = cast(y, kFloat32);
-    Tensor out32 = Tensor::empty(out_shape, kFloat32);
+    Tensor out32 = Tensor::empty(out.shape(), kFloat32);
     onednn::matmul(kFloat32, operand(x32, ta, rank), operand(y32, tb, rank), output_operand(out32));
     assign_into(out, out32);
   } else {

@@ -1,7 +1,9 @@
 #include "weft/ops/onednn/onednn.h"
 
 #include <omp.h>
+#include <xxhash.h>
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -48,12 +50,34 @@ int use_threads(int n) {
 }
 int use_configured_threads() { return use_threads(config::num_threads()); }
 
-struct KeyHash {
-  size_t operator()(const std::vector<int64_t>& k) const {
-    size_t h = 1469598103934665603ull;
-    for (int64_t v : k) h = (h ^ static_cast<size_t>(v)) * 1099511628211ull;
-    return h;
+// What a primitive is made from (shapes, strides, dtypes, thread count, ...), held inline: a
+// lookup builds one on the stack and hashes it without touching the heap.
+class Key {
+ public:
+  static constexpr size_t kCapacity = 80;  // a matmul's: 4 + 3 operands x (rank + 2 x 12 dims)
+  Key() = default;
+  Key(std::initializer_list<int64_t> values) { append(values.begin(), values.end()); }
+  // Copies the values in use only (the rest are never read).
+  Key(const Key& o) : size_(o.size_) { std::copy_n(o.values_.begin(), size_, values_.begin()); }
+  Key& operator=(const Key&) = delete;
+  void push_back(int64_t v) { values_.at(size_++) = v; }
+  template <typename It>
+  void append(It first, It last) {
+    for (; first != last; ++first) push_back(*first);
   }
+  bool operator==(const Key& o) const {
+    return size_ == o.size_ &&
+           std::equal(values_.begin(), values_.begin() + size_, o.values_.begin());
+  }
+  size_t hash() const { return XXH3_64bits(values_.data(), size_ * sizeof(int64_t)); }
+
+ private:
+  std::array<int64_t, kCapacity> values_;
+  size_t size_ = 0;
+};
+
+struct KeyHash {
+  size_t operator()(const Key& k) const { return k.hash(); }
 };
 
 // Primitives (and what their execution needs) by a key describing every input to their creation.
@@ -65,7 +89,7 @@ template <typename Entry>
 class Cache {
  public:
   template <typename Make>
-  Entry& get(const std::vector<int64_t>& key, Make&& make) {
+  Entry& get(const Key& key, Make&& make) {
     auto it = entries_.find(key);
     if (it == entries_.end()) {
       try {
@@ -78,7 +102,7 @@ class Cache {
   }
 
  private:
-  std::unordered_map<std::vector<int64_t>, Entry, KeyHash> entries_;
+  std::unordered_map<Key, Entry, KeyHash> entries_;
 };
 
 dnnl::stream& stream() {
@@ -209,14 +233,11 @@ void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const Matm
                   const MatmulOperand& c, bool accumulate) {
   thread_local Cache<MatmulPrimitive> cache;
   int threads = use_configured_threads();
-  thread_local std::vector<int64_t> key;  // reused: no allocation per product
-  key.clear();
-  key.insert(key.end(),
-             {static_cast<int64_t>(dtype), static_cast<int64_t>(c_dtype), threads, accumulate});
+  Key key{static_cast<int64_t>(dtype), static_cast<int64_t>(c_dtype), threads, accumulate};
   for (const MatmulOperand* op : {&a, &b, &c}) {
     key.push_back(static_cast<int64_t>(op->dims.size()));
-    key.insert(key.end(), op->dims.begin(), op->dims.end());
-    key.insert(key.end(), op->strides.begin(), op->strides.end());
+    key.append(op->dims.begin(), op->dims.end());
+    key.append(op->strides.begin(), op->strides.end());
   }
   auto md = [&](const MatmulOperand& op) {
     return memory::desc(dims_of(op.dims), data_type(&op == &c ? c_dtype : dtype),
@@ -329,8 +350,7 @@ ConvGeometry conv_geometry(DType dtype, const ops::internal::Conv2DParams& p) {
   return g;
 }
 
-std::vector<int64_t> conv_key(int kind, DType dtype, const ops::internal::Conv2DParams& p,
-                              int threads) {
+Key conv_key(int kind, DType dtype, const ops::internal::Conv2DParams& p, int threads) {
   return {kind,         static_cast<int64_t>(dtype),
           threads,      p.n,
           p.h,          p.w,
@@ -474,21 +494,21 @@ const PoolEntry& pool_entry(DType dtype, const ops::internal::Pool2DParams& p,
                             dnnl::algorithm alg) {
   thread_local Cache<PoolEntry> cache;
   int threads = use_configured_threads();
-  std::vector<int64_t> key = {static_cast<int64_t>(alg),
-                              static_cast<int64_t>(dtype),
-                              threads,
-                              p.n,
-                              p.h,
-                              p.w,
-                              p.c,
-                              p.kh,
-                              p.kw,
-                              p.oh,
-                              p.ow,
-                              p.stride_h,
-                              p.stride_w,
-                              p.pad_top,
-                              p.pad_left};
+  Key key = {static_cast<int64_t>(alg),
+             static_cast<int64_t>(dtype),
+             threads,
+             p.n,
+             p.h,
+             p.w,
+             p.c,
+             p.kh,
+             p.kw,
+             p.oh,
+             p.ow,
+             p.stride_h,
+             p.stride_w,
+             p.pad_top,
+             p.pad_left};
   return cache.get(key, [&] {
     auto dt = data_type(dtype);
     memory::desc src({p.n, p.c, p.h, p.w}, dt, tag::nhwc);
