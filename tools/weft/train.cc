@@ -96,10 +96,9 @@ void run(const TrainFlags& f) {
           .batch(f.batch_size)
           .prefetch(2);
   data::Dataset test = data.test.batch(512);
-  int64_t examples = data.train.cardinality();
-  WEFT_ASSERT(examples >= 0) << "a training set of unknown size: " << examples;
-  int64_t total_steps =
-      std::max<int64_t>(1, f.epochs * ((examples + f.batch_size - 1) / f.batch_size));
+  int64_t steps_per_epoch = train.cardinality();  // the batches, the last one partial
+  WEFT_ASSERT(steps_per_epoch >= 0) << "a training set of unknown size: " << steps_per_epoch;
+  int64_t total_steps = std::max<int64_t>(1, f.epochs * steps_per_epoch);
 
   nn::Model model = build_model(f.model);
   // The models are made for Fashion-MNIST's 28x28 grey images (the MLP is 784-700-500-10): a
