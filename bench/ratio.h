@@ -27,7 +27,15 @@ struct Ratio {
 
 // Runs every registered benchmark (`repetitions` of each, randomly interleaved, unless the command
 // line says otherwise), then prints one line per Ratio. Returns 0, or 1 if a named benchmark is
-// missing.
-int run(int argc, char** argv, const std::vector<Ratio>& ratios, int repetitions = 10);
+// missing or a worker process failed.
+//
+// With `processes` > 1 (or --weft_processes=N on the command line) the whole run is repeated in
+// that many fresh processes of this binary, one after another. Each process measures both sides
+// of every ratio, interleaved as above, and computes its own ratio; the line printed is the median
+// of those ratios, with their range. A process draws its own state (thread placement, physical
+// pages, ...), and at a product of a few microseconds that alone moves a ratio by +-3%; more
+// processes sample it, where more repetitions in one process cannot.
+int run(int argc, char** argv, const std::vector<Ratio>& ratios, int repetitions = 10,
+        int processes = 1);
 
 }  // namespace weft::bench
