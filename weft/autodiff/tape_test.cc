@@ -274,6 +274,18 @@ TEST(GradientTape, NotRecordingWithoutATape) {
     EXPECT_TRUE(autodiff::is_recording());
   }
   EXPECT_FALSE(autodiff::is_recording());
+  // A non-persistent tape stops recording at gradient(), before it is destroyed; the tapes made
+  // after it record as before.
+  Tensor x = vec({3});
+  {
+    GradientTape used;
+    used.watch(x);
+    used.gradient(x * x, x);
+    EXPECT_FALSE(autodiff::is_recording());
+  }
+  GradientTape outer;
+  { GradientTape inner; }
+  EXPECT_TRUE(autodiff::is_recording());
 }
 
 // ---- variables ---------------------------------------------------------------------------------
