@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -145,7 +146,17 @@ double median(std::vector<double> v) {
 
 int run(int argc, char** argv, const std::vector<Ratio>& ratios, int repetitions, int processes) {
   std::vector<std::string> args(argv, argv + argc);
-  if (auto n = take_flag(args, "weft_processes")) processes = std::stoi(*n);
+  if (auto n = take_flag(args, "weft_processes")) {
+    char* end = nullptr;
+    long value = std::strtol(n->c_str(), &end, 10);
+    if (n->empty() || *end != '\0' || value < 1 || value > 1000) {
+      std::fprintf(stderr,
+                   "weft bench: --weft_processes expects a count from 1 to 1000, got '%s'\n",
+                   n->c_str());
+      return 1;
+    }
+    processes = static_cast<int>(value);
+  }
   if (auto results = take_flag(args, "weft_results")) {  // a worker of a multi-process run
     std::ofstream out(*results);
     out.precision(17);

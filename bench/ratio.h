@@ -32,9 +32,10 @@ struct Ratio {
 // With `processes` > 1 (or --weft_processes=N on the command line) the whole run is repeated in
 // that many fresh processes of this binary, one after another. Each process measures both sides
 // of every ratio, interleaved as above, and computes its own ratio; the line printed is the median
-// of those ratios, with their range. A process draws its own state (thread placement, physical
-// pages, ...), and at a product of a few microseconds that alone moves a ratio by +-3%; more
-// processes sample it, where more repetitions in one process cannot.
+// of those ratios, with their range (and, for each side, the median of the processes' medians).
+// Why: at a product of a few microseconds, which process ran moves a ratio by +-3% (not through
+// its address layout: the spread stays with ASLR off), and two instances of the same side agree
+// within a process; more processes sample that, where more repetitions in one process cannot.
 int run(int argc, char** argv, const std::vector<Ratio>& ratios, int repetitions = 10,
         int processes = 1);
 

@@ -85,6 +85,15 @@ TEST(BenchRatio, AWorkerThatCannotReportIsAnErrorNamingWhy) {
   EXPECT_THAT(out.text, Not(HasSubstr("ratio (median")));
 }
 
+TEST(BenchRatio, ABadProcessCountIsRefused) {
+  for (const char* count : {"0", "two", "3x", ""}) {
+    Output out = matmul_bench(std::string("--weft_processes=") + count, "");
+    EXPECT_EQ(out.exit_code, 1) << count << ": " << out.text;
+    EXPECT_THAT(out.text, HasSubstr("--weft_processes expects a count from 1 to 1000, got '" +
+                                    std::string(count) + "'"));
+  }
+}
+
 TEST(BenchRatio, AFailingWorkerIsShownWithItsOutput) {
   // Only the workers run Google Benchmark, so only they reject an output file they cannot open.
   Output out = short_run(2, "", "--benchmark_out=/nonexistent/weft/out.json");
