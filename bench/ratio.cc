@@ -41,20 +41,38 @@ class MedianCollector : public benchmark::ConsoleReporter {
   Medians medians;
 };
 
-bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
-  return std::any_of(args.begin(), args.end(),
-                     [&](const std::string& a) { return a.rfind(flag, 0) == 0; });
+// The first argument starting with `prefix`.
+std::vector<std::string>::const_iterator find_flag(const std::vector<std::string>& args,
+                                                   const std::string& prefix) {
+  return std::find_if(args.begin(), args.end(),
+                      [&](const std::string& a) { return a.rfind(prefix, 0) == 0; });
+}
+bool has_flag(const std::vector<std::string>& args, const std::string& prefix) {
+  return find_flag(args, prefix) != args.end();
 }
 
 // The value of `--name=value`, removed from `args` (Google Benchmark would not know it).
 std::optional<std::string> take_flag(std::vector<std::string>& args, const std::string& name) {
   std::string prefix = "--" + name + "=";
-  auto it = std::find_if(args.begin(), args.end(),
-                         [&](const std::string& a) { return a.rfind(prefix, 0) == 0; });
+  auto it = find_flag(args, prefix);
   if (it == args.end()) return std::nullopt;
   std::string value = it->substr(prefix.size());
   args.erase(it);
   return value;
+}
+
+// `args` as a C argument vector, ending in a null pointer.
+std::vector<char*> c_args(std::vector<std::string>& args) {
+  std::vector<char*> c;
+  for (auto& a : args) c.push_back(a.data());
+  c.push_back(nullptr);
+  return c;
+}
+
+// Whether the command line asks Google Benchmark for output of its own (help or a listing), which
+// runs in this one process, where the user sees it.
+bool own_output(const std::vector<std::string>& args) {
+  return has_flag(args, "--help") || has_flag(args, "--benchmark_list_tests");
 }
 
 // Runs the registered benchmarks in this process.
@@ -68,9 +86,8 @@ Medians run_here(std::vector<std::string> args, int repetitions) {
   if (!has_flag(args, "--benchmark_report_aggregates_only")) {
     args.push_back("--benchmark_report_aggregates_only=true");
   }
-  std::vector<char*> cargs;
-  for (auto& a : args) cargs.push_back(a.data());
-  int n = static_cast<int>(cargs.size());
+  std::vector<char*> cargs = c_args(args);
+  int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, cargs.data());
   MedianCollector reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
@@ -81,11 +98,18 @@ Medians run_here(std::vector<std::string> args, int repetitions) {
 // A new empty file in the temporary directory; "" (after saying why) if none can be made.
 std::string temp_file(const char* what) {
   std::error_code ec;
-  std::string path = (std::filesystem::temp_directory_path(ec) / "weft_bench_XXXXXX").string();
-  int fd = ec ? -1 : mkstemp(path.data());
+  std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
+  if (ec) {
+    const char* tmpdir = std::getenv("TMPDIR");
+    std::fprintf(stderr, "weft bench: cannot use the temporary directory (TMPDIR=%s): %s\n",
+                 tmpdir ? tmpdir : "", ec.message().c_str());
+    return "";
+  }
+  std::string path = (dir / "weft_bench_XXXXXX").string();
+  int fd = mkstemp(path.data());
   if (fd < 0) {
     std::fprintf(stderr, "weft bench: cannot make a %s file %s: %s\n", what, path.c_str(),
-                 ec ? ec.message().c_str() : std::strerror(errno));
+                 std::strerror(errno));
     return "";
   }
   close(fd);
@@ -96,14 +120,13 @@ std::string temp_file(const char* what) {
 // that is shown only if it fails; then nullopt, after saying how it failed.
 std::optional<Medians> run_worker(std::vector<std::string> args) {
   std::string results = temp_file("results"), log = results.empty() ? "" : temp_file("log");
+  std::error_code ignored;
   if (log.empty()) {
-    if (!results.empty()) std::filesystem::remove(results);
+    if (!results.empty()) std::filesystem::remove(results, ignored);
     return std::nullopt;
   }
   args.push_back("--weft_results=" + results);
-  std::vector<char*> cargs;
-  for (auto& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
+  std::vector<char*> cargs = c_args(args);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY, 0);
@@ -112,7 +135,12 @@ std::optional<Medians> run_worker(std::vector<std::string> args) {
   int err = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, cargs.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   int status = 0;
-  if (err == 0 && waitpid(pid, &status, 0) != pid) err = errno;
+  if (err == 0) {
+    pid_t r;
+    while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+    }
+    if (r != pid) err = errno;
+  }
   std::optional<Medians> medians;
   if (err != 0) {
     std::fprintf(stderr, "weft bench: cannot run %s again: %s\n", args[0].c_str(),
@@ -130,9 +158,14 @@ std::optional<Medians> run_worker(std::vector<std::string> args) {
     std::string name;
     double seconds;
     while (in >> seconds && std::getline(in >> std::ws, name)) (*medians)[name] = seconds;
+    if (!in.eof()) {
+      std::fprintf(stderr, "weft bench: cannot read the results file %s of a worker of %s\n",
+                   results.c_str(), args[0].c_str());
+      medians.reset();
+    }
   }
-  std::filesystem::remove(results);
-  std::filesystem::remove(log);
+  std::filesystem::remove(results, ignored);
+  std::filesystem::remove(log, ignored);
   return medians;
 }
 
@@ -163,12 +196,19 @@ int run(int argc, char** argv, const std::vector<Ratio>& ratios, int repetitions
     for (const auto& [name, seconds] : run_here(args, repetitions)) {
       out << seconds << ' ' << name << '\n';
     }
-    return out ? 0 : 1;
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "weft bench: cannot write the results file %s: %s\n", results->c_str(),
+                   std::strerror(errno));
+      return 1;
+    }
+    return 0;
   }
 
   std::vector<Medians> runs;
-  if (processes <= 1 || has_flag(args, "--benchmark_list_tests")) {
+  if (processes <= 1 || own_output(args)) {
     runs.push_back(run_here(args, repetitions));
+    if (has_flag(args, "--benchmark_list_tests")) return 0;  // nothing ran, nothing to compare
   } else {
     for (int i = 0; i < processes; ++i) {
       std::fprintf(stderr, "process %d of %d\n", i + 1, processes);

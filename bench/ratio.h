@@ -1,6 +1,7 @@
-// Benchmarks that report a ratio against a reference measured in the same run (ARCHITECTURE.md:
+// Benchmarks that report a ratio against a reference measured in the same process (ARCHITECTURE.md:
 // the machine is shared and noisy, so only ratios hold). Each benchmark binary registers Google
-// Benchmark cases as usual, then names pairs; after the run the median of each side is compared.
+// Benchmark cases as usual, then names pairs; after the run the median of each side is compared
+// (in each of several processes, if asked, and then the median of their ratios is printed).
 //
 //   int main(int argc, char** argv) {
 //     return weft::bench::run(argc, argv, {{"matmul 512^3", "weft/512", "onednn/512"}});
@@ -27,7 +28,7 @@ struct Ratio {
 
 // Runs every registered benchmark (`repetitions` of each, randomly interleaved, unless the command
 // line says otherwise), then prints one line per Ratio. Returns 0, or 1 if a named benchmark is
-// missing or a worker process failed.
+// missing, the command line is wrong or a worker process failed.
 //
 // With `processes` > 1 (or --weft_processes=N on the command line) the whole run is repeated in
 // that many fresh processes of this binary, one after another. Each process measures both sides
@@ -36,6 +37,8 @@ struct Ratio {
 // Why: at a product of a few microseconds, which process ran moves a ratio by +-3% (not through
 // its address layout: the spread stays with ASLR off), and two instances of the same side agree
 // within a process; more processes sample that, where more repetitions in one process cannot.
+// --help and --benchmark_list_tests run in one process, since their output is the point; a
+// --benchmark_out file holds the last process's results.
 int run(int argc, char** argv, const std::vector<Ratio>& ratios, int repetitions = 10,
         int processes = 1);
 

@@ -81,7 +81,9 @@ TEST(BenchRatio, WorkerProcessesGiveTheMedianRatioAndItsRange) {
 TEST(BenchRatio, AWorkerThatCannotReportIsAnErrorNamingWhy) {
   Output out = short_run(2, "TMPDIR=/nonexistent/weft");
   EXPECT_EQ(out.exit_code, 1) << out.text;
-  EXPECT_THAT(out.text, HasSubstr("weft bench: cannot make a results file"));
+  EXPECT_THAT(
+      out.text,
+      HasSubstr("weft bench: cannot use the temporary directory (TMPDIR=/nonexistent/weft)"));
   EXPECT_THAT(out.text, Not(HasSubstr("ratio (median")));
 }
 
@@ -92,6 +94,17 @@ TEST(BenchRatio, ABadProcessCountIsRefused) {
     EXPECT_THAT(out.text, HasSubstr("--weft_processes expects a count from 1 to 1000, got '" +
                                     std::string(count) + "'"));
   }
+}
+
+TEST(BenchRatio, AListingRunsInOneProcessAndComparesNothing) {
+  Output list = short_run(3, "", "--benchmark_list_tests");
+  ASSERT_EQ(list.exit_code, 0) << list.text;
+  EXPECT_THAT(list.text, HasSubstr("onednn_matmul/128/784/700/0/min_time:0.050/real_time"));
+  EXPECT_THAT(list.text, Not(HasSubstr("process 1 of 3")));
+  EXPECT_THAT(list.text, Not(HasSubstr("ratio (")));
+  Output all = matmul_bench("--benchmark_list_tests", "");  // no filter: still nothing missing
+  EXPECT_EQ(all.exit_code, 0) << all.text;
+  EXPECT_THAT(all.text, Not(HasSubstr("missing benchmark")));
 }
 
 TEST(BenchRatio, AFailingWorkerIsShownWithItsOutput) {
