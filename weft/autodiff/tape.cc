@@ -75,6 +75,10 @@ void GradientTape::reset() {
   state_->entries.clear();
   state_->tracked.clear();
   state_->used = false;
+  // A non-persistent tape left its thread's list at gradient(); it records again from here.
+  if (std::find(t_tapes.begin(), t_tapes.end(), state_.get()) == t_tapes.end()) {
+    add_tape(state_.get());
+  }
 }
 
 Tensor GradientTape::gradient(const Tensor& target, const Tensor& source,

@@ -288,6 +288,19 @@ TEST(GradientTape, NotRecordingWithoutATape) {
   EXPECT_TRUE(autodiff::is_recording());
 }
 
+TEST(GradientTape, ResetAfterGradientRecordsAgain) {
+  Tensor x = vec({3});
+  GradientTape tape;
+  tape.watch(x);
+  EXPECT_EQ(tape.gradient(x * x, x).item<double>(), 6);
+  EXPECT_FALSE(autodiff::is_recording());
+  tape.reset();
+  EXPECT_TRUE(autodiff::is_recording());
+  tape.watch(x);
+  EXPECT_EQ(tape.gradient(x * x * x, x).item<double>(), 27);
+  EXPECT_FALSE(autodiff::is_recording());
+}
+
 // ---- variables ---------------------------------------------------------------------------------
 
 TEST(Variable, TrainableVariablesAreWatchedAutomatically) {
