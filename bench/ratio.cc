@@ -69,8 +69,8 @@ std::vector<char*> c_args(std::vector<std::string>& args) {
   return c;
 }
 
-// Whether the command line asks Google Benchmark for output of its own (help or a listing), which
-// runs in this one process, where the user sees it.
+// Whether the command line asks Google Benchmark for output of its own (help or a listing); that
+// runs in this one process, where the user sees it, and nothing is measured.
 bool own_output(const std::vector<std::string>& args) {
   return has_flag(args, "--help") || has_flag(args, "--benchmark_list_tests");
 }
@@ -205,10 +205,13 @@ int run(int argc, char** argv, const std::vector<Ratio>& ratios, int repetitions
     return 0;
   }
 
+  if (own_output(args)) {  // help or a listing: nothing runs, so there is nothing to compare
+    run_here(args, repetitions);
+    return 0;
+  }
   std::vector<Medians> runs;
-  if (processes <= 1 || own_output(args)) {
+  if (processes <= 1) {
     runs.push_back(run_here(args, repetitions));
-    if (has_flag(args, "--benchmark_list_tests")) return 0;  // nothing ran, nothing to compare
   } else {
     for (int i = 0; i < processes; ++i) {
       std::fprintf(stderr, "process %d of %d\n", i + 1, processes);

@@ -72,13 +72,11 @@ GradientTape::Pause::Pause(GradientTape* tape) : tape_(tape) { ++tape_->state_->
 GradientTape::Pause::~Pause() { --tape_->state_->paused; }
 
 void GradientTape::reset() {
+  // A used tape (non-persistent, after gradient()) left its thread's list; it records again.
+  if (state_->used) add_tape(state_.get());
   state_->entries.clear();
   state_->tracked.clear();
   state_->used = false;
-  // A non-persistent tape left its thread's list at gradient(); it records again from here.
-  if (std::find(t_tapes.begin(), t_tapes.end(), state_.get()) == t_tapes.end()) {
-    add_tape(state_.get());
-  }
 }
 
 Tensor GradientTape::gradient(const Tensor& target, const Tensor& source,
