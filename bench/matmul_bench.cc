@@ -1,6 +1,8 @@
 // weft::matmul against raw oneDNN matmul (primitive made once, buffers preallocated) at the
 // tutorial MLP's shapes and two square ones in float32, and at the MLP's shapes (batch 128 and
 // 256) in bfloat16 (AMX / AVX512-BF16 with float32 accumulation). Goal: ratio >= 0.95.
+#include <omp.h>
+
 #include <cstdio>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -23,9 +25,10 @@ void weft_matmul(benchmark::State& state) {
       benchmark::Counter(2.0 * m * n * k * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 
-void onednn_matmul(benchmark::State& state) {
+// Raw oneDNN on `threads` OpenMP threads (weft's configured count unless told).
+void onednn_matmul_on(benchmark::State& state, int threads) {
   int64_t m = state.range(0), k = state.range(1), n = state.range(2);
-  weft::config::num_threads();  // the same OpenMP thread count weft uses
+  omp_set_num_threads(threads);
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(eng);
   using tag = dnnl::memory::format_tag;
@@ -44,7 +47,16 @@ void onednn_matmul(benchmark::State& state) {
   }
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * m * n * k * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  omp_set_num_threads(weft::config::num_threads());
 }
+
+void onednn_matmul(benchmark::State& state) {
+  onednn_matmul_on(state, weft::config::num_threads());
+}
+
+// weft runs a product this small on one thread when that is faster (onednn.cc, ThreadChoice):
+// against raw oneDNN on one thread too, the ratio is what weft's own dispatch costs.
+void onednn_matmul_one_thread(benchmark::State& state) { onednn_matmul_on(state, 1); }
 
 const char* const kFloat32Shapes[] = {"128/784/700", "128/700/500", "512/512/512",
                                       "1024/1024/1024"};
@@ -67,6 +79,7 @@ void shapes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(weft_matmul)->Apply(shapes);
 BENCHMARK(onednn_matmul)->Apply(shapes);
+BENCHMARK(onednn_matmul_one_thread)->Args({128, 500, 10, 1})->UseRealTime()->MinTime(0.05);
 
 }  // namespace
 
@@ -80,6 +93,10 @@ int main(int argc, char** argv) {
   };
   for (const char* s : kFloat32Shapes) add(s, "f32", 0);
   for (const char* s : kBfloat16Shapes) add(s, "bf16", 1);
+  ratios.push_back({"matmul bf16 128/500/10 weft vs oneDNN on 1 thread",
+                    "weft_matmul/128/500/10/1/min_time:0.050/real_time",
+                    "onednn_matmul_one_thread/128/500/10/1/min_time:0.050/real_time", 1, 1,
+                    "(dispatch)"});
   // Five processes of 20 repetitions: at bf16 128x500x10 one process's ratio fell anywhere in
   // 0.938-0.997 (12 runs, median 0.969); so did weft's own dispatch into a preallocated output
   // against raw oneDNN, the same work, so the spread is the process's state, not weft.

@@ -256,6 +256,34 @@ TEST(Matmul, HalfTypesRunAndAgree) {
   }
 }
 
+// A small product times its first calls on one thread and on all, then keeps the faster
+// (onednn.cc, ThreadChoice). Every call, before, during and after that choice, gives the same
+// bits, and the right product.
+TEST(Matmul, SmallProductsAgreeWhileChoosingTheirThreadCount) {
+  int saved = config::num_threads();
+  config::set_num_threads(2);
+  struct Case {
+    int64_t m, k, n;
+    DType dtype;
+  };
+  for (Case c : {Case{128, 500, 10, kBFloat16}, Case{64, 64, 64, kBFloat16},
+                 Case{128, 10, 500, kBFloat16}, Case{128, 500, 10, kFloat32},
+                 Case{5, 3, 7, kFloat32}}) {
+    Tensor a = cast(uniform({c.m, c.k}, 30), c.dtype), b = cast(uniform({c.k, c.n}, 31), c.dtype);
+    std::vector<double> ref = matmul(cast(a, kFloat64), cast(b, kFloat64)).to_vector<double>();
+    std::vector<double> first = cast(matmul(a, b), kFloat64).to_vector<double>();
+    for (size_t i = 0; i < ref.size(); ++i) {
+      ASSERT_NEAR(first[i], ref[i], (c.dtype == kFloat32 ? 1e-5 : 0.02) * (1 + std::abs(ref[i])))
+          << c.m << "x" << c.k << "x" << c.n << " " << dtype_name(c.dtype) << " at " << i;
+    }
+    for (int call = 1; call < 200; ++call) {
+      ASSERT_EQ(cast(matmul(a, b), kFloat64).to_vector<double>(), first)
+          << c.m << "x" << c.k << "x" << c.n << " " << dtype_name(c.dtype) << ", call " << call;
+    }
+  }
+  config::set_num_threads(saved);
+}
+
 // Past K = 1024 the product is computed in fixed chunks (determinism); half-type chunks add up in
 // float32 and are rounded once, so the result is the float32 product of the same (exactly
 // representable) inputs rounded to the half type, up to float32 summation order.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
@@ -222,9 +223,52 @@ struct MatmulArg {
   }
 };
 
+// A tiny product can run faster on the calling thread alone than split across OpenMP threads,
+// where waking a worker costs about as much as the product. Which is faster follows the kernel
+// oneDNN picks, not the FLOP count (raw oneDNN, 1 thread vs 2: bf16 128x500x10 5.4 vs 6.0 us,
+// bf16 64^3 1.3 vs 2.7 us, but bf16 128x10x500 15.3 vs 10.3 us and f32 128x500x10 12.1 vs 8.1
+// us), so products up to kMaxTunedMacs are timed both ways on their first calls, alternately,
+// and the faster is kept. The largest product 1 thread won was 1.3M multiply-adds; at 4M
+// (bf16 128x500x64) 2 threads took 0.78 of the time. Not under op determinism, whose thread
+// count is the configured one (the result is the same either way below kMaxDeterministicK, but
+// a run's choice would be made by timing).
+constexpr int64_t kMaxTunedMacs = 4'000'000;
+
+class ThreadChoice {
+ public:
+  // After kWarmUp calls on the configured count, kBlocks blocks of kBlockCalls calls on each
+  // side, alternately, are timed; the side with the shorter median block is kept.
+  static constexpr int kWarmUp = 64, kBlocks = 9, kBlockCalls = 4;
+
+  // The thread count for the next call (1 or `configured`) and whether to time it.
+  int next(int configured) const {
+    if (chosen_ != 0) return chosen_;
+    if (calls_ < kWarmUp) return configured;
+    return (calls_ - kWarmUp) / kBlockCalls % 2 == 0 ? configured : 1;
+  }
+  bool timing() const { return chosen_ == 0; }
+  // The duration of the call next() described; after the last block, keeps the faster side.
+  void record(int configured, int64_t ns) {
+    int i = calls_++ - kWarmUp;
+    if (i < 0) return;
+    int block = i / kBlockCalls;
+    ns_[block % 2][block / 2] += ns;
+    if (calls_ < kWarmUp + 2 * kBlocks * kBlockCalls) return;
+    for (auto& t : ns_) std::nth_element(t.begin(), t.begin() + kBlocks / 2, t.end());
+    chosen_ = ns_[1][kBlocks / 2] < ns_[0][kBlocks / 2] ? 1 : configured;
+  }
+
+ private:
+  int chosen_ = 0;  // 0 while timing
+  int calls_ = 0;
+  std::array<std::array<int64_t, kBlocks>, 2> ns_{};  // [0]: configured threads, [1]: one
+};
+
 struct MatmulPrimitive {
   dnnl::matmul prim;
   MatmulArg a, b, c;  // kept: making descriptors on every call costs more than a small product
+  ThreadChoice choice;  // in the entry for the configured thread count, when it is tuned
+  MatmulPrimitive* single = nullptr;  // the one-thread entry, once made (map nodes do not move)
 };
 
 // c (+)= a @ b for one chunk of K; `accumulate` adds to c (oneDNN's sum post-op). a and b have
@@ -232,32 +276,58 @@ struct MatmulPrimitive {
 void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const MatmulOperand& b,
                   const MatmulOperand& c, bool accumulate) {
   thread_local Cache<MatmulPrimitive> cache;
-  int threads = use_configured_threads();
-  Key key{static_cast<int64_t>(dtype), static_cast<int64_t>(c_dtype), threads, accumulate};
-  for (const MatmulOperand* op : {&a, &b, &c}) {
-    key.push_back(static_cast<int64_t>(op->dims.size()));
-    key.append(op->dims.begin(), op->dims.end());
-    key.append(op->strides.begin(), op->strides.end());
-  }
-  auto md = [&](const MatmulOperand& op) {
-    return memory::desc(dims_of(op.dims), data_type(&op == &c ? c_dtype : dtype),
-                        dims_of(op.strides));
-  };
-  MatmulPrimitive& m = cache.get(key, [&] {
-    dnnl::primitive_attr attr;
-    if (accumulate) {
-      dnnl::post_ops ops;
-      ops.append_sum(1.0f);
-      attr.set_post_ops(ops);
+  // The entry for `threads`, made under that OpenMP thread count.
+  auto entry = [&](int threads) -> MatmulPrimitive& {
+    use_threads(threads);
+    Key key{static_cast<int64_t>(dtype), static_cast<int64_t>(c_dtype), threads, accumulate};
+    for (const MatmulOperand* op : {&a, &b, &c}) {
+      key.push_back(static_cast<int64_t>(op->dims.size()));
+      key.append(op->dims.begin(), op->dims.end());
+      key.append(op->strides.begin(), op->strides.end());
     }
-    dnnl::matmul::desc desc(md(a), md(b), md(c));
-    return MatmulPrimitive{dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine())),
-                           {unbound(md(a))},
-                           {unbound(md(b))},
-                           {unbound(md(c))}};
-  });
-  run(m.prim, {m.a.bind(DNNL_ARG_SRC, a.data), m.b.bind(DNNL_ARG_WEIGHTS, b.data),
-               m.c.bind(DNNL_ARG_DST, c.data)});
+    auto md = [&](const MatmulOperand& op) {
+      return memory::desc(dims_of(op.dims), data_type(&op == &c ? c_dtype : dtype),
+                          dims_of(op.strides));
+    };
+    return cache.get(key, [&] {
+      dnnl::primitive_attr attr;
+      if (accumulate) {
+        dnnl::post_ops ops;
+        ops.append_sum(1.0f);
+        attr.set_post_ops(ops);
+      }
+      dnnl::matmul::desc desc(md(a), md(b), md(c));
+      return MatmulPrimitive{dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine())),
+                             {unbound(md(a))},
+                             {unbound(md(b))},
+                             {unbound(md(c))}};
+    });
+  };
+  auto execute = [&](MatmulPrimitive& m) {
+    run(m.prim, {m.a.bind(DNNL_ARG_SRC, a.data), m.b.bind(DNNL_ARG_WEIGHTS, b.data),
+                 m.c.bind(DNNL_ARG_DST, c.data)});
+  };
+  int configured = config::num_threads();
+  MatmulPrimitive& m = entry(configured);
+  int64_t macs = a.dims[a.dims.size() - 1];
+  for (int64_t d : c.dims) macs *= d;
+  if (configured == 1 || macs > kMaxTunedMacs || config::op_determinism_enabled()) {
+    execute(m);
+    return;
+  }
+  int threads = m.choice.next(configured);
+  if (threads == 1 && m.single == nullptr) m.single = &entry(1);
+  MatmulPrimitive& chosen = threads == 1 ? *m.single : m;
+  use_threads(threads);
+  if (!m.choice.timing()) {
+    execute(chosen);
+    return;
+  }
+  auto start = std::chrono::steady_clock::now();
+  execute(chosen);
+  m.choice.record(configured, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::steady_clock::now() - start)
+                                  .count());
 }
 
 // dst (a half dtype) = src (float32, dst's dims and strides), rounded to nearest even.
