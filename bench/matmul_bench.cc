@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
                     "weft_matmul/128/500/10/1/min_time:0.050/real_time",
                     "onednn_matmul_one_thread/128/500/10/1/min_time:0.050/real_time", 1, 1,
                     "(dispatch)"});
-  // Five processes of 20 repetitions: at bf16 128x500x10 one process's ratio fell anywhere in
+  // Five processes of 20 repetitions: at bf16 128x500x10 on two threads one process's ratio fell in
   // 0.938-0.997 (12 runs, median 0.969); so did weft's own dispatch into a preallocated output
   // against raw oneDNN, the same work, so the spread is the process's state, not weft.
   return weft::bench::run(argc, argv, ratios, /*repetitions=*/20, /*processes=*/5);

@@ -266,9 +266,9 @@ TEST(Matmul, SmallProductsAgreeWhileChoosingTheirThreadCount) {
     int64_t m, k, n;
     DType dtype;
   };
-  for (Case c : {Case{128, 500, 10, kBFloat16}, Case{64, 64, 64, kBFloat16},
-                 Case{128, 10, 500, kBFloat16}, Case{128, 500, 10, kFloat32},
-                 Case{5, 3, 7, kFloat32}}) {
+  for (Case c :
+       {Case{128, 500, 10, kBFloat16}, Case{64, 64, 64, kBFloat16}, Case{128, 10, 500, kBFloat16},
+        Case{128, 500, 10, kFloat32}, Case{5, 3, 7, kFloat32}}) {
     Tensor a = cast(uniform({c.m, c.k}, 30), c.dtype), b = cast(uniform({c.k, c.n}, 31), c.dtype);
     std::vector<double> ref = matmul(cast(a, kFloat64), cast(b, kFloat64)).to_vector<double>();
     std::vector<double> first = cast(matmul(a, b), kFloat64).to_vector<double>();

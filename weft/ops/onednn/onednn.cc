@@ -228,19 +228,23 @@ struct MatmulArg {
 // oneDNN picks, not the FLOP count (raw oneDNN, 1 thread vs 2: bf16 128x500x10 5.4 vs 6.0 us,
 // bf16 64^3 1.3 vs 2.7 us, but bf16 128x10x500 15.3 vs 10.3 us and f32 128x500x10 12.1 vs 8.1
 // us), so products up to kMaxTunedMacs are timed both ways on their first calls, alternately,
-// and the faster is kept. The largest product 1 thread won was 1.3M multiply-adds; at 4M
-// (bf16 128x500x64) 2 threads took 0.78 of the time. Not under op determinism, whose thread
-// count is the configured one (the result is the same either way below kMaxDeterministicK, but
-// a run's choice would be made by timing).
+// and the faster is kept. The largest product 1 thread won was 2.1M multiply-adds (bf16 128^3,
+// 5.1 vs 5.5 us); at 4.1M (bf16 128x500x64) 2 threads took 0.78 of the time. Not under op
+// determinism, whose thread count is the configured one (the result is the same either way below
+// kMaxDeterministicK, but a run's choice would be made by timing).
 constexpr int64_t kMaxTunedMacs = 4'000'000;
 
 class ThreadChoice {
  public:
   // After kWarmUp calls on the configured count, kBlocks blocks of kBlockCalls calls on each
-  // side, alternately, are timed; the side with the shorter median block is kept.
+  // side, alternately, are timed; the side with the shorter median block is kept. A product's
+  // first calls run slow (8-10 us against a steady 5-6 at bf16 128x500x10), and single calls
+  // alternated from the start kept the slower side in about half of 12 processes; blocks after
+  // the warm-up chose one thread there in 12 of 12, and the same side in 5 of 5 at four other
+  // shapes (at bf16 256x500x10, where both sides take 8.6-8.8 us, either).
   static constexpr int kWarmUp = 64, kBlocks = 9, kBlockCalls = 4;
 
-  // The thread count for the next call (1 or `configured`) and whether to time it.
+  // The thread count for the next call: 1 or `configured`.
   int next(int configured) const {
     if (chosen_ != 0) return chosen_;
     if (calls_ < kWarmUp) return configured;
@@ -266,7 +270,7 @@ class ThreadChoice {
 
 struct MatmulPrimitive {
   dnnl::matmul prim;
-  MatmulArg a, b, c;  // kept: making descriptors on every call costs more than a small product
+  MatmulArg a, b, c;    // kept: making descriptors on every call costs more than a small product
   ThreadChoice choice;  // in the entry for the configured thread count, when it is tuned
   MatmulPrimitive* single = nullptr;  // the one-thread entry, once made (map nodes do not move)
 };
@@ -276,9 +280,9 @@ struct MatmulPrimitive {
 void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const MatmulOperand& b,
                   const MatmulOperand& c, bool accumulate) {
   thread_local Cache<MatmulPrimitive> cache;
-  // The entry for `threads`, made under that OpenMP thread count.
+  // The entry for `threads` (made under that OpenMP thread count, which must also be current when
+  // it runs).
   auto entry = [&](int threads) -> MatmulPrimitive& {
-    use_threads(threads);
     Key key{static_cast<int64_t>(dtype), static_cast<int64_t>(c_dtype), threads, accumulate};
     for (const MatmulOperand* op : {&a, &b, &c}) {
       key.push_back(static_cast<int64_t>(op->dims.size()));
@@ -290,6 +294,7 @@ void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const Matm
                           dims_of(op.strides));
     };
     return cache.get(key, [&] {
+      use_threads(threads);
       dnnl::primitive_attr attr;
       if (accumulate) {
         dnnl::post_ops ops;
@@ -300,7 +305,9 @@ void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const Matm
       return MatmulPrimitive{dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine())),
                              {unbound(md(a))},
                              {unbound(md(b))},
-                             {unbound(md(c))}};
+                             {unbound(md(c))},
+                             {},
+                             nullptr};
     });
   };
   auto execute = [&](MatmulPrimitive& m) {
@@ -312,6 +319,7 @@ void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const Matm
   int64_t macs = a.dims[a.dims.size() - 1];
   for (int64_t d : c.dims) macs *= d;
   if (configured == 1 || macs > kMaxTunedMacs || config::op_determinism_enabled()) {
+    use_threads(configured);
     execute(m);
     return;
   }
