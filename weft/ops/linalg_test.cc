@@ -260,8 +260,17 @@ TEST(Matmul, HalfTypesRunAndAgree) {
 // (onednn.cc, ThreadChoice). Every call, before, during and after that choice, gives the same
 // bits, and the right product.
 TEST(Matmul, SmallProductsAgreeWhileChoosingTheirThreadCount) {
-  int saved = config::num_threads();
+  // The choice is made on 2 threads and not under op determinism (which the environment may set).
+  struct Settings {
+    int threads = config::num_threads();
+    bool deterministic = config::op_determinism_enabled();
+    ~Settings() {
+      config::set_num_threads(threads);
+      if (deterministic) config::enable_op_determinism();
+    }
+  } saved;
   config::set_num_threads(2);
+  config::disable_op_determinism();
   struct Case {
     int64_t m, k, n;
     DType dtype;
@@ -281,7 +290,6 @@ TEST(Matmul, SmallProductsAgreeWhileChoosingTheirThreadCount) {
           << c.m << "x" << c.k << "x" << c.n << " " << dtype_name(c.dtype) << ", call " << call;
     }
   }
-  config::set_num_threads(saved);
 }
 
 // Past K = 1024 the product is computed in fixed chunks (determinism); half-type chunks add up in

@@ -44,7 +44,8 @@ memory::data_type data_type(DType t) {
 }
 
 // oneDNN (OpenMP runtime) sizes its work for the thread count current when a primitive is made
-// and requires the same count when it runs, so both happen under config::num_threads().
+// and requires the same count when it runs: each primitive is made and run under its own count
+// (config::num_threads(), or 1 where a kernel runs on one thread), set by use_threads() first.
 int use_threads(int n) {
   if (omp_get_max_threads() != n) omp_set_num_threads(n);
   return n;
@@ -241,29 +242,31 @@ class ThreadChoice {
   // first calls run slow (8-10 us against a steady 5-6 at bf16 128x500x10), and single calls
   // alternated from the start kept the slower side in about half of 12 processes; blocks after
   // the warm-up chose one thread there in 12 of 12, and the same side in 5 of 5 at four other
-  // shapes (at bf16 256x500x10, where both sides take 8.6-8.8 us, either).
+  // shapes (at bf16 256x500x10, where both sides take 8.6-8.8 us, either). Each thread's cache
+  // makes its own choice, so a new thread calling a small product pays these 136 calls again.
   static constexpr int kWarmUp = 64, kBlocks = 9, kBlockCalls = 4;
 
   // The thread count for the next call: 1 or `configured`.
   int next(int configured) const {
-    if (chosen_ != 0) return chosen_;
-    if (calls_ < kWarmUp) return configured;
-    return (calls_ - kWarmUp) / kBlockCalls % 2 == 0 ? configured : 1;
+    bool one =
+        decided_ ? one_thread_ : calls_ >= kWarmUp && (calls_ - kWarmUp) / kBlockCalls % 2 == 1;
+    return one ? 1 : configured;
   }
-  bool timing() const { return chosen_ == 0; }
+  bool timing() const { return !decided_; }
   // The duration of the call next() described; after the last block, keeps the faster side.
-  void record(int configured, int64_t ns) {
+  void record(int64_t ns) {
     int i = calls_++ - kWarmUp;
     if (i < 0) return;
     int block = i / kBlockCalls;
     ns_[block % 2][block / 2] += ns;
     if (calls_ < kWarmUp + 2 * kBlocks * kBlockCalls) return;
     for (auto& t : ns_) std::nth_element(t.begin(), t.begin() + kBlocks / 2, t.end());
-    chosen_ = ns_[1][kBlocks / 2] < ns_[0][kBlocks / 2] ? 1 : configured;
+    one_thread_ = ns_[1][kBlocks / 2] < ns_[0][kBlocks / 2];
+    decided_ = true;
   }
 
  private:
-  int chosen_ = 0;  // 0 while timing
+  bool decided_ = false, one_thread_ = false;
   int calls_ = 0;
   std::array<std::array<int64_t, kBlocks>, 2> ns_{};  // [0]: configured threads, [1]: one
 };
@@ -333,9 +336,9 @@ void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const Matm
   }
   auto start = std::chrono::steady_clock::now();
   execute(chosen);
-  m.choice.record(configured, std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                  std::chrono::steady_clock::now() - start)
-                                  .count());
+  m.choice.record(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count());
 }
 
 // dst (a half dtype) = src (float32, dst's dims and strides), rounded to nearest even.
