@@ -246,6 +246,9 @@ class ThreadChoice {
   // makes its own choice, so a new thread calling a small product pays these 136 calls again.
   static constexpr int kWarmUp = 64, kBlocks = 9, kBlockCalls = 4;
 
+  // `tune`: whether to time both sides; if not, every call runs on the configured count.
+  explicit ThreadChoice(bool tune) : decided_(!tune) {}
+
   // The thread count for the next call: 1 or `configured`.
   int next(int configured) const {
     bool one =
@@ -266,7 +269,7 @@ class ThreadChoice {
   }
 
  private:
-  bool decided_ = false, one_thread_ = false;
+  bool decided_, one_thread_ = false;
   int calls_ = 0;
   std::array<std::array<int64_t, kBlocks>, 2> ns_{};  // [0]: configured threads, [1]: one
 };
@@ -274,7 +277,7 @@ class ThreadChoice {
 struct MatmulPrimitive {
   dnnl::matmul prim;
   MatmulArg a, b, c;    // kept: making descriptors on every call costs more than a small product
-  ThreadChoice choice;  // in the entry for the configured thread count, when it is tuned
+  ThreadChoice choice;  // tunes only a small product's entry for a configured count above 1
   MatmulPrimitive* single = nullptr;  // the one-thread entry, once made (map nodes do not move)
 };
 
@@ -298,6 +301,8 @@ void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const Matm
     };
     return cache.get(key, [&] {
       use_threads(threads);
+      int64_t macs = a.dims[a.dims.size() - 1];
+      for (int64_t d : c.dims) macs *= d;
       dnnl::primitive_attr attr;
       if (accumulate) {
         dnnl::post_ops ops;
@@ -309,7 +314,7 @@ void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const Matm
                              {unbound(md(a))},
                              {unbound(md(b))},
                              {unbound(md(c))},
-                             {},
+                             ThreadChoice(threads > 1 && macs <= kMaxTunedMacs),
                              nullptr};
     });
   };
@@ -319,26 +324,19 @@ void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const Matm
   };
   int configured = config::num_threads();
   MatmulPrimitive& m = entry(configured);
-  int64_t macs = a.dims[a.dims.size() - 1];
-  for (int64_t d : c.dims) macs *= d;
-  if (configured == 1 || macs > kMaxTunedMacs || config::op_determinism_enabled()) {
-    use_threads(configured);
-    execute(m);
-    return;
-  }
-  int threads = m.choice.next(configured);
-  if (threads == 1 && m.single == nullptr) m.single = &entry(1);
-  MatmulPrimitive& chosen = threads == 1 ? *m.single : m;
+  bool tune = !config::op_determinism_enabled();
+  int threads = tune ? m.choice.next(configured) : configured;
+  if (threads != configured && m.single == nullptr) m.single = &entry(1);
+  MatmulPrimitive& chosen = threads != configured ? *m.single : m;
   use_threads(threads);
-  if (!m.choice.timing()) {
-    execute(chosen);
-    return;
-  }
-  auto start = std::chrono::steady_clock::now();
+  bool timing = tune && m.choice.timing();
+  auto start = timing ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   execute(chosen);
-  m.choice.record(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
-          .count());
+  if (timing) {
+    m.choice.record(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count());
+  }
 }
 
 // dst (a half dtype) = src (float32, dst's dims and strides), rounded to nearest even.
