@@ -14,6 +14,7 @@ std::string build_info() {
   s += "cpu isa: " + onednn::cpu_isa() + "\n";
   s += "threads: " + std::to_string(config::num_threads()) + " of " +
        std::to_string(config::hardware_threads()) + " cores\n";
+  s += "openmp wait policy: " + config::openmp_wait_policy() + "\n";
   s += "deterministic ops: " + std::string(config::op_determinism_enabled() ? "on" : "off") + "\n";
   s += "backends: onednn (matmul, conv, pooling)\n";
   return s;

@@ -62,11 +62,21 @@ int hardware_threads() {
   return omp_get_num_procs();
 }
 
+namespace {
+thread_local int thread_budget = 0;  // 0: none
+}  // namespace
+
 void set_num_threads(int n) {
   WEFT_CHECK(n >= 1, InvalidArgument) << "set_num_threads: expected n >= 1, got " << n;
   settings().threads = n;
 }
-int num_threads() { return settings().threads; }
+int num_threads() { return thread_budget > 0 ? thread_budget : settings().threads.load(); }
+
+ThreadBudget::ThreadBudget(int n) : previous_(thread_budget) {
+  WEFT_CHECK(n >= 1, InvalidArgument) << "ThreadBudget: expected n >= 1, got " << n;
+  thread_budget = n;
+}
+ThreadBudget::~ThreadBudget() { thread_budget = previous_; }
 
 std::string data_dir() {
   static const std::string dir = [] {
@@ -74,6 +84,16 @@ std::string data_dir() {
     return std::string(v != nullptr && *v != '\0' ? v : "/usr/share/datasets");
   }();
   return dir;
+}
+
+std::string openmp_wait_policy() {
+  std::string out;
+  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr) continue;
+    out += (out.empty() ? "" : " ") + std::string(name) + "=" + v;
+  }
+  return out.empty() ? "libgomp's default" : out;
 }
 
 void enable_op_determinism() { settings().deterministic = true; }

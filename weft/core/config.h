@@ -1,23 +1,54 @@
-// weft's few global settings: thread count, op determinism and the default precision policy
-// (ARCHITECTURE principle 5: no other global switches). Environment: WEFT_NUM_THREADS,
-// WEFT_DETERMINISTIC or TF_DETERMINISTIC_OPS (1/true or 0/false), WEFT_DATA_DIR; read once at
-// start-up.
+// weft's few global settings: thread count (and per-thread budgets), op determinism, OpenMP's
+// wait policy and the default precision policy (ARCHITECTURE principle 5: no other global
+// switches). Environment: WEFT_NUM_THREADS, WEFT_DETERMINISTIC or TF_DETERMINISTIC_OPS (1/true or
+// 0/false), WEFT_DATA_DIR; read once at start-up.
 //
 //   weft::config::set_num_threads(2);   // oneDNN and weft's own kernels alike
+//   { weft::config::ThreadBudget one(1); ... }   // this thread's kernels use 1 thread meanwhile
 #pragma once
 
 #include <string>
 
 namespace weft::config {
 
-// Threads used by every kernel; n >= 1. Default: all cores (or WEFT_NUM_THREADS).
+// The process-wide thread count: every kernel uses it on a thread without a budget; n >= 1.
+// Default: all cores (or WEFT_NUM_THREADS).
 void set_num_threads(int n);
+// Threads the calling thread's kernels use: its ThreadBudget if one is in scope, else the
+// process-wide count.
 int num_threads();
+
+// While it lives, kernels called on this thread use `n` threads (n >= 1), whatever the
+// process-wide count: a strategy's replica threads get their share of the cores, input-pipeline
+// threads one. Budgets nest; each restores the one before it.
+class ThreadBudget {
+ public:
+  explicit ThreadBudget(int n);
+  ~ThreadBudget();
+  ThreadBudget(const ThreadBudget&) = delete;
+  ThreadBudget& operator=(const ThreadBudget&) = delete;
+
+ private:
+  int previous_;
+};
 // Number of cores this process may run on.
 int hardware_threads();
 
 // Where datasets are read from: WEFT_DATA_DIR, else Debian's /usr/share/datasets (SPEC §6).
 std::string data_dir();
+
+// How long an idle OpenMP thread spins before it sleeps, as libgomp's GOMP_SPINCOUNT. libgomp's
+// default (300000 spins) is the fastest on an idle machine but halves throughput when other work
+// competes for the cores (the input pipeline's thread, replicas, other processes); sleeping at
+// once (OMP_WAIT_POLICY=PASSIVE) costs a wake-up per parallel region. Measured on 2 cores, MLP
+// examples/s for one epoch: idle 17400 / 15200 / 8600 (default / 30000 spins / passive), with
+// two CPU hogs running 3350 / 7130 / 5660. libgomp reads its policy once, when it loads, so weft
+// applies this before it does (weft/core/openmp_wait_policy.cc), in every program linked with
+// weft; OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment win.
+inline constexpr long kOpenMPSpinCount = 30000;
+// The policy in the environment, as libgomp read it: "GOMP_SPINCOUNT=30000",
+// "OMP_WAIT_POLICY=passive", ... or "libgomp's default".
+std::string openmp_wait_policy();
 
 void enable_op_determinism();
 void disable_op_determinism();

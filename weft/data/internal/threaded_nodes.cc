@@ -64,6 +64,7 @@ class WorkerPool {
 
  private:
   void run() {
+    config::ThreadBudget one(1);  // pipeline threads leave the cores to the training threads
     std::unique_lock lock(mu_);
     while (true) {
       cv_.wait(lock, [this] { return stop_ || !tasks_.empty(); });
@@ -287,6 +288,7 @@ class PrefetchReader : public Reader {
   };
 
   void produce() {
+    config::ThreadBudget one(1);  // pipeline threads leave the cores to the training threads
     std::unique_lock lock(mu_);
     while (true) {
       cv_.wait(lock, [this] {
