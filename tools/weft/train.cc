@@ -9,6 +9,7 @@
 #include "tools/weft/commands.h"
 #include "weft/core/config.h"
 #include "weft/data/datasets.h"
+#include "weft/distribute/mirrored_strategy.h"
 #include "weft/nn/model.h"
 #include "weft/nn/models.h"
 #include "weft/ops/creation.h"
@@ -67,13 +68,21 @@ data::datasets::TrainTest load_dataset(const std::string& name) {
   return data::datasets::fashion_mnist(name);  // a directory of Fashion-MNIST-style IDX files
 }
 
-void run(const TrainFlags& f) {
-  WEFT_CHECK(f.strategy == "default", FailedPrecondition)
+// The strategy the model is made and trained under: --strategy mirrored puts --replicas replicas
+// on as many logical CPU devices.
+distribute::Strategy make_strategy(const TrainFlags& f) {
+  WEFT_CHECK(f.strategy == "default" || f.strategy == "mirrored", FailedPrecondition)
       << "--strategy " << f.strategy
-      << " is not available yet (data-parallel training comes with the distribution issue); use "
-         "--strategy default";
-  WEFT_CHECK(f.replicas == 1, FailedPrecondition)
-      << "--replicas " << f.replicas << " is not available yet (needs a distribution strategy)";
+      << " is not supported by this version of weft; use --strategy default (one replica) or "
+         "mirrored (--replicas on threads)";
+  WEFT_CHECK(f.replicas == 1 || f.strategy == "mirrored", InvalidArgument)
+      << "--replicas " << f.replicas << " needs --strategy mirrored";
+  if (f.strategy == "default") return distribute::Strategy();
+  config::set_logical_cpu_devices(f.replicas);
+  return distribute::MirroredStrategy();
+}
+
+void run(const TrainFlags& f) {
   WEFT_CHECK(f.epochs >= 1 && f.batch_size >= 1 && f.lr > 0, InvalidArgument)
       << "--epochs, --batch-size and --lr must be positive (got " << f.epochs << ", "
       << f.batch_size << ", " << f.lr << ")";
@@ -100,12 +109,17 @@ void run(const TrainFlags& f) {
   WEFT_ASSERT(steps_per_epoch >= 0) << "a training set of unknown size: " << steps_per_epoch;
   int64_t total_steps = std::max<int64_t>(1, f.epochs * steps_per_epoch);
 
-  nn::Model model = build_model(f.model);
-  // The models are made for Fashion-MNIST's 28x28 grey images (the MLP is 784-700-500-10): a
-  // dataset of another shape is refused by the first layer with both shapes named.
-  model(zeros({1, 28, 28, 1}));
-  model.compile(build_optimizer(f, total_steps),
-                nn::losses::SparseCategoricalCrossentropy({.from_logits = true}), {"accuracy"});
+  distribute::Strategy strategy = make_strategy(f);
+  nn::Model model;
+  {
+    auto scope = strategy.scope();
+    model = build_model(f.model);
+    // The models are made for Fashion-MNIST's 28x28 grey images (the MLP is 784-700-500-10): a
+    // dataset of another shape is refused by the first layer with both shapes named.
+    model(zeros({1, 28, 28, 1}));
+    model.compile(build_optimizer(f, total_steps),
+                  nn::losses::SparseCategoricalCrossentropy({.from_logits = true}), {"accuracy"});
+  }
   auto counter = std::make_shared<ExampleCounter>();
   std::vector<train::Callback> callbacks{train::Callback(counter)};
   if (!f.backup_dir.empty()) {
@@ -137,7 +151,7 @@ void run(const TrainFlags& f) {
         {"dataset", f.dataset},
         {"strategy", f.strategy},
         {"workers", 1},
-        {"replicas", f.replicas},
+        {"replicas", strategy.num_replicas_in_sync()},
         {"epochs", f.epochs},
         {"steps", steps},
         {"global_batch_size", f.batch_size},
@@ -177,7 +191,10 @@ void add_train(CLI::App& app) {
   cmd->add_option("--seed", flags->seed);
   cmd->add_option("--strategy", flags->strategy)
       ->check(CLI::IsMember({"default", "mirrored", "multi_worker", "parameter_server"}));
-  cmd->add_option("--replicas", flags->replicas, "local replicas")->check(CLI::PositiveNumber);
+  cmd->add_option("--replicas", flags->replicas,
+                  "local replicas (threads) for --strategy mirrored, each on its share of the "
+                  "cores")
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--mixed-precision", flags->mixed_precision)
       ->check(CLI::IsMember({"off", "bf16", "f16"}));
   cmd->add_flag("--deterministic", flags->deterministic);

@@ -1,27 +1,80 @@
 #include "weft/autodiff/variable.h"
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/replica_context.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/elementwise.h"
 
 namespace weft {
+namespace {
+
+thread_local std::vector<VariableCreator>* creators = nullptr;  // innermost last
+thread_local autodiff::UpdateCollector* collector = nullptr;
+
+// Creators from index `i` down, then the bottom one.
+Variable create_from(size_t i, const VariableArgs& args,
+                     const std::function<Variable(const VariableArgs&)>& bottom) {
+  if (i == 0) return bottom(args);
+  const VariableCreator& creator = (*creators)[i - 1];
+  return creator(args, [&](const VariableArgs& a) { return create_from(i - 1, a, bottom); });
+}
+
+}  // namespace
 
 struct Variable::State {
   std::string name;
   bool trainable;
+  VariableAggregation aggregation;
   Tensor value;
 };
 
-Variable::Variable(const Tensor& initial_value, std::string name, bool trainable)
-    : state_(std::make_shared<State>()) {
-  WEFT_CHECK(initial_value.defined(), InvalidArgument)
-      << "Variable \"" << name << "\": the initial value is undefined";
-  state_->name = std::move(name);
-  state_->trainable = trainable;
-  state_->value = Tensor::empty(initial_value.shape(), initial_value.dtype());
-  assign_into(state_->value, initial_value);
-  state_->value.impl()->trainable_variable = trainable;
+Variable Variable::create(const VariableArgs& args) {
+  WEFT_CHECK(args.initial_value.defined(), InvalidArgument)
+      << "Variable \"" << args.name << "\": the initial value is undefined";
+  Variable v;
+  v.state_ = std::make_shared<State>();
+  v.state_->name = args.name;
+  v.state_->trainable = args.trainable;
+  v.state_->aggregation = args.aggregation;
+  v.state_->value = Tensor::empty(args.initial_value.shape(), args.initial_value.dtype());
+  assign_into(v.state_->value, args.initial_value);
+  v.state_->value.impl()->trainable_variable = args.trainable;
+  return v;
 }
+
+Variable::Variable(const Tensor& initial_value, std::string name, bool trainable,
+                   VariableAggregation aggregation)
+    : Variable(VariableArgs{initial_value, std::move(name), trainable, aggregation}) {}
+
+Variable::Variable(const VariableArgs& args) {
+  if (creators == nullptr || creators->empty()) {
+    *this = create(args);
+  } else {
+    *this = create_from(creators->size(), args, &Variable::create);
+  }
+  WEFT_CHECK(defined(), InvalidArgument)
+      << "Variable \"" << args.name << "\": a variable creator returned an undefined variable";
+}
+
+VariableCreatorScope::VariableCreatorScope(VariableCreator creator) {
+  if (creators == nullptr) creators = new std::vector<VariableCreator>;
+  creators->push_back(std::move(creator));
+}
+VariableCreatorScope::~VariableCreatorScope() {
+  creators->pop_back();
+  if (creators->empty()) {
+    delete creators;
+    creators = nullptr;
+  }
+}
+
+namespace autodiff {
+UpdateCollector::UpdateCollector() : previous_(collector) { collector = this; }
+UpdateCollector::~UpdateCollector() { collector = previous_; }
+UpdateCollector* UpdateCollector::current() { return collector; }
+UpdateCollector::Suspend::Suspend() : saved_(collector) { collector = nullptr; }
+UpdateCollector::Suspend::~Suspend() { collector = saved_; }
+}  // namespace autodiff
 
 const Tensor& Variable::value() const {
   WEFT_CHECK(state_ != nullptr, FailedPrecondition) << "use of an uninitialised Variable";
@@ -35,6 +88,28 @@ bool Variable::trainable() const {
   value();
   return state_->trainable;
 }
+VariableAggregation Variable::aggregation() const {
+  value();
+  return state_->aggregation;
+}
+
+bool Variable::deferred(const Tensor& new_value) const {
+  if (state_->aggregation == VariableAggregation::NONE) {
+    WEFT_CHECK(!distribute::in_cross_replica_sync(), FailedPrecondition)
+        << "Variable \"" << state_->name << "\" was assigned on replica "
+        << distribute::get_replica_context().replica_id_in_sync_group() << " of "
+        << distribute::get_replica_context().num_replicas_in_sync()
+        << " replicas in sync, but its aggregation is NONE: give it one (SUM, MEAN or "
+           "ONLY_FIRST_REPLICA) to say how the replicas' values combine, or assign it in "
+           "merge_call";
+    return false;
+  }
+  if (collector == nullptr) return false;
+  // A value sharing the variable's storage would change when the variable is written.
+  collector->updates_.push_back(
+      {*this, new_value.storage() == state_->value.storage() ? copy(new_value) : new_value});
+  return true;
+}
 
 void Variable::assign(const Tensor& v) {
   const Tensor& dst = value();
@@ -43,6 +118,7 @@ void Variable::assign(const Tensor& v) {
   WEFT_CHECK(v.shape() == dst.shape(), InvalidArgument)
       << "Variable \"" << name() << "\".assign: value has shape " << shape_str(v.shape())
       << ", the variable has shape " << shape_str(dst.shape());
+  if (deferred(v.dtype() == dst.dtype() ? v : cast(v, dst.dtype()))) return;
   // A view of the variable itself (v.assign(transpose(v))) is copied first: writing in place
   // would read elements it has already overwritten.
   assign_into(dst, v.storage() == dst.storage() ? copy(v) : v);
@@ -50,12 +126,14 @@ void Variable::assign(const Tensor& v) {
 
 void Variable::assign_add(const Tensor& delta) {
   autodiff::NoRecordScope no_record;
-  assign_into(value(), add(value(), delta));
+  Tensor sum = add(value(), delta);
+  if (!deferred(cast(sum, dtype()))) assign_into(value(), sum);
 }
 
 void Variable::assign_sub(const Tensor& delta) {
   autodiff::NoRecordScope no_record;
-  assign_into(value(), sub(value(), delta));
+  Tensor difference = sub(value(), delta);
+  if (!deferred(cast(difference, dtype()))) assign_into(value(), difference);
 }
 
 }  // namespace weft

@@ -1,34 +1,64 @@
 // weft::Variable: named, mutable state (model weights, optimizer slots), as tf.Variable. Reading
 // it inside a GradientTape is watched automatically when it is trainable. It converts to a
-// const Tensor&, so every op takes it directly.
+// const Tensor&, so every op takes it directly. Variables are made through a creator stack
+// (tf.variable_creator_scope), which a distribution strategy's scope() extends to decide where
+// the variables made inside it live.
 //
 //   weft::Variable w(weft::zeros({784, 10}), "dense/kernel");
 //   w.assign_sub(lr * grad);
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "weft/core/tensor.h"
 
 namespace weft {
 
+// tf.VariableAggregation: how the values that several replicas assign to one variable in a step
+// combine. With NONE a variable may not be assigned on a replica while others run in sync
+// (FailedPrecondition naming it); BatchNormalization's moving statistics are MEAN.
+enum class VariableAggregation { NONE, SUM, MEAN, ONLY_FIRST_REPLICA };
+
+class Variable;
+
+// What a variable is made from, as a creator sees it.
+struct VariableArgs {
+  Tensor initial_value;
+  std::string name = "Variable";
+  bool trainable = true;
+  VariableAggregation aggregation = VariableAggregation::NONE;
+};
+// A creator makes the variable, usually by calling `next` (the creators below it) with the
+// same or changed arguments.
+using VariableCreator =
+    std::function<Variable(const VariableArgs& args,
+                           const std::function<Variable(const VariableArgs&)>& next)>;
+
 class Variable {
  public:
   Variable() = default;
-  // Copies `initial_value` into storage of the variable's own.
+  // Copies `initial_value` into storage of the variable's own (through the creator stack).
   explicit Variable(const Tensor& initial_value, std::string name = "Variable",
-                    bool trainable = true);
+                    bool trainable = true,
+                    VariableAggregation aggregation = VariableAggregation::NONE);
+  explicit Variable(const VariableArgs& args);
 
   bool defined() const { return state_ != nullptr; }
   const Tensor& value() const;
   operator const Tensor&() const { return value(); }  // NOLINT(google-explicit-constructor)
   const std::string& name() const;
   bool trainable() const;
+  VariableAggregation aggregation() const;
   DType dtype() const { return value().dtype(); }
   const Shape& shape() const { return value().shape(); }
 
   // In-place updates; shapes must match (the update may broadcast), values are cast to dtype().
+  // On a replica with an autodiff::UpdateCollector in scope (a strategy's step), an aggregated
+  // variable is not written: the new value is recorded, and the strategy writes the combination
+  // of its replicas' values once, when the step ends.
   void assign(const Tensor& value);
   void assign_add(const Tensor& delta);
   void assign_sub(const Tensor& delta);
@@ -38,7 +68,64 @@ class Variable {
 
  private:
   struct State;
+  static Variable create(const VariableArgs& args);  // the bottom of the creator stack
+  // Whether an assignment of `new_value` (the variable's dtype) is recorded by the thread's
+  // UpdateCollector instead of written; FailedPrecondition for an unaggregated variable on a
+  // replica in sync with others.
+  bool deferred(const Tensor& new_value) const;
   std::shared_ptr<State> state_;
 };
 
+// tf.variable_creator_scope: while it lives, variables made on this thread pass through
+// `creator` first (innermost scope first).
+class VariableCreatorScope {
+ public:
+  explicit VariableCreatorScope(VariableCreator creator);
+  ~VariableCreatorScope();
+  VariableCreatorScope(const VariableCreatorScope&) = delete;
+  VariableCreatorScope& operator=(const VariableCreatorScope&) = delete;
+};
+
+namespace autodiff {
+
+// While one lives on a thread, assign() of a variable whose aggregation is not NONE records the
+// value instead of writing it. A strategy installs one per replica (and per micro-batch), then
+// combines what they recorded by each variable's aggregation and writes each variable once.
+class UpdateCollector {
+ public:
+  // A new value for `variable`; `count` > 1 when it is already the sum of that many replicas'
+  // or micro-batches' values (a strategy passing combined updates up a level).
+  struct Update {
+    Variable variable;
+    Tensor value;
+    int64_t count = 1;
+  };
+  UpdateCollector();
+  ~UpdateCollector();
+  UpdateCollector(const UpdateCollector&) = delete;
+  UpdateCollector& operator=(const UpdateCollector&) = delete;
+  // The updates recorded so far, in the order they were made.
+  const std::vector<Update>& updates() const { return updates_; }
+  void record(Update update) { updates_.push_back(std::move(update)); }
+  // The collector of the calling thread, or null. A strategy's merge step suspends it with
+  // Suspend (updates made there are the merged ones, written at once).
+  static UpdateCollector* current();
+  class Suspend {
+   public:
+    Suspend();
+    ~Suspend();
+    Suspend(const Suspend&) = delete;
+    Suspend& operator=(const Suspend&) = delete;
+
+   private:
+    UpdateCollector* saved_;
+  };
+
+ private:
+  friend class weft::Variable;
+  UpdateCollector* previous_;
+  std::vector<Update> updates_;
+};
+
+}  // namespace autodiff
 }  // namespace weft

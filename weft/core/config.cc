@@ -38,6 +38,8 @@ bool env_bool(const char* name, bool fallback) {
 
 struct Settings {
   std::atomic<int> threads;
+  std::atomic<int> logical_cpus{1};
+  std::atomic<int> micro_batches{8};
   std::atomic<bool> deterministic;
   std::mutex policy_mu;
   std::string policy = "float32";
@@ -78,6 +80,19 @@ ThreadBudget::ThreadBudget(int n) : previous_(thread_budget) {
 }
 ThreadBudget::~ThreadBudget() { thread_budget = previous_; }
 
+void set_logical_cpu_devices(int n) {
+  WEFT_CHECK(n >= 1, InvalidArgument) << "set_logical_cpu_devices: expected n >= 1, got " << n;
+  settings().logical_cpus = n;
+}
+int logical_cpu_devices() { return settings().logical_cpus; }
+std::vector<std::string> list_logical_devices() {
+  std::vector<std::string> out;
+  for (int i = 0; i < logical_cpu_devices(); ++i) {
+    out.push_back("/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i));
+  }
+  return out;
+}
+
 std::string data_dir() {
   static const std::string dir = [] {
     const char* v = std::getenv("WEFT_DATA_DIR");
@@ -95,6 +110,12 @@ std::string openmp_wait_policy() {
   }
   return out.empty() ? "libgomp's default" : out;
 }
+
+void set_micro_batches(int n) {
+  WEFT_CHECK(n >= 1, InvalidArgument) << "set_micro_batches: expected n >= 1, got " << n;
+  settings().micro_batches = n;
+}
+int micro_batches() { return settings().micro_batches; }
 
 void enable_op_determinism() { settings().deterministic = true; }
 void disable_op_determinism() { settings().deterministic = false; }

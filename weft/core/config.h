@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace weft::config {
 
@@ -34,6 +35,14 @@ class ThreadBudget {
 // Number of cores this process may run on.
 int hardware_threads();
 
+// Logical CPU devices, as tf.config.set_logical_device_configuration splits the CPU: N devices
+// named "/job:localhost/replica:0/task:0/device:CPU:0" ... ":N-1", which MirroredStrategy and
+// DTensor meshes place replicas on (they share the process's cores). Default 1; n >= 1.
+void set_logical_cpu_devices(int n);
+int logical_cpu_devices();
+// The devices' full names (tf.config.list_logical_devices("CPU")).
+std::vector<std::string> list_logical_devices();
+
 // Where datasets are read from: WEFT_DATA_DIR, else Debian's /usr/share/datasets (SPEC §6).
 std::string data_dir();
 
@@ -49,6 +58,13 @@ inline constexpr long kOpenMPSpinCount = 30000;
 // The policy in the environment, as libgomp read it: "GOMP_SPINCOUNT=30000",
 // "OMP_WAIT_POLICY=passive", ... or "libgomp's default".
 std::string openmp_wait_policy();
+
+// Under op determinism, a training step cuts its global batch into this many micro-batches,
+// computes each one's gradient (and batch statistics) separately and sums them in one fixed tree,
+// so that 1, 2, 4 or 8 replicas, on threads or in processes, give the same bits (DISTRIBUTED.md
+// §2). Default 8; n >= 1.
+void set_micro_batches(int n);
+int micro_batches();
 
 void enable_op_determinism();
 void disable_op_determinism();

@@ -99,16 +99,21 @@ class DropoutImpl : public LayerImpl {
   }
 
   Tensor call(const Tensor& x, bool training) override {
-    if (!training || rate_ == 0) return x;
+    if (!training || rate_ == 0 || x.numel() == 0) return x;
     WEFT_CHECK(is_floating(x.dtype()), InvalidArgument)
         << layer_label(*this) << ": expected a floating input, got " << x.dtype() << " of shape "
         << shape_str(x.shape());
-    // Each call draws a fresh mask: the call count is mixed into the seed's second word.
-    uint64_t call = calls_.fetch_add(1);
+    // In a strategy's step, example i of the global batch at step s gets the draws
+    // [i * example size, (i + 1) * example size) of the stream keyed by (seed, s): the same
+    // mask however the batch is cut among replicas, and again after a resume. Outside one, each
+    // call draws a fresh mask: the call count takes the step's place.
+    std::optional<random::ExampleKey> key = random::example_key();
+    uint64_t step = key ? static_cast<uint64_t>(key->step) : calls_.fetch_add(1);
+    int64_t offset = key ? key->first_example * (x.numel() / x.dim(0)) : 0;
     Seed seed{seed_[0], static_cast<int64_t>(splitmix64(static_cast<uint64_t>(seed_[1]) +
-                                                        0x9e3779b97f4a7c15ull * (call + 1)))};
-    Tensor keep =
-        greater_equal(stateless_random_uniform(x.shape(), seed), Tensor::scalar(rate_, kFloat32));
+                                                        0x9e3779b97f4a7c15ull * (step + 1)))};
+    Tensor keep = greater_equal(stateless_random_uniform_slice(x.shape(), seed, offset),
+                                Tensor::scalar(rate_, kFloat32));
     return mul(mul(x, cast(keep, x.dtype())), 1.0 / (1.0 - rate_));
   }
 

@@ -45,8 +45,10 @@ class Activation : public Layer {
 };
 
 struct DropoutOptions {
-  // Masks are drawn from stateless_random_uniform keyed by this seed and a per-layer call count,
-  // so a given seed and sequence of calls gives the same masks. Default: random::next_seed().
+  // Masks are stateless Philox draws keyed by this seed, the training step and each example's
+  // index in the global batch (in a strategy's step, fit's included), so they do not depend on
+  // how the batch is cut among replicas and survive a resume; a call outside a step counts as the
+  // next step of this layer. Default: random::next_seed().
   std::optional<int64_t> seed{};
   std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};

@@ -95,16 +95,22 @@ std::vector<Tensor> LayerImpl::invoke(const std::vector<Tensor>& xs, bool traini
     WEFT_CHECK(x.rank() >= 1, InvalidArgument)
         << name_ << ": inputs need a batch dimension, got a scalar";
   }
-  if (!built_) {
-    std::vector<Shape> shapes;
-    for (const Tensor& x : xs) shapes.push_back(x.shape());
-    {
-      autodiff::NoRecordScope no_record;  // initial values are not part of any gradient
-      build_multi(shapes);
+  bool building = false;
+  if (!built()) {
+    std::lock_guard lock(build_mu_);
+    if (!built()) {
+      std::vector<Shape> shapes;
+      for (const Tensor& x : xs) shapes.push_back(x.shape());
+      {
+        autodiff::NoRecordScope no_record;  // initial values are not part of any gradient
+        build_multi(shapes);
+      }
+      for (const Shape& s : shapes) built_shapes_.push_back(without_batch(s));
+      built_.store(true, std::memory_order_release);
+      building = true;
     }
-    for (const Shape& s : shapes) built_shapes_.push_back(without_batch(s));
-    built_ = true;
-  } else {
+  }
+  if (!building) {
     WEFT_CHECK(xs.size() == built_shapes_.size(), InvalidArgument)
         << class_name_ << " \"" << name_ << "\" was built for " << built_shapes_.size()
         << " inputs, got " << xs.size();
@@ -124,9 +130,10 @@ std::vector<Tensor> LayerImpl::invoke(const std::vector<Tensor>& xs, bool traini
 }
 
 Variable LayerImpl::add_weight(const std::string& name, const Shape& shape, const Initializer& init,
-                               bool trainable, std::optional<DType> dtype) {
+                               bool trainable, std::optional<DType> dtype,
+                               VariableAggregation aggregation) {
   Variable v(init(shape, dtype.value_or(dtype_policy().variable_dtype())), name_ + "/" + name,
-             trainable);
+             trainable, aggregation);
   weights_.push_back(v);
   weight_trainable_.push_back(trainable);
   return v;

@@ -8,7 +8,9 @@
 //   weft::nn::KerasTensor out = dense(in);              // shape (None, 10)
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,12 +48,13 @@ class LayerImpl {
   // Extra text for summary() (e.g. an activation); empty by default.
   virtual std::string describe() const { return {}; }
 
-  // Builds on first use, checks the input against the built shape, then calls.
+  // Builds on first use (once, even when replicas call it at the same time), checks the input
+  // against the built shape, then calls.
   std::vector<Tensor> invoke(const std::vector<Tensor>& xs, bool training);
 
   const std::string& name() const { return name_; }
   const std::string& class_name() const { return class_name_; }
-  bool built() const { return built_; }
+  bool built() const { return built_.load(std::memory_order_acquire); }
   bool trainable() const { return trainable_; }
   void set_trainable(bool trainable) { trainable_ = trainable; }
   // The layer's policy ("float32" when it has none and follows its inputs).
@@ -65,9 +68,11 @@ class LayerImpl {
 
  protected:
   // A weight named "<layer name>/<name>", initialised now; dtype defaults to the policy's
-  // variable dtype.
+  // variable dtype. `aggregation`: how replicas' assignments in one step combine (Keras's
+  // add_weight; BatchNormalization's moving statistics are MEAN).
   Variable add_weight(const std::string& name, const Shape& shape, const Initializer& init,
-                      bool trainable = true, std::optional<DType> dtype = {});
+                      bool trainable = true, std::optional<DType> dtype = {},
+                      VariableAggregation aggregation = VariableAggregation::NONE);
   // A weight as call() uses it: cast to the policy's compute dtype (recorded, so gradients reach
   // the float32 variable), or as it is without a policy.
   Tensor cast_variable(const Variable& v) const;
@@ -79,7 +84,8 @@ class LayerImpl {
  private:
   std::string class_name_;
   std::string name_;
-  bool built_ = false;
+  std::mutex build_mu_;
+  std::atomic<bool> built_{false};
   bool trainable_ = true;
   std::optional<mixed_precision::Policy> policy_;
   std::vector<Variable> weights_;

@@ -61,15 +61,28 @@ std::pair<double, double> sparse_hits(const Tensor& y_true, const Tensor& y_pred
 }  // namespace
 
 void Metric::update_state(const Tensor& y_true, const Tensor& y_pred) {
-  autodiff::NoRecordScope no_record;
-  auto [total, count] = impl_->batch(y_true, y_pred);
-  impl_->total += total;
-  impl_->count += count;
+  merge_state(partial(y_true, y_pred));
 }
 
-double Metric::result() const { return impl_->count > 0 ? impl_->total / impl_->count : 0.0; }
+Partial Metric::partial(const Tensor& y_true, const Tensor& y_pred) const {
+  autodiff::NoRecordScope no_record;
+  auto [total, count] = impl_->batch(y_true, y_pred);
+  return {total, count};
+}
+
+void Metric::merge_state(const Partial& partial) {
+  std::lock_guard lock(impl_->mu);
+  impl_->total += partial.total;
+  impl_->count += partial.count;
+}
+
+double Metric::result() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->count > 0 ? impl_->total / impl_->count : 0.0;
+}
 
 void Metric::reset_state() {
+  std::lock_guard lock(impl_->mu);
   impl_->total = 0;
   impl_->count = 0;
 }

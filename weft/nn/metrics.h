@@ -1,5 +1,8 @@
 // Keras metrics: stateful accumulators updated batch by batch, read with result() and cleared with
-// reset_state(). A Metric is a handle; copies share state.
+// reset_state(). A Metric is a handle; copies share state, and updates from several threads are
+// safe. A strategy's replicas each compute their partial (sum of values, number of values) with
+// partial() and the strategy merges them in replica order (merge_state), so results do not depend
+// on timing.
 //
 //   weft::nn::metrics::SparseCategoricalAccuracy acc;
 //   acc.update_state(labels, probabilities);
@@ -7,23 +10,38 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "weft/core/tensor.h"
 
 namespace weft::nn::metrics {
 
+// What a batch (or a replica's share of one) adds to a mean: the sum of its values and how many.
+struct Partial {
+  double total = 0, count = 0;
+  Partial& operator+=(const Partial& o) {
+    total += o.total;
+    count += o.count;
+    return *this;
+  }
+};
+
 class Metric {
  public:
   struct Impl {
     virtual ~Impl() = default;
-    // Adds (sum of values, number of values) for one batch.
+    // (sum of values, number of values) for one batch.
     virtual std::pair<double, double> batch(const Tensor& y_true, const Tensor& y_pred) = 0;
     std::string name;
+    std::mutex mu;
     double total = 0, count = 0;
   };
   explicit Metric(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred);
+  // What update_state would add for this batch, without adding it.
+  Partial partial(const Tensor& y_true, const Tensor& y_pred) const;
+  void merge_state(const Partial& partial);
   // The mean so far (0 before any update).
   double result() const;
   void reset_state();

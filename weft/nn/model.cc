@@ -8,6 +8,10 @@
 #include <set>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/config.h"
+#include "weft/distribute/updates.h"
+#include "weft/ops/cast.h"
+#include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
@@ -40,7 +44,6 @@ class SequentialImpl : public ModelImpl {
   std::vector<Layer> layers() const override { return layers_; }
   size_t num_inputs() const override { return 1; }
   size_t num_outputs() const override { return 1; }
-  std::vector<std::string> layer_output_shapes() const override { return shapes_; }
   void add(const Layer& layer) {
     WEFT_CHECK(!built(), FailedPrecondition)
         << "Sequential \"" << name() << "\": cannot add layer \"" << layer.name()
@@ -52,22 +55,35 @@ class SequentialImpl : public ModelImpl {
     WEFT_CHECK(!layers_.empty(), FailedPrecondition)
         << "Sequential \"" << name() << "\" has no layers";
   }
+  std::vector<std::string> layer_output_shapes() const override {
+    std::lock_guard lock(shapes_mu_);
+    return shapes_;
+  }
   Tensor call(const Tensor& x, bool training) override {
     Tensor y = x;
-    bool record_shapes = shapes_.empty();
+    bool record;
+    {
+      std::lock_guard lock(shapes_mu_);
+      record = shapes_.empty();
+    }
+    std::vector<std::string> shapes;
     for (const Layer& layer : layers_) {
       y = layer(y, training);
-      if (record_shapes) {
-        Shape s = y.shape();
-        s[0] = -1;
-        shapes_.push_back(shape_text(s));
-      }
+      if (!record) continue;
+      Shape s = y.shape();
+      s[0] = -1;
+      shapes.push_back(shape_text(s));
+    }
+    if (record) {
+      std::lock_guard lock(shapes_mu_);
+      if (shapes_.empty()) shapes_ = std::move(shapes);
     }
     return y;
   }
 
  private:
   std::vector<Layer> layers_;
+  mutable std::mutex shapes_mu_;  // replicas' first calls may record them at once
   std::vector<std::string> shapes_;
 };
 
@@ -182,6 +198,7 @@ void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
   }
   model().loss = loss;
   model().compiled_metrics = ms;
+  if (distribute::has_strategy()) model().strategy = distribute::get_strategy();
 }
 
 void Model::reset_metrics() {
@@ -204,25 +221,48 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> split_element(const ModelImp
           std::vector<Tensor>(e.begin() + n_in, e.end())};
 }
 
-// The loss of a batch: the compiled loss summed over the outputs.
-Tensor batch_loss(ModelImpl& m, const std::vector<Tensor>& outputs,
-                  const std::vector<Tensor>& targets) {
+// Each example's loss: the compiled loss's per-example values summed over the outputs.
+Tensor per_example_loss(const ModelImpl& m, const std::vector<Tensor>& outputs,
+                        const std::vector<Tensor>& targets) {
   Tensor total;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    Tensor l = (*m.loss)(targets[i], outputs[i]);
+    Tensor l = m.loss->per_example(targets[i], outputs[i]);
     total = total.defined() ? add(total, l) : l;
   }
   return total;
 }
 
-// Adds a batch to the loss tracker and the metrics; returns the running logs.
-std::map<std::string, double> update_metrics(ModelImpl& m, metrics::Mean& loss_tracker,
-                                             const Tensor& loss, const std::vector<Tensor>& outputs,
-                                             const std::vector<Tensor>& targets) {
-  loss_tracker.update_state(loss);
+// The partial logs of some rows: the loss's sum and count, and each metric's partial.
+PartialLogs partial_logs(const ModelImpl& m, const Tensor& per_example,
+                         const std::vector<Tensor>& outputs, const std::vector<Tensor>& targets) {
+  autodiff::NoRecordScope no_record;
+  PartialLogs logs;
+  logs["loss"] = {sum(cast(per_example, kFloat64)).item<double>(),
+                  static_cast<double>(per_example.numel())};
+  for (const metrics::Metric& metric : m.compiled_metrics) {
+    logs[metric.name()] += metric.partial(targets[0], outputs[0]);
+  }
+  return logs;
+}
+
+std::vector<Tensor> rows_of(const std::vector<Tensor>& ts, int64_t lo, int64_t hi) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(slice(t, {Slice{lo, hi}}));
+  return out;
+}
+
+// Adds the replicas' partial logs, in replica order, to the loss tracker and the metrics;
+// returns the running logs.
+std::map<std::string, double> merge_logs(ModelImpl& m, metrics::Mean& loss_tracker,
+                                         const std::vector<PartialLogs>& replicas) {
+  PartialLogs total;
+  for (const PartialLogs& p : replicas) {
+    for (const auto& [name, part] : p) total[name] += part;
+  }
+  loss_tracker.merge_state(total["loss"]);
   std::map<std::string, double> logs{{"loss", loss_tracker.result()}};
   for (metrics::Metric& metric : m.compiled_metrics) {
-    metric.update_state(targets[0], outputs[0]);
+    metric.merge_state(total[metric.name()]);
     logs[metric.name()] = metric.result();
   }
   return logs;
@@ -230,27 +270,111 @@ std::map<std::string, double> update_metrics(ModelImpl& m, metrics::Mean& loss_t
 
 }  // namespace
 
-std::map<std::string, double> Model::train_on_batch(const std::vector<Tensor>& batch) {
+PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
   ModelImpl& m = model();
-  WEFT_CHECK(compiled(), FailedPrecondition)
-      << "Model \"" << m.name() << "\" must be compiled before training: call compile()";
   auto [inputs, targets] = split_element(m, batch, true);
-  GradientTape tape;
-  std::vector<Tensor> outputs = m.invoke(inputs, /*training=*/true);
-  Tensor loss = batch_loss(m, outputs, targets);
-  m.optimizer.minimize(loss, m.trainable_variables(), tape);
-  return update_metrics(m, m.train_loss, loss, outputs, targets);
+  int64_t rows = inputs[0].dim(0);
+  distribute::BatchSlice where =
+      distribute::current_batch_slice().value_or(distribute::BatchSlice{0, 0, rows, rows});
+  // The parts whose gradients are taken one at a time: under op determinism the micro-batches
+  // of the global batch that fall in this replica's rows, else the rows at once.
+  std::vector<std::pair<int64_t, int64_t>> parts;
+  if (config::op_determinism_enabled()) {
+    int64_t v = config::micro_batches();
+    for (int64_t k = 0; k < v; ++k) {
+      auto [lo, hi] = distribute::row_range(where.global_batch_size, v, k);
+      lo = std::max(lo, where.first_example) - where.first_example;
+      hi = std::min(hi, where.first_example + rows) - where.first_example;
+      if (lo < hi) parts.emplace_back(lo, hi);
+    }
+  } else if (rows > 0) {
+    parts.emplace_back(0, rows);
+  }
+  std::vector<Variable> vars = m.trainable_variables();
+  std::vector<std::vector<Tensor>> grads(vars.size());
+  std::vector<std::vector<autodiff::UpdateCollector::Update>> updates;
+  PartialLogs logs;
+  for (auto [lo, hi] : parts) {
+    distribute::BatchSliceScope in_part(
+        {where.step, where.first_example + lo, hi - lo, where.global_batch_size});
+    autodiff::UpdateCollector collector;  // this part's BatchNormalization updates
+    std::vector<Tensor> part_targets = rows_of(targets, lo, hi);
+    GradientTape tape;
+    std::vector<Tensor> outputs = m.invoke(rows_of(inputs, lo, hi), /*training=*/true);
+    Tensor per_example = per_example_loss(m, outputs, part_targets);
+    Tensor loss = distribute::compute_average_loss(per_example, where.global_batch_size);
+    optim::GradsAndVars gv = m.optimizer.compute_gradients(loss, vars, tape);
+    for (size_t i = 0; i < vars.size(); ++i) grads[i].push_back(gv[i].first);
+    updates.push_back(collector.updates());
+    for (const auto& [name, part] : partial_logs(m, per_example, outputs, part_targets)) {
+      logs[name] += part;
+    }
+  }
+  distribute::merge_updates(updates);
+  optim::GradsAndVars gv;
+  {
+    autodiff::NoRecordScope no_record;
+    for (size_t i = 0; i < vars.size(); ++i) {
+      bool defined = !grads[i].empty() && std::all_of(grads[i].begin(), grads[i].end(),
+                                                      [](const Tensor& g) { return g.defined(); });
+      // A replica with no rows contributes zeros, so that every replica all-reduces alike.
+      Tensor g = grads[i].empty() ? zeros_like(vars[i].value())
+                 : defined        ? distribute::tree_sum(grads[i])
+                                  : Tensor();
+      gv.emplace_back(std::move(g), vars[i]);
+    }
+  }
+  m.optimizer.apply_gradients(gv);
+  return logs;
+}
+
+PartialLogs Model::test_step(const std::vector<Tensor>& batch) {
+  ModelImpl& m = model();
+  autodiff::NoRecordScope no_record;
+  auto [inputs, targets] = split_element(m, batch, true);
+  if (inputs[0].dim(0) == 0) return {};
+  std::vector<Tensor> outputs = m.invoke(inputs, /*training=*/false);
+  return partial_logs(m, per_example_loss(m, outputs, targets), outputs, targets);
+}
+
+std::vector<Tensor> Model::predict_step(const std::vector<Tensor>& batch) {
+  ModelImpl& m = model();
+  autodiff::NoRecordScope no_record;
+  auto [inputs, targets] = split_element(m, batch, false);
+  if (inputs[0].dim(0) == 0) return {};
+  return m.invoke(inputs, false);
+}
+
+namespace {
+
+void check_compiled(const ModelImpl& m, const char* what) {
+  WEFT_CHECK(m.loss.has_value(), FailedPrecondition)
+      << "Model \"" << m.name() << "\" must be compiled before " << what << ": call compile()";
+}
+
+}  // namespace
+
+std::map<std::string, double> Model::train_on_batch(const std::vector<Tensor>& batch) {
+  return train_on_distributed(distribute::split_batch(
+      batch, model().strategy.num_replicas_in_sync(),
+      model().optimizer.defined() ? model().optimizer.iterations().value().item<int64_t>() : 0));
+}
+
+std::map<std::string, double> Model::train_on_distributed(const distribute::DistributedElement& b) {
+  ModelImpl& m = model();
+  check_compiled(m, "training");
+  distribute::PerReplica<PartialLogs> parts =
+      m.strategy.run([this](const data::Element& e) { return train_step(e); }, b);
+  return merge_logs(m, m.train_loss, parts.values());
 }
 
 std::map<std::string, double> Model::test_on_batch(const std::vector<Tensor>& batch) {
   ModelImpl& m = model();
-  WEFT_CHECK(compiled(), FailedPrecondition)
-      << "Model \"" << m.name() << "\" must be compiled before evaluation: call compile()";
-  autodiff::NoRecordScope no_record;
-  auto [inputs, targets] = split_element(m, batch, true);
-  std::vector<Tensor> outputs = m.invoke(inputs, /*training=*/false);
-  Tensor loss = batch_loss(m, outputs, targets);
-  return update_metrics(m, m.test_loss, loss, outputs, targets);
+  check_compiled(m, "evaluation");
+  distribute::PerReplica<PartialLogs> parts = m.strategy.run(
+      [this](const data::Element& e) { return test_step(e); },
+      distribute::split_batch(batch, m.strategy.num_replicas_in_sync(), 0));
+  return merge_logs(m, m.test_loss, parts.values());
 }
 
 std::map<std::string, double> Model::evaluate(const data::Dataset& dataset, int verbose) {
@@ -266,13 +390,15 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset, int 
 }
 
 std::vector<Tensor> Model::predict(const data::Dataset& dataset) {
-  autodiff::NoRecordScope no_record;
   ModelImpl& m = model();
   std::vector<std::vector<Tensor>> parts(m.num_outputs());
   for (const data::Element& batch : dataset) {
-    auto [inputs, targets] = split_element(m, batch, false);
-    std::vector<Tensor> outs = m.invoke(inputs, false);
-    for (size_t i = 0; i < outs.size(); ++i) parts[i].push_back(outs[i]);
+    distribute::PerReplica<std::vector<Tensor>> outs = m.strategy.run(
+        [this](const data::Element& e) { return predict_step(e); },
+        distribute::split_batch(batch, m.strategy.num_replicas_in_sync(), 0));
+    for (const std::vector<Tensor>& replica : outs.values()) {
+      for (size_t i = 0; i < replica.size(); ++i) parts[i].push_back(replica[i]);
+    }
   }
   std::vector<Tensor> out;
   for (auto& p : parts) {

@@ -10,6 +10,11 @@
 //
 // Datasets fed to fit/evaluate yield elements whose first components are the model's inputs and
 // whose remaining components are its targets, one per output: (x, y) for a plain model.
+//
+// Under a distribution strategy (the one whose scope() the model was made or compiled in),
+// fit/evaluate/predict cut each global batch into one contiguous row slice per replica and run
+// train_step/test_step/predict_step on every replica at once; losses and metrics add up over
+// the whole global batch.
 #pragma once
 
 #include <iostream>
@@ -21,6 +26,7 @@
 
 #include "weft/checkpoint/trackable.h"
 #include "weft/data/dataset.h"
+#include "weft/distribute/strategy.h"
 #include "weft/nn/layer.h"
 #include "weft/nn/losses.h"
 #include "weft/nn/metrics.h"
@@ -49,7 +55,15 @@ class ModelImpl : public LayerImpl {
   std::vector<metrics::Metric> compiled_metrics;
   metrics::Mean train_loss{"loss"}, test_loss{"loss"};
   bool stop_training = false;
+  // The strategy fit/evaluate/predict run through: the one in scope when the model was made,
+  // or when it was compiled.
+  distribute::Strategy strategy = distribute::get_strategy();
 };
+
+// One replica's share of a step's logs: for "loss" and each compiled metric, the sum of its
+// values and their count over the replica's rows. fit and evaluate add the replicas' shares in
+// replica order and report total / count, so logs are exact over the global batch.
+using PartialLogs = std::map<std::string, metrics::Partial>;
 
 class Model : public Layer, public Trackable {
  public:
@@ -72,10 +86,27 @@ class Model : public Layer, public Trackable {
   std::vector<Tensor> predict(const data::Dataset& dataset);
   Tensor predict(const Tensor& x, int64_t batch_size = 32);
 
-  // One step of fit/evaluate on a batch, returning the running logs (loss and metrics).
+  // One step of fit/evaluate on a global batch, through the model's strategy, returning the
+  // running logs (loss and metrics).
   std::map<std::string, double> train_on_batch(const std::vector<Tensor>& batch);
   std::map<std::string, double> test_on_batch(const std::vector<Tensor>& batch);
   void reset_metrics();  // compiled metrics and loss trackers
+
+  // What one replica does with its slice of a global batch (Keras's train_step, test_step and
+  // predict_step); override them to change a step. train_step computes the loss averaged over
+  // the global batch (distribute::compute_average_loss), its gradients and
+  // optimizer.apply_gradients (which sums the replicas' gradients and applies once), and returns
+  // the slice's partial logs. Under op determinism it cuts the global batch into
+  // config::micro_batches() micro-batches and sums their gradients in one fixed tree, so the
+  // weights do not depend on the replica count (DISTRIBUTED.md §2). A replica with no rows
+  // contributes zero gradients and empty partials.
+  virtual PartialLogs train_step(const std::vector<Tensor>& batch);
+  virtual PartialLogs test_step(const std::vector<Tensor>& batch);
+  virtual std::vector<Tensor> predict_step(const std::vector<Tensor>& batch);
+  // One training step on a global batch already cut among the replicas (fit's step).
+  std::map<std::string, double> train_on_distributed(const distribute::DistributedElement& batch);
+  // The strategy this model runs under.
+  const distribute::Strategy& distribute_strategy() const { return model().strategy; }
 
   // Keras's table: each layer's name and class, output shape and parameter count, then totals.
   void summary(std::ostream& os = std::cout) const;

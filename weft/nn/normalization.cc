@@ -1,6 +1,7 @@
 #include "weft/nn/normalization.h"
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/replica_context.h"
 #include "weft/nn/internal/layer_util.h"
 #include "weft/ops/batch_norm.h"
 #include "weft/ops/cast.h"
@@ -73,8 +74,9 @@ class NormalizationImpl : public LayerImpl {
 
 class BatchNormalizationImpl : public NormalizationImpl {
  public:
-  explicit BatchNormalizationImpl(BatchNormalizationOptions options)
-      : NormalizationImpl("BatchNormalization", options.name, options.dtype, options.axis,
+  explicit BatchNormalizationImpl(BatchNormalizationOptions options,
+                                  std::string class_name = "BatchNormalization")
+      : NormalizationImpl(std::move(class_name), options.name, options.dtype, options.axis,
                           options.center, options.scale, options.beta_initializer,
                           options.gamma_initializer),
         options_(std::move(options)),
@@ -91,11 +93,15 @@ class BatchNormalizationImpl : public NormalizationImpl {
 
   void build(const Shape& input_shape) override {
     build_affine(input_shape);
-    moving_mean_ = add_weight("moving_mean", {features_}, moving_mean_init_, false);
-    moving_variance_ = add_weight("moving_variance", {features_}, moving_variance_init_, false);
+    // MEAN: replicas' updates in one step combine into their mean (DISTRIBUTED.md §1).
+    moving_mean_ = add_weight("moving_mean", {features_}, moving_mean_init_, false, {},
+                              VariableAggregation::MEAN);
+    moving_variance_ = add_weight("moving_variance", {features_}, moving_variance_init_, false, {},
+                                  VariableAggregation::MEAN);
   }
 
   Tensor call(const Tensor& x_in, bool training) override {
+    if (training && trainable() && synchronized_) return synchronized_training(x_in);
     if (training && trainable()) {
       // One fused op, which normalises half types in float32 itself; a missing gamma or beta is
       // a constant 1 or 0.
@@ -120,7 +126,64 @@ class BatchNormalizationImpl : public NormalizationImpl {
 
   std::string describe() const override { return options_.activation; }
 
+ protected:
+  // SyncBatchNormalization: statistics over the global batch, across replicas.
+  bool synchronized_ = false;
+
  private:
+  // Mean and variance over every replica's rows (two all-reduces: the sum, then the squared
+  // deviations from the global mean), and a backward pass that all-reduces its two feature sums,
+  // so that gradients are those of normalising the whole global batch. On one replica the
+  // all-reduces return their input: BatchNormalization's result, by plain ops.
+  Tensor synchronized_training(const Tensor& x_in) {
+    distribute::ReplicaContext& ctx = distribute::get_replica_context();
+    Tensor x = widen(x_in);
+    std::vector<int64_t> axes;
+    for (int64_t a = 0; a < x.rank(); ++a) {
+      if (a != axis_) axes.push_back(a);
+    }
+    Tensor gamma = scale_ ? cast(gamma_, x.dtype()) : ones({features_}, x.dtype());
+    Tensor beta = center_ ? cast(beta_, x.dtype()) : zeros({features_}, x.dtype());
+    Tensor mean, var, inv_std, xhat, y;
+    double n = 0;
+    {
+      autodiff::NoRecordScope no_record;
+      double local = features_ > 0 ? static_cast<double>(x.numel() / features_) : 0;
+      std::vector<Tensor> sums =
+          ctx.all_reduce(distribute::ReduceOp::SUM, {sum(x, axes), full({1}, local, x.dtype())});
+      n = sums[1].item<double>();
+      WEFT_CHECK(n > 0, InvalidArgument)
+          << layer_label(*this) << ": the global batch has no rows to normalise";
+      mean = div(sums[0], n);
+      Tensor centered = sub(x, along_axis(mean));
+      var = div(ctx.all_reduce(distribute::ReduceOp::SUM, {sum(square(centered), axes)})[0], n);
+      inv_std = rsqrt(add(var, options_.epsilon));
+      xhat = mul(centered, along_axis(inv_std));
+      y = add(mul(xhat, along_axis(gamma)), along_axis(beta));
+    }
+    if (autodiff::is_recording()) {
+      autodiff::record(
+          "SyncBatchNormalization", {x, gamma, beta}, {y},
+          [this, xhat, inv_std, gamma, axes, n](const autodiff::Grads& g) -> std::vector<Tensor> {
+            const Tensor& dy = g[0];
+            Tensor dx;
+            if (g.needs(0)) {
+              Tensor dxhat = mul(dy, along_axis(gamma));
+              std::vector<Tensor> sums = distribute::get_replica_context().all_reduce(
+                  distribute::ReduceOp::SUM, {sum(dxhat, axes), sum(mul(dxhat, xhat), axes)});
+              dx = mul(sub(sub(mul(dxhat, n), along_axis(sums[0])),
+                           mul(xhat, along_axis(sums[1]))),
+                       along_axis(div(inv_std, n)));
+            }
+            return {dx, sum(mul(dy, xhat), axes), sum(dy, axes)};
+          });
+    }
+    update_moving(moving_mean_, mean);
+    update_moving(moving_variance_, var);
+    y = activation_(y);
+    return y.dtype() == x_in.dtype() ? y : cast(y, x_in.dtype());
+  }
+
   void update_moving(Variable moving, const Tensor& batch) const {
     autodiff::NoRecordScope no_record;
     double m = options_.momentum;
@@ -162,6 +225,17 @@ class LayerNormalizationImpl : public NormalizationImpl {
 
 BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
     : Layer(std::make_shared<BatchNormalizationImpl>(std::move(options))) {}
+
+class SyncBatchNormalizationImpl : public BatchNormalizationImpl {
+ public:
+  explicit SyncBatchNormalizationImpl(BatchNormalizationOptions options)
+      : BatchNormalizationImpl(std::move(options), "SyncBatchNormalization") {
+    synchronized_ = true;
+  }
+};
+
+SyncBatchNormalization::SyncBatchNormalization(BatchNormalizationOptions options)
+    : Layer(std::make_shared<SyncBatchNormalizationImpl>(std::move(options))) {}
 
 LayerNormalization::LayerNormalization(LayerNormalizationOptions options)
     : Layer(std::make_shared<LayerNormalizationImpl>(options)) {}

@@ -43,6 +43,18 @@ class BatchNormalization : public Layer {
   explicit BatchNormalization(BatchNormalizationOptions options = {});
 };
 
+// tf.keras.layers.experimental.SyncBatchNormalization: while training under a strategy, the
+// mean and variance are those of the whole global batch, all-reduced across replicas (forward
+// and backward), instead of each replica's slice; every replica then makes the same moving-
+// statistics update. On one replica it computes what BatchNormalization does. Every replica
+// must run it with rows (a global batch of at least as many rows as replicas). Under
+// --deterministic's micro-batches, the statistics are each step's micro-batches across
+// replicas, so they depend on the replica count.
+class SyncBatchNormalization : public Layer {
+ public:
+  explicit SyncBatchNormalization(BatchNormalizationOptions options = {});
+};
+
 struct LayerNormalizationOptions {
   int64_t axis = -1;  // the axis normalised over
   double epsilon = 1e-3;

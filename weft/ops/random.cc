@@ -13,18 +13,19 @@ namespace {
 enum class Distribution { kUniform, kNormal, kTruncatedNormal };
 
 // Fills in parallel; element i is a function of (seed, i) only, so the cut does not matter.
+// Element i of the result is element offset + i of the stream.
 template <typename T, typename Fill>
-Tensor fill(const Shape& shape, Fill fill_range) {
+Tensor fill(const Shape& shape, uint64_t offset, Fill fill_range) {
   Tensor out = Tensor::empty(shape, dtype_of<T>());
   T* p = out.data<T>();
   parallel_for(out.numel(), 65536, [&](int64_t begin, int64_t end) {
-    fill_range(static_cast<uint64_t>(begin), p + begin, end - begin);
+    fill_range(offset + static_cast<uint64_t>(begin), p + begin, end - begin);
   });
   return out;
 }
 
 Tensor sample(const char* op, Distribution dist, const Shape& shape, Seed seed, double a, double b,
-              DType dtype) {
+              DType dtype, uint64_t offset = 0) {
   WEFT_CHECK(is_floating(dtype) ||
                  (dist == Distribution::kUniform && (dtype == kInt32 || dtype == kInt64)),
              InvalidArgument)
@@ -32,7 +33,7 @@ Tensor sample(const char* op, Distribution dist, const Shape& shape, Seed seed, 
   auto s0 = static_cast<uint64_t>(seed[0]), s1 = static_cast<uint64_t>(seed[1]);
   namespace r = random_internal;
   if (dtype == kFloat64) {
-    return fill<double>(shape, [&](uint64_t off, double* p, int64_t n) {
+    return fill<double>(shape, offset, [&](uint64_t off, double* p, int64_t n) {
       switch (dist) {
         case Distribution::kUniform:
           return r::uniform_double(s0, s1, off, p, n, a, b);
@@ -46,14 +47,14 @@ Tensor sample(const char* op, Distribution dist, const Shape& shape, Seed seed, 
   if (!is_floating(dtype)) {
     WEFT_CHECK(a < b, InvalidArgument)
         << op << ": integer range [" << a << ", " << b << ") is empty";
-    Tensor ints = fill<int64_t>(shape, [&](uint64_t off, int64_t* p, int64_t n) {
+    Tensor ints = fill<int64_t>(shape, offset, [&](uint64_t off, int64_t* p, int64_t n) {
       r::uniform_int64(s0, s1, off, p, n, static_cast<int64_t>(a), static_cast<int64_t>(b));
     });
     return cast(ints, dtype);
   }
   // float32, and the half types by rounding float32 samples.
   auto fa = static_cast<float>(a), fb = static_cast<float>(b);
-  Tensor f = fill<float>(shape, [&](uint64_t off, float* p, int64_t n) {
+  Tensor f = fill<float>(shape, offset, [&](uint64_t off, float* p, int64_t n) {
     switch (dist) {
       case Distribution::kUniform:
         return r::uniform_float(s0, s1, off, p, n, fa, fb);
@@ -74,6 +75,15 @@ Tensor stateless_random_uniform(const Shape& shape, Seed seed, double minval, do
       << "stateless_random_uniform: minval " << minval << " > maxval " << maxval;
   return sample("stateless_random_uniform", Distribution::kUniform, shape, seed, minval, maxval,
                 dtype);
+}
+
+Tensor stateless_random_uniform_slice(const Shape& shape, Seed seed, int64_t offset, double minval,
+                                      double maxval, DType dtype) {
+  WEFT_CHECK(minval <= maxval && offset >= 0, InvalidArgument)
+      << "stateless_random_uniform_slice: expected minval <= maxval and offset >= 0, got "
+      << minval << ", " << maxval << " and " << offset;
+  return sample("stateless_random_uniform_slice", Distribution::kUniform, shape, seed, minval,
+                maxval, dtype, static_cast<uint64_t>(offset));
 }
 
 Tensor stateless_random_normal(const Shape& shape, Seed seed, double mean, double stddev,
@@ -104,6 +114,17 @@ Seed next_seed() {
   std::lock_guard lock(seed_mu);
   return {global_seed, counter++};
 }
+
+namespace {
+thread_local std::optional<ExampleKey> example_key_now;
+}  // namespace
+
+std::optional<ExampleKey> example_key() { return example_key_now; }
+
+ExampleKeyScope::ExampleKeyScope(ExampleKey key) : previous_(example_key_now) {
+  example_key_now = key;
+}
+ExampleKeyScope::~ExampleKeyScope() { example_key_now = previous_; }
 }  // namespace random
 
 }  // namespace weft

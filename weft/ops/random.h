@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 
 #include "weft/core/tensor.h"
 
@@ -16,6 +17,12 @@ using Seed = std::array<int64_t, 2>;
 // [minval, maxval); floating dtypes and int32/int64.
 Tensor stateless_random_uniform(const Shape& shape, Seed seed, double minval = 0, double maxval = 1,
                                 DType dtype = kFloat32);
+// Elements [offset, offset + numel) of the stream stateless_random_uniform draws from `seed`, in
+// row-major order: a slice of a larger draw, made without the rest (Dropout draws each example's
+// mask at its place in the global batch, however the batch is cut among replicas).
+Tensor stateless_random_uniform_slice(const Shape& shape, Seed seed, int64_t offset,
+                                      double minval = 0, double maxval = 1,
+                                      DType dtype = kFloat32);
 Tensor stateless_random_normal(const Shape& shape, Seed seed, double mean = 0, double stddev = 1,
                                DType dtype = kFloat32);
 // Normal values re-drawn until within two standard deviations of the mean.
@@ -28,6 +35,27 @@ void set_seed(int64_t seed);
 // A fresh seed for an op or initializer given none: (global seed, n) for the n-th call since
 // set_seed. Deterministic for a program that makes the same calls in the same order.
 Seed next_seed();
+
+// Where training-time random draws (Dropout's masks) are keyed on this thread: the training step
+// and the index, in that step's global batch, of the first example this thread computes. A
+// distribution strategy sets it for each replica and micro-batch, so that an example's draws
+// depend on (seed, step, global example index) only: not on how the batch is cut, nor on which
+// replica runs first, and the same again after a resume. Outside a strategy's step there is none.
+struct ExampleKey {
+  int64_t step = 0;
+  int64_t first_example = 0;
+};
+std::optional<ExampleKey> example_key();
+class ExampleKeyScope {
+ public:
+  explicit ExampleKeyScope(ExampleKey key);
+  ~ExampleKeyScope();
+  ExampleKeyScope(const ExampleKeyScope&) = delete;
+  ExampleKeyScope& operator=(const ExampleKeyScope&) = delete;
+
+ private:
+  std::optional<ExampleKey> previous_;
+};
 }  // namespace random
 
 }  // namespace weft

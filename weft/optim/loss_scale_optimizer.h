@@ -12,7 +12,7 @@
 //
 // The wrapper is a handle on the inner optimizer's own state (as every optimizer handle is):
 // loss scaling is turned on for that optimizer, and the inner handle sees it too. Model::compile
-// and Optimizer::minimize wrap the optimizer themselves under the "mixed_float16" policy.
+// wraps the optimizer itself under the "mixed_float16" policy, once; a custom loop wraps its own.
 #pragma once
 
 #include <vector>

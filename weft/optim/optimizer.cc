@@ -14,7 +14,7 @@
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/reduce.h"
-#include "weft/precision/policy.h"
+#include "weft/core/replica_context.h"
 
 namespace weft::optim {
 
@@ -214,9 +214,23 @@ void Optimizer::apply_gradients(const GradsAndVars& grads_and_vars,
     aggregator = s.aggregator;
     transformers = s.transformers;
   }
+  // In a replica context (a strategy's run), the replicas' gradients are summed (the
+  // gradient_aggregator's default there) and one replica applies them for all, once.
+  distribute::ReplicaContext& ctx = distribute::get_replica_context();
   if (experimental_aggregate_gradients && aggregator) {
     gv = checked(s.name, " (after the gradient_aggregator)", aggregator(std::move(gv)));
+  } else if (experimental_aggregate_gradients && ctx.num_replicas_in_sync() > 1) {
+    std::vector<Tensor> grads;
+    for (const auto& [g, v] : gv) grads.push_back(g);
+    grads = ctx.all_reduce(distribute::ReduceOp::SUM, grads);
+    for (size_t i = 0; i < gv.size(); ++i) gv[i].first = std::move(grads[i]);
   }
+  ctx.merge_call([&] { apply_aggregated(std::move(gv), transformers); });
+}
+
+void Optimizer::apply_aggregated(GradsAndVars gv,
+                                 const std::vector<GradientTransformer>& transformers) {
+  State& s = state();
   gv = clip_gradients(std::move(gv), s.clipvalue, s.clipnorm, s.global_clipnorm);
   for (const auto& transform : transformers) {
     gv = checked(s.name, " (after a gradient transformer)", transform(std::move(gv)));
@@ -283,9 +297,6 @@ GradsAndVars Optimizer::compute_gradients(const Tensor& loss, const std::vector<
 
 void Optimizer::minimize(const Tensor& loss, const std::vector<Variable>& vars,
                          GradientTape& tape) {
-  if (!has_loss_scale() && mixed_precision::global_policy().name() == "mixed_float16") {
-    enable_loss_scale({});
-  }
   apply_gradients(compute_gradients(loss, vars, tape));
 }
 

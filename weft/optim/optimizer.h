@@ -92,7 +92,10 @@ class Optimizer : public Trackable {
   // Updates each variable from its gradient. Pairs with an undefined gradient are skipped (the
   // variable is left alone); InvalidArgument when no gradient is defined, or a gradient's shape
   // differs from its variable's. With experimental_aggregate_gradients = false the gradients are
-  // taken as already aggregated (the gradient_aggregator is not called).
+  // taken as already aggregated (the gradient_aggregator is not called). On a replica of a
+  // distribution strategy, every replica calls it: the gradients are summed across replicas
+  // (unless a gradient_aggregator or experimental_aggregate_gradients = false says otherwise),
+  // one replica applies them (merge_call), and `iterations` grows by one.
   void apply_gradients(const GradsAndVars& grads_and_vars,
                        bool experimental_aggregate_gradients = true);
   // tape.gradient(loss, vars) paired with vars.
@@ -120,8 +123,8 @@ class Optimizer : public Trackable {
   GradientAggregator gradient_aggregator() const;  // empty: identity
   void set_gradient_aggregator(GradientAggregator aggregator);
 
-  // Whether gradients are loss-scaled (a LossScaleOptimizer wraps this optimizer's state).
-  // minimize() adds dynamic loss scaling by itself under the global policy "mixed_float16".
+  // Whether gradients are loss-scaled (a LossScaleOptimizer wraps this optimizer's state, or
+  // Model::compile did under the "mixed_float16" policy).
   bool has_loss_scale() const;
 
   // Slot names of this optimizer ("m", "v", ...), and one variable's slot. InvalidArgument for an
@@ -154,6 +157,9 @@ class Optimizer : public Trackable {
  private:
   struct State;
   State& state() const;
+  // The part of apply_gradients after aggregation: clipping, transformers, loss-scale check,
+  // update, iterations; run once per step.
+  void apply_aggregated(GradsAndVars gv, const std::vector<GradientTransformer>& transformers);
   std::shared_ptr<State> state_;
 };
 

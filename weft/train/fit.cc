@@ -1,7 +1,10 @@
-// Model::fit: the Keras training loop. A dataset of known size is read through one iterator over
-// its repetition, an epoch being `cardinality` steps (or steps_per_epoch), so the iterator's
-// position, saved by BackupAndRestore, resumes training exactly, even mid-epoch. A dataset of
-// unknown size gets a fresh pass per epoch.
+// Model::fit: the Keras training loop, through the model's strategy: each global batch is cut
+// among the replicas (distribute::split_batch) and train_step runs on all of them. A dataset of
+// known size is read through one iterator over its repetition, an epoch being `cardinality` steps
+// (or steps_per_epoch), so the iterator's position, saved by BackupAndRestore, resumes training
+// exactly, even mid-epoch; the step number that keys training-time randomness (Dropout) is
+// derived from the epoch and step, so it resumes too. A dataset of unknown size gets a fresh pass
+// per epoch.
 #include "weft/autodiff/tape.h"
 #include "weft/nn/model.h"
 
@@ -28,13 +31,17 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
     kept = dataset.repeat().begin();
   }
 
-  // Variables and optimizer slots must exist before a callback restores them.
+  // Variables and optimizer slots must exist before a callback restores them. An unbuilt model
+  // is built from the first batch, which is then trained on first (no extra pass over the data is
+  // opened, so a shuffle's passes are those of a built model).
+  std::optional<data::Dataset::Iterator> first_pass;
+  std::optional<data::Element> pending;
   if (!m.built()) {
-    data::Dataset::Iterator probe = dataset.begin();
-    std::optional<data::Element> first = probe.next();
-    WEFT_CHECK(first.has_value(), InvalidArgument) << "fit: the training dataset is empty";
+    if (!kept) first_pass = dataset.begin();
+    pending = (kept ? *kept : *first_pass).next();
+    WEFT_CHECK(pending.has_value(), InvalidArgument) << "fit: the training dataset is empty";
     autodiff::NoRecordScope no_record;
-    m.invoke(std::vector<Tensor>(first->begin(), first->begin() + m.num_inputs()), false);
+    m.invoke(std::vector<Tensor>(pending->begin(), pending->begin() + m.num_inputs()), false);
   }
   m.optimizer.build(m.trainable_variables());
 
@@ -47,10 +54,15 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
   }
   train::ResumePoint start{options.initial_epoch, 0};
   for (const train::Callback& c : callbacks) {
-    if (auto r = c.impl().resume_point()) start = std::max(start, *r);
+    if (auto r = c.impl().resume_point()) {
+      start = std::max(start, *r);
+      pending.reset();  // the iterator was restored: the batch read to build is not next
+    }
   }
+  int replicas = m.strategy.num_replicas_in_sync();
 
   m.stop_training = false;
+  int64_t unsized_steps = 0;  // steps so far, when an epoch's size is unknown
   train::History history;
   train::Logs logs;
   for (const train::Callback& c : callbacks) c.impl().on_train_begin(logs);
@@ -58,13 +70,15 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
     reset_metrics();
     for (const train::Callback& c : callbacks) c.impl().on_epoch_begin(epoch, logs);
     data::Dataset::Iterator fresh;
-    if (!kept) fresh = dataset.begin();
+    if (!kept) fresh = first_pass ? std::move(*first_pass) : dataset.begin();
+    first_pass.reset();
     data::Dataset::Iterator& it = kept ? *kept : fresh;
     logs.clear();
     int64_t step = epoch == start.epoch ? start.step : 0;
     int64_t trained = 0;
     while (!steps || step < *steps) {
-      std::optional<data::Element> batch = it.next();
+      std::optional<data::Element> batch = pending ? std::move(pending) : it.next();
+      pending.reset();
       if (!batch) {
         WEFT_CHECK(!options.steps_per_epoch, OutOfRange)
             << "fit: the dataset ran out of data after " << step << " steps of epoch " << epoch
@@ -72,7 +86,8 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
         break;
       }
       for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
-      logs = train_on_batch(*batch);
+      int64_t global_step = steps ? epoch * *steps + step : unsized_steps++;
+      logs = train_on_distributed(distribute::split_batch(*batch, replicas, global_step));
       for (const train::Callback& c : callbacks) {
         c.impl().set_batch_examples((*batch)[0].dim(0));
         c.impl().on_train_batch_end(step, logs);

@@ -1,0 +1,54 @@
+// The replica context, as tf.distribute.get_replica_context(): what code running on one replica
+// of a distribution strategy sees of its peers. Outside a strategy's run() it is the default
+// context, one replica of one. Strategies (weft/distribute/) install their own on each replica
+// thread; optimizers and layers below the strategies use it through this interface.
+//
+//   auto& ctx = weft::distribute::get_replica_context();
+//   weft::Tensor total = ctx.all_reduce(weft::distribute::ReduceOp::SUM, {partial})[0];
+//   ctx.merge_call([&] { /* runs once, on one replica, while the others wait */ });
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "weft/core/tensor.h"
+
+namespace weft::distribute {
+
+// tf.distribute.ReduceOp.
+enum class ReduceOp { SUM, MEAN };
+
+class ReplicaContext {
+ public:
+  virtual ~ReplicaContext() = default;
+  virtual int replica_id_in_sync_group() const = 0;
+  virtual int num_replicas_in_sync() const = 0;
+  // Every replica passes tensors of the same shapes and dtypes, in the same order; each gets the
+  // element-wise reduction across replicas, summed in replica order in one fixed tree, so the
+  // result does not depend on which replica arrived first.
+  virtual std::vector<Tensor> all_reduce(ReduceOp op, const std::vector<Tensor>& values) = 0;
+  // Runs fn once, on one replica, while the others wait; every replica returns after it (and
+  // rethrows what it threw). Every replica must call it, in the same order as its other
+  // collective calls.
+  virtual void merge_call(const std::function<void()>& fn) = 0;
+};
+
+// The calling thread's replica context: the one a strategy installed, else the default
+// (replica 0 of 1, whose all_reduce returns its input and whose merge_call calls fn).
+ReplicaContext& get_replica_context();
+// True on a thread running a replica of a strategy with more than one replica in sync.
+bool in_cross_replica_sync();
+
+// Installs `context` as the calling thread's replica context while it lives (strategies do).
+class ReplicaContextScope {
+ public:
+  explicit ReplicaContextScope(ReplicaContext* context);
+  ~ReplicaContextScope();
+  ReplicaContextScope(const ReplicaContextScope&) = delete;
+  ReplicaContextScope& operator=(const ReplicaContextScope&) = delete;
+
+ private:
+  ReplicaContext* previous_;
+};
+
+}  // namespace weft::distribute

@@ -1,0 +1,269 @@
+#include "weft/distribute/internal/replica_group.h"
+
+#include <sstream>
+
+#include "weft/autodiff/tape.h"
+#include "weft/core/config.h"
+#include "weft/distribute/updates.h"
+#include "weft/distribute/values.h"
+#include "weft/ops/cast.h"
+#include "weft/ops/elementwise.h"
+#include "weft/ops/shape_ops.h"
+
+namespace weft::distribute::internal {
+namespace {
+
+// Thrown in a replica whose wait ended because another replica failed; run() reports the
+// failure itself, not this.
+struct Aborted {};
+
+const char* op_name(ReduceOp op) { return op == ReduceOp::SUM ? "SUM" : "MEAN"; }
+
+}  // namespace
+
+class ReplicaGroup::Context : public ReplicaContext {
+ public:
+  Context(ReplicaGroup* group, int id) : group_(group), id_(id) {}
+  int replica_id_in_sync_group() const override { return id_; }
+  int num_replicas_in_sync() const override { return group_->size(); }
+  std::vector<Tensor> all_reduce(ReduceOp op, const std::vector<Tensor>& values) override {
+    return group_->all_reduce(id_, op, values);
+  }
+  void merge_call(const std::function<void()>& fn) override { group_->merge_call(id_, fn); }
+
+ private:
+  ReplicaGroup* group_;
+  int id_;
+};
+
+struct ReplicaGroup::Call {
+  std::string kind;
+  uint64_t sequence = 0;
+  std::vector<Tensor> values;
+
+  // "all_reduce(SUM) #3 of (784, 700) float32, (700,) float32"
+  std::string describe() const {
+    std::ostringstream os;
+    os << kind << " #" << sequence;
+    if (!values.empty()) os << " of";
+    for (size_t i = 0; i < values.size(); ++i) {
+      os << (i ? ", " : " ") << shape_str(values[i].shape()) << " " << values[i].dtype();
+    }
+    return os.str();
+  }
+  bool matches(const Call& o) const {
+    if (kind != o.kind || sequence != o.sequence || values.size() != o.values.size()) return false;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (values[i].shape() != o.values[i].shape() || values[i].dtype() != o.values[i].dtype()) {
+        return false;
+      }
+    }
+    return true;
+  }
+};
+
+ReplicaGroup::ReplicaGroup(int replicas, int threads_per_replica)
+    : threads_per_replica_(threads_per_replica),
+      done_(static_cast<size_t>(replicas)),
+      calls_(static_cast<size_t>(replicas)),
+      errors_(static_cast<size_t>(replicas)),
+      updates_(static_cast<size_t>(replicas)),
+      sequence_(static_cast<size_t>(replicas)) {
+  WEFT_ASSERT(replicas >= 1 && threads_per_replica >= 1) << replicas << " " << threads_per_replica;
+  for (int r = 0; r < replicas; ++r) contexts_.push_back(std::make_unique<Context>(this, r));
+  for (int r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { worker(r); });
+}
+
+ReplicaGroup::~ReplicaGroup() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void ReplicaGroup::run(const std::function<void(int)>& fn) {
+  {
+    std::lock_guard lock(mu_);
+    fn_ = &fn;
+    ++job_;
+    finished_ = 0;
+    arrived_ = 0;
+    failed_ = false;
+    failure_.clear();
+    for (size_t r = 0; r < done_.size(); ++r) {
+      done_[r] = false;
+      errors_[r] = nullptr;
+      updates_[r].clear();
+      calls_[r] = Call{};
+      sequence_[r] = 0;
+    }
+  }
+  cv_.notify_all();
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return finished_ == size(); });
+  fn_ = nullptr;
+  if (failed_) {
+    for (const std::exception_ptr& e : errors_) {
+      if (e) std::rethrow_exception(e);
+    }
+    WEFT_FAIL(FailedPrecondition) << failure_;
+  }
+  lock.unlock();
+  merge_updates(updates_);
+}
+
+void ReplicaGroup::worker(int replica) {
+  config::ThreadBudget budget(threads_per_replica_);
+  ReplicaContextScope context(contexts_[static_cast<size_t>(replica)].get());
+  uint64_t seen = 0;
+  while (true) {
+    const std::function<void(int)>* fn = nullptr;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || job_ != seen; });
+      if (stop_) return;
+      seen = job_;
+      fn = fn_;
+    }
+    std::exception_ptr error;
+    std::vector<autodiff::UpdateCollector::Update> updates;
+    try {
+      autodiff::UpdateCollector collector;
+      (*fn)(replica);
+      updates = collector.updates();
+    } catch (const Aborted&) {
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard lock(mu_);
+    if (error) fail(replica, error, "replica " + std::to_string(replica) + " failed");
+    done_[static_cast<size_t>(replica)] = true;
+    updates_[static_cast<size_t>(replica)] = std::move(updates);
+    ++finished_;
+    // Replicas waiting in a collective that this one never made would wait forever.
+    if (!failed_ && arrived_ > 0 && arrived_ + finished_ >= size()) {
+      for (int r = 0; r < size(); ++r) {
+        if (done_[static_cast<size_t>(r)]) continue;
+        fail(-1, nullptr,
+             "replica " + std::to_string(replica) + " returned from its step while replica " +
+                 std::to_string(r) + " waits in " + calls_[static_cast<size_t>(r)].describe() +
+                 ": every replica must make the same collective calls in the same order");
+        break;
+      }
+    }
+    cv_.notify_all();
+  }
+}
+
+void ReplicaGroup::fail(int replica, std::exception_ptr error, const std::string& why) {
+  if (replica >= 0) errors_[static_cast<size_t>(replica)] = error;
+  if (!failed_) {
+    failed_ = true;
+    failure_ = why;
+  }
+  cv_.notify_all();
+}
+
+void ReplicaGroup::meet(int replica, Call call,
+                        const std::function<void(std::vector<Call>&)>& on_all) {
+  std::unique_lock lock(mu_);
+  if (failed_) throw Aborted{};
+  calls_[static_cast<size_t>(replica)] = std::move(call);
+  uint64_t meeting = meeting_;
+  if (++arrived_ + finished_ < size()) {
+    cv_.wait(lock, [&] { return meeting_ != meeting || failed_; });
+    if (meeting_ == meeting) throw Aborted{};
+    return;
+  }
+  if (finished_ > 0) {
+    for (int r = 0; r < size(); ++r) {
+      if (!done_[static_cast<size_t>(r)]) continue;
+      fail(-1, nullptr,
+           "replica " + std::to_string(replica) + " waits in " +
+               calls_[static_cast<size_t>(replica)].describe() + " but replica " +
+               std::to_string(r) +
+               " returned from its step: every replica must make the same collective calls in "
+               "the same order");
+      throw Aborted{};
+    }
+  }
+  for (int r = 1; r < size(); ++r) {
+    if (!calls_[static_cast<size_t>(r)].matches(calls_[0])) {
+      fail(-1, nullptr,
+           "replicas disagree on a collective: replica 0 called " + calls_[0].describe() +
+               ", replica " + std::to_string(r) + " called " +
+               calls_[static_cast<size_t>(r)].describe());
+      throw Aborted{};
+    }
+  }
+  arrived_ = 0;
+  if (on_all) on_all(calls_);
+  ++meeting_;
+  cv_.notify_all();
+}
+
+std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
+                                             const std::vector<Tensor>& values) {
+  autodiff::NoRecordScope no_record;
+  for (size_t i = 0; i < values.size(); ++i) {
+    WEFT_CHECK(values[i].defined(), InvalidArgument)
+        << "all_reduce on replica " << replica << ": value " << i << " is undefined";
+  }
+  std::string kind = std::string("all_reduce(") + op_name(op) + ")";
+  uint64_t sequence = ++sequence_[static_cast<size_t>(replica)];
+  // The last to arrive makes the outputs and keeps every replica's inputs for the round; they
+  // stay until the next round's first meeting, which no replica reaches before all have left
+  // this round's second.
+  meet(replica, Call{kind, sequence, values}, [this](std::vector<Call>& calls) {
+    round_inputs_.clear();
+    round_outputs_.clear();
+    for (const Call& c : calls) round_inputs_.push_back(c.values);
+    for (const Tensor& v : calls[0].values) {
+      round_outputs_.push_back(Tensor::empty(v.shape(), v.dtype()));
+    }
+  });
+  std::vector<std::vector<Tensor>> inputs;  // [replica][value]
+  std::vector<Tensor> outputs;
+  {
+    std::lock_guard lock(mu_);
+    inputs = round_inputs_;
+    outputs = round_outputs_;
+  }
+  // Each replica reduces its own share of every value's elements, summing the replicas in one
+  // fixed tree: the result does not depend on the share.
+  int n = size();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    auto [lo, hi] = row_range(outputs[i].numel(), n, replica);
+    if (lo == hi) continue;
+    std::vector<Tensor> parts;
+    for (int r = 0; r < n; ++r) {
+      parts.push_back(slice(reshape(inputs[static_cast<size_t>(r)][i], {-1}), {Slice{lo, hi}}));
+    }
+    Tensor reduced = tree_sum(parts);
+    if (op == ReduceOp::MEAN) reduced = div(reduced, static_cast<double>(n));
+    assign_into(slice(reshape(outputs[i], {-1}), {Slice{lo, hi}}), reduced);
+  }
+  meet(replica, Call{kind + " (end)", sequence, {}}, {});
+  return outputs;
+}
+
+void ReplicaGroup::merge_call(int replica, const std::function<void()>& fn) {
+  uint64_t sequence = ++sequence_[static_cast<size_t>(replica)];
+  meet(replica, Call{"merge_call", sequence, {}}, {});
+  if (replica == 0) {
+    try {
+      ReplicaContextScope cross_replica(nullptr);
+      autodiff::UpdateCollector::Suspend written_at_once;
+      fn();
+    } catch (...) {
+      std::lock_guard lock(mu_);
+      fail(0, std::current_exception(), "replica 0 failed in merge_call");
+      throw Aborted{};
+    }
+  }
+  meet(replica, Call{"merge_call (end)", sequence, {}}, {});
+}
+
+}  // namespace weft::distribute::internal

@@ -1,0 +1,75 @@
+// Replicas on threads (MirroredStrategy's engine): one std::thread per replica, each with its
+// share of the cores, its ReplicaContext and an UpdateCollector, and the in-memory collectives
+// the contexts use. Every collective call carries its kind, sequence number and the shapes and
+// dtypes of its values; replicas that disagree, or a replica that returns from the step while
+// others wait in a collective, fail every replica with a message naming both. A replica that
+// throws ends every other replica's wait at once; run() rethrows the first failure.
+#pragma once
+
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "weft/autodiff/variable.h"
+#include "weft/core/replica_context.h"
+
+namespace weft::distribute::internal {
+
+class ReplicaGroup {
+ public:
+  ReplicaGroup(int replicas, int threads_per_replica);
+  ~ReplicaGroup();
+  ReplicaGroup(const ReplicaGroup&) = delete;
+  ReplicaGroup& operator=(const ReplicaGroup&) = delete;
+
+  int size() const { return static_cast<int>(contexts_.size()); }
+  // Runs fn(r) on replica r's thread for every r, and returns when all have; then writes the
+  // variable updates the replicas recorded, combined (weft/distribute/updates.h). Rethrows the
+  // first failure (the lowest replica's). Not reentrant: one run at a time per group.
+  void run(const std::function<void(int replica)>& fn);
+
+  std::vector<Tensor> all_reduce(int replica, ReduceOp op, const std::vector<Tensor>& values);
+  void merge_call(int replica, const std::function<void()>& fn);
+
+ private:
+  class Context;
+  struct Call;  // what a replica brought to the current collective
+  // Deposits `call`, waits for every replica, and runs `on_all` once (on the last to arrive)
+  // with every replica's call. Throws when the group failed.
+  void meet(int replica, Call call, const std::function<void(std::vector<Call>&)>& on_all);
+  void wait_turn(std::unique_lock<std::mutex>& lock, uint64_t generation);
+  void fail(int replica, std::exception_ptr error, const std::string& why);
+  void worker(int replica);
+
+  std::vector<std::unique_ptr<Context>> contexts_;
+  std::vector<std::thread> threads_;
+  int threads_per_replica_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // The job: its number, the function, and which replicas have finished it.
+  uint64_t job_ = 0;
+  const std::function<void(int)>* fn_ = nullptr;
+  int finished_ = 0;
+  std::vector<bool> done_;
+  bool stop_ = false;
+  // The collective in progress: who has arrived, and the meeting's number.
+  std::vector<Call> calls_;
+  int arrived_ = 0;
+  uint64_t meeting_ = 0;
+  // The first failure of this job, and each replica's own exception.
+  bool failed_ = false;
+  std::string failure_;
+  std::vector<std::exception_ptr> errors_;
+  std::vector<std::vector<autodiff::UpdateCollector::Update>> updates_;
+  std::vector<uint64_t> sequence_;  // each replica's collective calls in this job
+  // The all_reduce in progress: every replica's values, and the outputs they fill.
+  std::vector<std::vector<Tensor>> round_inputs_;
+  std::vector<Tensor> round_outputs_;
+};
+
+}  // namespace weft::distribute::internal

@@ -1,0 +1,69 @@
+#include "weft/distribute/mirrored_strategy.h"
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+
+#include "weft/core/config.h"
+#include "weft/distribute/internal/replica_group.h"
+
+namespace weft::distribute {
+namespace {
+
+// The index of a logical CPU device named in any of TensorFlow's spellings.
+int device_index(const std::string& name) {
+  static const std::regex pattern(
+      R"((?:/job:localhost/replica:0/task:0)?(?:/device:|/)?cpu:(\d+))", std::regex::icase);
+  std::smatch m;
+  int count = config::logical_cpu_devices();
+  WEFT_CHECK(std::regex_match(name, m, pattern), InvalidArgument)
+      << "MirroredStrategy: \"" << name << "\" is not a CPU device name (expected \"/cpu:N\" or "
+      << "\"/job:localhost/replica:0/task:0/device:CPU:N\")";
+  int index = std::stoi(m[1].str());
+  WEFT_CHECK(index < count, InvalidArgument)
+      << "MirroredStrategy: device \"" << name << "\" does not exist: there are " << count
+      << " logical CPU devices (weft::config::set_logical_cpu_devices)";
+  return index;
+}
+
+class MirroredImpl : public StrategyImpl {
+ public:
+  explicit MirroredImpl(std::vector<std::string> devices)
+      : devices_(std::move(devices)),
+        group_(static_cast<int>(devices_.size()),
+               std::max(1, config::num_threads() / static_cast<int>(devices_.size()))) {}
+  int num_replicas_in_sync() const override { return group_.size(); }
+  std::string name() const override { return "mirrored"; }
+  void run_replicas(const std::function<void(int)>& fn) override { group_.run(fn); }
+  const std::vector<std::string>& devices() const { return devices_; }
+
+ private:
+  std::vector<std::string> devices_;
+  internal::ReplicaGroup group_;
+};
+
+std::vector<std::string> resolve(const std::vector<std::string>& names) {
+  std::vector<std::string> all = config::list_logical_devices();
+  if (names.empty()) return all;
+  std::vector<int> seen;
+  std::vector<std::string> out;
+  for (const std::string& name : names) {
+    int i = device_index(name);
+    WEFT_CHECK(std::find(seen.begin(), seen.end(), i) == seen.end(), InvalidArgument)
+        << "MirroredStrategy: device \"" << name << "\" is given twice";
+    seen.push_back(i);
+    out.push_back(all[static_cast<size_t>(i)]);
+  }
+  return out;
+}
+
+}  // namespace
+
+MirroredStrategy::MirroredStrategy(const std::vector<std::string>& devices)
+    : Strategy(std::make_shared<MirroredImpl>(resolve(devices))) {}
+
+const std::vector<std::string>& MirroredStrategy::devices() const {
+  return static_cast<const MirroredImpl&>(extended()).devices();
+}
+
+}  // namespace weft::distribute

@@ -1,0 +1,192 @@
+#include "weft/distribute/strategy.h"
+
+#include "weft/autodiff/tape.h"
+#include "weft/distribute/updates.h"
+#include "weft/ops/creation.h"
+#include "weft/ops/elementwise.h"
+#include "weft/ops/reduce.h"
+#include "weft/ops/shape_ops.h"
+
+namespace weft::distribute {
+namespace {
+
+class DefaultStrategy : public StrategyImpl {
+ public:
+  int num_replicas_in_sync() const override { return 1; }
+  std::string name() const override { return "default"; }
+  void run_replicas(const std::function<void(int)>& fn) override { fn(0); }
+};
+
+const std::shared_ptr<StrategyImpl>& default_impl() {
+  static const std::shared_ptr<StrategyImpl> impl = std::make_shared<DefaultStrategy>();
+  return impl;
+}
+
+thread_local std::vector<Strategy>* scopes = nullptr;  // innermost last
+
+}  // namespace
+
+Strategy::Strategy() : impl_(default_impl()) {}
+
+StrategyScope::StrategyScope(const Strategy& strategy) {
+  if (scopes == nullptr) scopes = new std::vector<Strategy>;
+  scopes->push_back(strategy);
+  if (auto creator = strategy.extended().variable_creator()) creator_.emplace(std::move(*creator));
+}
+
+StrategyScope::~StrategyScope() {
+  creator_.reset();
+  scopes->pop_back();
+  if (scopes->empty()) {
+    delete scopes;
+    scopes = nullptr;
+  }
+}
+
+Strategy get_strategy() {
+  return scopes != nullptr && !scopes->empty() ? scopes->back() : Strategy();
+}
+bool has_strategy() { return scopes != nullptr && !scopes->empty(); }
+
+int64_t InputContext::get_per_replica_batch_size(int64_t global_batch_size) const {
+  WEFT_CHECK(num_replicas_in_sync > 0 && global_batch_size % num_replicas_in_sync == 0,
+             InvalidArgument)
+      << "InputContext: the global batch size " << global_batch_size
+      << " is not divisible by num_replicas_in_sync (" << num_replicas_in_sync << ")";
+  return global_batch_size / num_replicas_in_sync;
+}
+
+Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value,
+                        std::optional<int64_t> axis) const {
+  autodiff::NoRecordScope no_record;
+  WEFT_CHECK(value.num_replicas() > 0, InvalidArgument) << "Strategy::reduce: no values";
+  if (axis) {
+    Tensor all = gather(value, *axis);
+    return op == ReduceOp::SUM ? sum(all, {*axis}) : mean(all, {*axis});
+  }
+  for (int r = 1; r < value.num_replicas(); ++r) {
+    WEFT_CHECK(value[r].shape() == value[0].shape(), InvalidArgument)
+        << "Strategy::reduce: replica 0's value has shape " << shape_str(value[0].shape())
+        << ", replica " << r << "'s " << shape_str(value[r].shape());
+  }
+  Tensor total = tree_sum(value.values());
+  return op == ReduceOp::SUM ? total : div(total, static_cast<double>(value.num_replicas()));
+}
+
+Tensor Strategy::gather(const PerReplica<Tensor>& value, int64_t axis) const {
+  WEFT_CHECK(value.num_replicas() > 0, InvalidArgument) << "Strategy::gather: no values";
+  return concat(value.values(), axis);
+}
+
+Tensor compute_average_loss(const Tensor& per_example_loss,
+                            std::optional<int64_t> global_batch_size) {
+  int64_t global = 0;
+  if (global_batch_size) {
+    global = *global_batch_size;
+  } else if (auto slice = current_batch_slice()) {
+    global = slice->global_batch_size;
+  } else {
+    int64_t per_replica = per_example_loss.rank() > 0 ? per_example_loss.dim(0) : 1;
+    global = per_replica * get_replica_context().num_replicas_in_sync();
+  }
+  WEFT_CHECK(global > 0, InvalidArgument)
+      << "compute_average_loss: the global batch size must be positive, got " << global;
+  return div(sum(per_example_loss), static_cast<double>(global));
+}
+
+DistributedElement split_batch(const data::Element& batch, int replicas, int64_t step) {
+  WEFT_CHECK(!batch.empty() && batch[0].rank() >= 1, InvalidArgument)
+      << "distributed dataset: an element must hold batched tensors (a first axis to cut among "
+         "replicas)";
+  int64_t rows = batch[0].dim(0);
+  for (const Tensor& t : batch) {
+    WEFT_CHECK(t.rank() >= 1 && t.dim(0) == rows, InvalidArgument)
+        << "distributed dataset: components of one batch have " << rows << " and "
+        << (t.rank() >= 1 ? t.dim(0) : 0) << " rows; every component is cut by rows";
+  }
+  std::vector<data::Element> parts;
+  std::vector<BatchSlice> slices;
+  for (int r = 0; r < replicas; ++r) {
+    auto [lo, hi] = row_range(rows, replicas, r);
+    data::Element part;
+    for (const Tensor& t : batch) part.push_back(slice(t, {Slice{lo, hi}}));
+    parts.push_back(std::move(part));
+    slices.push_back({step, lo, hi - lo, rows});
+  }
+  return DistributedElement(std::move(parts), std::move(slices));
+}
+
+DistributedDataset Strategy::experimental_distribute_dataset(const data::Dataset& dataset) const {
+  return DistributedDataset(dataset, num_replicas_in_sync(), false);
+}
+
+DistributedDataset Strategy::distribute_datasets_from_function(
+    const std::function<data::Dataset(const InputContext&)>& fn) const {
+  InputContext ctx{1, 0, num_replicas_in_sync()};
+  return DistributedDataset(fn(ctx), num_replicas_in_sync(), true);
+}
+
+DistributedDataset::Iterator DistributedDataset::begin() const {
+  Iterator it;
+  it.it_ = dataset_.begin();
+  it.replicas_ = replicas_;
+  it.per_replica_elements_ = per_replica_elements_;
+  return it;
+}
+
+std::optional<DistributedElement> DistributedDataset::Iterator::next() {
+  if (fetched_) {
+    fetched_ = false;
+    return std::move(current_);
+  }
+  return read();
+}
+
+const DistributedElement& DistributedDataset::Iterator::operator*() {
+  WEFT_CHECK(*this != std::default_sentinel, OutOfRange)
+      << "DistributedDataset::Iterator: dereferenced at the end";
+  return *current_;
+}
+
+bool DistributedDataset::Iterator::operator==(std::default_sentinel_t) {
+  if (!fetched_) {
+    current_ = read();
+    fetched_ = true;
+  }
+  return !current_.has_value();
+}
+
+DistributedDataset::Iterator& DistributedDataset::Iterator::operator++() {
+  if (!fetched_) read();
+  fetched_ = false;
+  current_.reset();
+  return *this;
+}
+
+std::optional<DistributedElement> DistributedDataset::Iterator::read() {
+  std::optional<DistributedElement> out;
+  if (!per_replica_elements_) {
+    std::optional<data::Element> batch = it_.next();
+    if (batch) out = split_batch(*batch, replicas_, step_++);
+    return out;
+  }
+  // One element per replica; a step needs all of them (a short last step is dropped whole, so
+  // that every replica runs the same number of steps).
+  std::vector<data::Element> parts;
+  std::vector<BatchSlice> slices;
+  int64_t offset = 0;
+  for (int r = 0; r < replicas_; ++r) {
+    std::optional<data::Element> e = it_.next();
+    if (!e) return out;
+    int64_t rows = !e->empty() && (*e)[0].rank() >= 1 ? (*e)[0].dim(0) : 1;
+    slices.push_back({step_, offset, rows, 0});
+    offset += rows;
+    parts.push_back(std::move(*e));
+  }
+  for (BatchSlice& s : slices) s.global_batch_size = offset;
+  ++step_;
+  out.emplace(std::move(parts), std::move(slices));
+  return out;
+}
+
+}  // namespace weft::distribute

@@ -1,0 +1,212 @@
+// weft::distribute::Strategy, as tf.distribute.Strategy: where variables live and how replicas
+// run a step and meet. The default strategy (one replica, the calling thread) is what code sees
+// outside any scope(); MirroredStrategy (weft/distribute/mirrored_strategy.h) runs replicas on
+// threads. The same training code runs under every strategy.
+//
+//   weft::distribute::MirroredStrategy strategy;           // every logical CPU device
+//   { auto scope = strategy.scope(); model = build_model(); model.compile(...); }
+//   model.fit(train_ds, {.epochs = 3});                    // each global batch cut among replicas
+//
+//   auto dist_ds = strategy.experimental_distribute_dataset(train_ds);
+//   for (const auto& batch : dist_ds) {
+//     auto losses = strategy.run(train_step, batch);        // train_step(const data::Element&)
+//     weft::Tensor loss = strategy.reduce(weft::distribute::ReduceOp::SUM, losses);
+//   }
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "weft/autodiff/variable.h"
+#include "weft/core/replica_context.h"
+#include "weft/data/dataset.h"
+#include "weft/distribute/values.h"
+
+namespace weft::distribute {
+
+// What a strategy implements.
+class StrategyImpl {
+ public:
+  virtual ~StrategyImpl() = default;
+  virtual int num_replicas_in_sync() const = 0;
+  // "default", "mirrored", ...
+  virtual std::string name() const = 0;
+  // Runs fn(r) on every replica r, each on its own thread with its replica context, and returns
+  // when all have, after writing the variable updates they recorded (combined by aggregation);
+  // rethrows the first replica's error. The default strategy runs fn(0) on the calling thread.
+  virtual void run_replicas(const std::function<void(int replica)>& fn) = 0;
+  // How variables made inside scope() are created (none by default: in one process replicas
+  // share one storage per variable).
+  virtual std::optional<VariableCreator> variable_creator() const { return std::nullopt; }
+};
+
+// tf.distribute.InputContext: what distribute_datasets_from_function tells each input pipeline.
+struct InputContext {
+  int num_input_pipelines = 1;
+  int input_pipeline_id = 0;
+  int num_replicas_in_sync = 1;
+  // global_batch_size / num_replicas_in_sync; InvalidArgument when it does not divide.
+  int64_t get_per_replica_batch_size(int64_t global_batch_size) const;
+};
+
+class DistributedDataset;
+class StrategyScope;
+
+class Strategy {
+ public:
+  // The default strategy.
+  Strategy();
+  explicit Strategy(std::shared_ptr<StrategyImpl> impl) : impl_(std::move(impl)) {}
+
+  int num_replicas_in_sync() const { return impl_->num_replicas_in_sync(); }
+  std::string name() const { return impl_->name(); }
+  StrategyImpl& extended() const { return *impl_; }
+  bool operator==(const Strategy& o) const { return impl_ == o.impl_; }
+
+  // While the returned guard lives, this is the calling thread's strategy (get_strategy()) and
+  // variables made on the thread go through its creator.
+  [[nodiscard]] StrategyScope scope() const;
+
+  // Calls fn once per replica, concurrently, each with its replica's value of every argument (a
+  // PerReplica or DistributedElement gives replica r its r-th value; anything else is passed to
+  // every replica as it is), and returns the per-replica results. On a DistributedElement each
+  // replica also gets its BatchSlice (current_batch_slice(); Dropout keys its masks by it).
+  template <typename F, typename... Args>
+  auto run(F&& fn, const Args&... args) const;
+
+  // tf.distribute.Strategy.reduce: across replicas, element-wise (axis nullopt), or also along
+  // `axis` of the values concatenated (MEAN then divides by every element reduced).
+  Tensor reduce(ReduceOp op, const PerReplica<Tensor>& value,
+                std::optional<int64_t> axis = std::nullopt) const;
+  // The replicas' values concatenated along `axis`, in replica order.
+  Tensor gather(const PerReplica<Tensor>& value, int64_t axis) const;
+  template <typename T>
+  std::vector<T> experimental_local_results(const PerReplica<T>& value) const {
+    return value.values();
+  }
+
+  // Each element of `dataset` is a global batch; each replica gets a contiguous slice of its
+  // rows, cut as evenly as it goes (row_range), so a partial last batch is shared out too.
+  DistributedDataset experimental_distribute_dataset(const data::Dataset& dataset) const;
+  // fn makes the dataset of one input pipeline, whose elements are per-replica batches; replica
+  // r of a step gets the step's r-th element.
+  DistributedDataset distribute_datasets_from_function(
+      const std::function<data::Dataset(const InputContext&)>& fn) const;
+
+ private:
+  std::shared_ptr<StrategyImpl> impl_;
+};
+
+class StrategyScope {
+ public:
+  explicit StrategyScope(const Strategy& strategy);
+  ~StrategyScope();
+  StrategyScope(const StrategyScope&) = delete;
+  StrategyScope& operator=(const StrategyScope&) = delete;
+
+ private:
+  std::optional<VariableCreatorScope> creator_;
+};
+inline StrategyScope Strategy::scope() const { return StrategyScope(*this); }
+
+// The calling thread's strategy: the innermost Strategy::scope(), else the default strategy.
+Strategy get_strategy();
+// True inside some strategy's scope() (or on its replica threads).
+bool has_strategy();
+
+// tf.nn.compute_average_loss: sum(per_example_loss) / global_batch_size, so that summing the
+// replicas' results gives the mean over the whole global batch, however it was cut. Without
+// global_batch_size: the current batch slice's (exact for a partial last batch), else the
+// per-replica batch times num_replicas_in_sync.
+Tensor compute_average_loss(const Tensor& per_example_loss,
+                            std::optional<int64_t> global_batch_size = std::nullopt);
+
+// A dataset whose elements are cut among a strategy's replicas.
+class DistributedDataset {
+ public:
+  class Iterator {
+   public:
+    Iterator() = default;
+    // The next global batch, cut; nullopt at the end.
+    std::optional<DistributedElement> next();
+    const DistributedElement& operator*();
+    Iterator& operator++();
+    bool operator==(std::default_sentinel_t);
+    // The underlying iterator (its position is global: the same on any number of replicas).
+    const data::Dataset::Iterator& global_iterator() const { return it_; }
+
+   private:
+    friend class DistributedDataset;
+    data::Dataset::Iterator it_;
+    int replicas_ = 1;
+    bool per_replica_elements_ = false;  // distribute_datasets_from_function
+    int64_t step_ = 0;
+    std::optional<DistributedElement> current_;  // read by operator* or ==, not yet consumed
+    bool fetched_ = false;
+    std::optional<DistributedElement> read();
+  };
+  Iterator begin() const;
+  std::default_sentinel_t end() const { return {}; }
+  const data::Dataset& dataset() const { return dataset_; }
+
+ private:
+  friend class Strategy;
+  DistributedDataset(data::Dataset dataset, int replicas, bool per_replica_elements)
+      : dataset_(std::move(dataset)),
+        replicas_(replicas),
+        per_replica_elements_(per_replica_elements) {}
+  data::Dataset dataset_;
+  int replicas_;
+  bool per_replica_elements_;
+};
+
+// Cuts one global batch into `replicas` contiguous row slices (row_range).
+DistributedElement split_batch(const data::Element& batch, int replicas, int64_t step);
+
+namespace internal {
+template <typename T>
+const T& replica_value(const T& v, int) {
+  return v;
+}
+template <typename T>
+const T& replica_value(const PerReplica<T>& v, int r) {
+  return v[r];
+}
+inline const data::Element& replica_value(const DistributedElement& v, int r) { return v[r]; }
+template <typename T>
+const BatchSlice* slice_of(const T&, int) {
+  return nullptr;
+}
+inline const BatchSlice* slice_of(const DistributedElement& v, int r) {
+  return &v.slices[static_cast<size_t>(r)];
+}
+}  // namespace internal
+
+template <typename F, typename... Args>
+auto Strategy::run(F&& fn, const Args&... args) const {
+  using Result = std::invoke_result_t<F&, decltype(internal::replica_value(args, 0))...>;
+  int n = num_replicas_in_sync();
+  auto call = [&]([[maybe_unused]] int r) {
+    StrategyScope in_scope(*this);  // replica threads see this strategy and its variable creator
+    const BatchSlice* slice = nullptr;
+    ((slice = slice ? slice : internal::slice_of(args, r)), ...);
+    std::optional<BatchSliceScope> in_slice;
+    if (slice != nullptr) in_slice.emplace(*slice);
+    return fn(internal::replica_value(args, r)...);
+  };
+  if constexpr (std::is_void_v<Result>) {
+    impl_->run_replicas(call);
+  } else {
+    std::vector<std::optional<Result>> results(static_cast<size_t>(n));
+    impl_->run_replicas([&](int r) { results[static_cast<size_t>(r)].emplace(call(r)); });
+    std::vector<Result> out;
+    for (auto& r : results) out.push_back(std::move(*r));
+    return PerReplica<Result>(std::move(out));
+  }
+}
+
+}  // namespace weft::distribute
