@@ -13,12 +13,16 @@
 
 namespace weft::bench {
 
-// fit() over `steps` in-memory batches of random 28x28x1 images and labels, one epoch per
-// iteration. Reports examples/s and the peak bytes weft's allocator held while this model
-// trained (data included).
-inline void fit_model(benchmark::State& state, nn::Model model, int64_t batch, int64_t steps) {
-  model.compile(optim::Adam({.learning_rate = 1e-3}),
-                nn::losses::SparseCategoricalCrossentropy({.from_logits = true}), {"accuracy"});
+// fit() over `steps` in-memory batches of random 28x28x1 images and labels (`batch` is the
+// global batch), one epoch per iteration, under `strategy` (compiled in its scope). Reports
+// examples/s and the peak bytes weft's allocator held while this model trained (data included).
+inline void fit_model(benchmark::State& state, nn::Model model, int64_t batch, int64_t steps,
+                      const distribute::Strategy& strategy = distribute::Strategy()) {
+  {
+    auto scope = strategy.scope();
+    model.compile(optim::Adam({.learning_rate = 1e-3}),
+                  nn::losses::SparseCategoricalCrossentropy({.from_logits = true}), {"accuracy"});
+  }
   Tensor x = stateless_random_uniform({steps * batch, 28, 28, 1}, {1, 2});
   Tensor y = stateless_random_uniform({steps * batch}, {3, 4}, 0, 10, kInt64);
   data::Dataset ds = data::Dataset::from_tensor_slices({x, y}).batch(batch);

@@ -97,6 +97,13 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target,
 std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Tensor>& sources,
                                            const Tensor& output_gradient,
                                            UnconnectedGradients unconnected) {
+  return gradient(target, sources, GradientReadyFn(), output_gradient, unconnected);
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Tensor>& sources,
+                                           const GradientReadyFn& on_ready,
+                                           const Tensor& output_gradient,
+                                           UnconnectedGradients unconnected) {
   State& s = *state_;
   WEFT_CHECK(!s.used, FailedPrecondition)
       << "GradientTape::gradient: a non-persistent tape can compute gradients only once; "
@@ -131,6 +138,39 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
 
   std::unordered_map<uint64_t, Tensor> grads;
   grads[target.id()] = output_gradient.defined() ? output_gradient : ones_like(target);
+  // A source's gradient as returned: cast to its dtype, or the unconnected value.
+  auto final_gradient = [&](size_t j) {
+    const Tensor& src = sources[j];
+    auto it = grads.find(src.id());
+    if (it == grads.end()) {
+      return unconnected == UnconnectedGradients::kZero ? zeros_like(src) : Tensor();
+    }
+    return it->second.dtype() == src.dtype() ? it->second : cast(it->second, src.dtype());
+  };
+  // With on_ready: the sources whose last contribution comes from entry i (the first entry, in
+  // execution order, that reads them), reported once that entry's backward function has run.
+  std::unordered_map<size_t, std::vector<size_t>> ready_after;
+  std::vector<bool> reported(sources.size(), false);
+  if (on_ready) {
+    std::unordered_map<uint64_t, size_t> first_use;
+    for (size_t i = s.entries.size(); i-- > 0;) {
+      if (!useful[i]) continue;
+      for (uint64_t id : s.entries[i].inputs) first_use[id] = i;
+    }
+    for (size_t j = 0; j < sources.size(); ++j) {
+      auto it = first_use.find(sources[j].id());
+      if (it != first_use.end()) ready_after[it->second].push_back(j);
+    }
+  }
+  auto report = [&](size_t i) {
+    auto it = ready_after.find(i);
+    if (it == ready_after.end()) return;
+    for (size_t j : it->second) {
+      if (reported[j]) continue;
+      reported[j] = true;
+      on_ready(j, final_gradient(j));
+    }
+  };
   for (size_t i = s.entries.size(); i-- > 0;) {
     if (!useful[i]) continue;
     const auto& e = s.entries[i];
@@ -143,7 +183,10 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
         any = true;
       }
     }
-    if (!any) continue;
+    if (!any) {
+      if (on_ready) report(i);
+      continue;
+    }
     for (size_t k = 0; k < e.outputs.size(); ++k) {
       if (!out_grads[k].defined()) out_grads[k] = zeros(e.output_shapes[k], e.output_dtypes[k]);
     }
@@ -161,18 +204,14 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
       auto [it, inserted] = grads.try_emplace(e.inputs[k], in_grads[k]);
       if (!inserted) it->second = add(it->second, in_grads[k]);
     }
+    if (on_ready) report(i);
   }
 
   std::vector<Tensor> result;
   result.reserve(sources.size());
-  for (const Tensor& src : sources) {
-    auto it = grads.find(src.id());
-    if (it != grads.end()) {
-      result.push_back(it->second.dtype() == src.dtype() ? it->second
-                                                         : cast(it->second, src.dtype()));
-    } else {
-      result.push_back(unconnected == UnconnectedGradients::kZero ? zeros_like(src) : Tensor());
-    }
+  for (size_t j = 0; j < sources.size(); ++j) {
+    result.push_back(final_gradient(j));
+    if (on_ready && !reported[j]) on_ready(j, result.back());
   }
   if (!s.persistent) {
     s.used = true;

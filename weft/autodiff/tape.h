@@ -44,6 +44,14 @@ class GradientTape {
   std::vector<Tensor> gradient(const Tensor& target, const std::vector<Variable>& sources,
                                const Tensor& output_gradient = {},
                                UnconnectedGradients unconnected = UnconnectedGradients::kNone);
+  // The gradients, as the overloads above, and `on_ready(i, gradient)` for each source i as soon as
+  // its gradient is final (no op left in the backward pass adds to it), before the rest of the
+  // backward pass runs: a strategy can start reducing the last layers' gradients while the first
+  // layers' are computed. Sources no op reaches are reported at the end.
+  using GradientReadyFn = std::function<void(size_t source, const Tensor& gradient)>;
+  std::vector<Tensor> gradient(const Tensor& target, const std::vector<Tensor>& sources,
+                               const GradientReadyFn& on_ready, const Tensor& output_gradient = {},
+                               UnconnectedGradients unconnected = UnconnectedGradients::kNone);
   // tape.gradient(loss, {w, b}) with Variables.
   std::vector<Tensor> gradient(const Tensor& target, std::initializer_list<Variable> sources) {
     return gradient(target, std::vector<Variable>(sources));

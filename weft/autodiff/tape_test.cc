@@ -444,3 +444,43 @@ TEST(GradientTape, ConcurrentTapesOnSeveralThreads) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// on_ready reports each source's gradient as soon as no backward function left can add to it:
+// the last layer's weight before the first layer's backward runs, and every value equal to the
+// returned one.
+TEST(GradientTapeReady, ReportsEachSourceWhenItsGradientIsFinal) {
+  Variable w1(Tensor::from_vector<float>({0.5f, -1.0f}, {2}), "w1");
+  Variable w2(Tensor::from_vector<float>({2.0f, 3.0f}, {2}), "w2");
+  Variable unused(Tensor::from_vector<float>({1.0f}, {1}), "unused");
+  Tensor x = Tensor::from_vector<float>({1.0f, 2.0f}, {2});
+  std::vector<std::string> events;
+  GradientTape tape;
+  // A marker op between the layers whose backward logs when it runs.
+  Tensor h = mul(x, w1);
+  Tensor marked = Tensor::view(h, h.shape(), h.strides(), h.offset());
+  autodiff::record("marker", {h}, {marked}, [&](const autodiff::Grads& g) {
+    events.push_back("marker backward");
+    return std::vector<Tensor>{g[0]};
+  });
+  Tensor y = sum(mul(mul(marked, w2), marked));
+  std::vector<Tensor> got = tape.gradient(
+      y, std::vector<Tensor>{w1.value(), w2.value(), unused.value()},
+      [&](size_t i, const Tensor& g) {
+        events.push_back("ready " + std::to_string(i));
+        if (i == 2) {
+          EXPECT_FALSE(g.defined());
+        } else {
+          EXPECT_TRUE(g.defined());
+        }
+      });
+  EXPECT_EQ(events, (std::vector<std::string>{"ready 1", "marker backward", "ready 0", "ready 2"}));
+  // y = sum(w2 * (x w1)^2): dy/dw2 = (x w1)^2, dy/dw1 = 2 w2 x^2 w1.
+  EXPECT_FLOAT_EQ(got[1].data<float>()[1], 4.0f);
+  EXPECT_FLOAT_EQ(got[0].data<float>()[0], 2.0f * 2.0f * 1.0f * 0.5f);
+}
+
+}  // namespace
+}  // namespace weft

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <regex>
 
 #include "weft/core/config.h"
 #include "weft/distribute/internal/replica_group.h"
@@ -10,16 +9,25 @@
 namespace weft::distribute {
 namespace {
 
-// The index of a logical CPU device named in any of TensorFlow's spellings.
+// The index of a logical CPU device named in any of TensorFlow's spellings (any case):
+// "[/job:localhost/replica:0/task:0][/device:|/]cpu:N".
 int device_index(const std::string& name) {
-  static const std::regex pattern(
-      R"((?:/job:localhost/replica:0/task:0)?(?:/device:|/)?cpu:(\d+))", std::regex::icase);
-  std::smatch m;
-  int count = config::logical_cpu_devices();
-  WEFT_CHECK(std::regex_match(name, m, pattern), InvalidArgument)
+  std::string n;
+  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto strip = [&](const std::string& prefix) {
+    if (n.rfind(prefix, 0) != 0) return false;
+    n.erase(0, prefix.size());
+    return true;
+  };
+  strip("/job:localhost/replica:0/task:0");
+  if (!strip("/device:")) strip("/");
+  bool ok = strip("cpu:") && !n.empty() && n.size() < 7 &&
+            std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; });
+  WEFT_CHECK(ok, InvalidArgument)
       << "MirroredStrategy: \"" << name << "\" is not a CPU device name (expected \"/cpu:N\" or "
       << "\"/job:localhost/replica:0/task:0/device:CPU:N\")";
-  int index = std::stoi(m[1].str());
+  int index = std::stoi(n);
+  int count = config::logical_cpu_devices();
   WEFT_CHECK(index < count, InvalidArgument)
       << "MirroredStrategy: device \"" << name << "\" does not exist: there are " << count
       << " logical CPU devices (weft::config::set_logical_cpu_devices)";

@@ -1,0 +1,66 @@
+// MirroredStrategy's throughput on the MLP `weft train` trains (weft/nn/models.h, Adam, sparse
+// cross-entropy, accuracy), 20 in-memory batches per fit() call:
+//   1. 2 replicas of 1 thread each (batch 128 per replica) against 1 replica on 1 thread (batch
+//      128): how well replicas scale (goal >= 1.8, in examples/s);
+//   2. the same 2 x 1 against the default strategy on 2 threads at the same global batch (256):
+//      replicas against splitting each kernel across threads (goal >= 1.0);
+//   3. --deterministic (8 micro-batches, one summation tree) against the default mode, both on
+//      2 replicas at global batch 256: what determinism costs (goal: <= 15%, a ratio >= 0.87).
+#include "fit_model.h"
+#include "ratio.h"
+#include "weft/core/config.h"
+#include "weft/distribute/mirrored_strategy.h"
+#include "weft/nn/models.h"
+
+namespace {
+
+constexpr int64_t kPerReplica = 128;
+constexpr int64_t kSteps = 20;
+
+weft::distribute::MirroredStrategy two_replicas() {
+  weft::config::set_logical_cpu_devices(2);
+  return weft::distribute::MirroredStrategy();
+}
+
+void default_1_thread(benchmark::State& state) {
+  weft::config::ThreadBudget one(1);
+  weft::bench::fit_model(state, weft::nn::models::mlp(), kPerReplica, kSteps);
+}
+
+void default_2_threads(benchmark::State& state) {
+  weft::config::ThreadBudget two(2);
+  weft::bench::fit_model(state, weft::nn::models::mlp(), 2 * kPerReplica, kSteps);
+}
+
+void mirrored_2x1(benchmark::State& state) {
+  weft::bench::fit_model(state, weft::nn::models::mlp(), 2 * kPerReplica, kSteps, two_replicas());
+}
+
+void mirrored_2x1_deterministic(benchmark::State& state) {
+  weft::config::enable_op_determinism();
+  weft::bench::fit_model(state, weft::nn::models::mlp(), 2 * kPerReplica, kSteps, two_replicas());
+  weft::config::disable_op_determinism();
+}
+
+BENCHMARK(default_1_thread)->UseRealTime()->MinTime(1.0);
+BENCHMARK(default_2_threads)->UseRealTime()->MinTime(1.0);
+BENCHMARK(mirrored_2x1)->UseRealTime()->MinTime(1.0);
+BENCHMARK(mirrored_2x1_deterministic)->UseRealTime()->MinTime(1.0);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Work per fit() call: examples trained.
+  const double one = kSteps * kPerReplica, two = 2 * one;
+  return weft::bench::run(
+      argc, argv,
+      {{"MLP mirrored 2 x 1 thread vs 1 replica x 1 thread", "mirrored_2x1/min_time:1.000/real_time",
+        "default_1_thread/min_time:1.000/real_time", two, one, ">= 1.8"},
+       {"MLP mirrored 2 x 1 thread vs default on 2 threads (global batch 256)",
+        "mirrored_2x1/min_time:1.000/real_time", "default_2_threads/min_time:1.000/real_time", two,
+        two, ">= 1.0"},
+       {"MLP mirrored 2 x 1 deterministic vs default mode", 
+        "mirrored_2x1_deterministic/min_time:1.000/real_time",
+        "mirrored_2x1/min_time:1.000/real_time", two, two, ">= 0.87"}},
+      /*repetitions=*/5);
+}
