@@ -206,7 +206,7 @@ void write_checkpoint(const std::string& dir_arg, const std::vector<SavedTensor>
         << "write_checkpoint: tensor path \"" << t.path << "\" appears twice";
     WEFT_CHECK(t.value.defined(), InvalidArgument)
         << "write_checkpoint: tensor \"" << t.path << "\" is undefined";
-    values.push_back(t.value.contiguous());
+    values.push_back(contiguous(t.value));
     blobs.push_back({values.back().raw_data(),
                      static_cast<uint64_t>(values.back().numel() * dtype_size(t.value.dtype()))});
   }

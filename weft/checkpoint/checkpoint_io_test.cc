@@ -41,7 +41,7 @@ void flip_byte(const std::string& path, uint64_t offset, char mask = 0x01) {
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  Tensor ca = a.contiguous(), cb = b.contiguous();
+  Tensor ca = contiguous(a), cb = contiguous(b);
   return std::memcmp(ca.raw_data(), cb.raw_data(),
                      static_cast<size_t>(ca.numel() * weft::dtype_size(ca.dtype()))) == 0;
 }

@@ -7,6 +7,7 @@
 //   weft::train::Checkpoint ckpt({{"model", &model}, {"optimizer", &optimizer}});
 #pragma once
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,5 +25,10 @@ class Trackable {
   virtual std::string tracked_state() const { return {}; }
   virtual void restore_state(const std::string& state) {}
 };
+
+// The one scheme by which weft makes names unique (layer names within a model, checkpoint keys of
+// a model's and an optimizer's variables): `name` itself if `used` does not hold it yet, else
+// the first free of name_1, name_2, ...; the result is added to `used`.
+std::string unique_name(const std::string& name, std::set<std::string>& used);
 
 }  // namespace weft

@@ -5,8 +5,6 @@
 #include <sstream>
 
 #include "weft/core/internal/strided.h"
-#include "weft/ops/cast.h"
-#include "weft/ops/shape_ops.h"
 
 namespace weft {
 
@@ -121,10 +119,6 @@ WEFT_INSTANTIATE(int64_t)
 WEFT_INSTANTIATE(float)
 WEFT_INSTANTIATE(double)
 #undef WEFT_INSTANTIATE
-
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : copy(*this); }
-Tensor Tensor::astype(DType dtype) const { return cast(*this, dtype); }
-Tensor Tensor::reshape(const Shape& shape) const { return weft::reshape(*this, shape); }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
 

@@ -91,11 +91,6 @@ class Tensor {
   template <typename T>
   std::vector<T> to_vector() const;
 
-  // This tensor if it is contiguous, otherwise a contiguous copy (differentiable).
-  Tensor contiguous() const;
-  Tensor astype(DType dtype) const;
-  Tensor reshape(const Shape& shape) const;
-
   // NumPy-like text: values (truncated past 1000 elements), shape and dtype.
   std::string to_string() const;
 

@@ -170,11 +170,11 @@ TEST(Tensor, FullAndBroadcastAssignFillEveryDtype) {
 // ---- views -------------------------------------------------------------------------------------
 
 TEST(Tensor, ViewsShareStorage) {
-  Tensor x = arange(0, 12, 1, kFloat64).reshape({3, 4});
+  Tensor x = reshape(arange(0, 12, 1, kFloat64), {3, 4});
   Tensor t = transpose(x);
   Tensor s = slice(x, {Slice{1, 3}, Slice{{}, {}, 2}});
   Tensor b = broadcast_to(slice(x, {Slice{0, 1}}), {5, 4});
-  for (const Tensor& v : {t, s, b, x.reshape({12}), squeeze(expand_dims(x, 0))}) {
+  for (const Tensor& v : {t, s, b, reshape(x, {12}), squeeze(expand_dims(x, 0))}) {
     EXPECT_EQ(v.storage(), x.storage());
   }
   EXPECT_EQ(s.offset(), 4);
@@ -184,7 +184,7 @@ TEST(Tensor, ViewsShareStorage) {
   EXPECT_THAT(s.to_vector<double>(), ElementsAre(1.5, 1.5, 1.5, 1.5));
   // Copies do not share.
   EXPECT_NE(copy(x).storage(), x.storage());
-  EXPECT_NE(t.contiguous().storage(), x.storage());
+  EXPECT_NE(contiguous(t).storage(), x.storage());
 }
 
 TEST(Tensor, IsContiguous) {
@@ -203,18 +203,18 @@ TEST(Tensor, IsContiguous) {
   EXPECT_FALSE(broadcast_to(zeros({1, 4}), {3, 4}).is_contiguous());
   EXPECT_TRUE(expand_dims(x, 1).is_contiguous());
   // contiguous() returns the same tensor when it already is.
-  EXPECT_EQ(x.contiguous().id(), x.id());
-  Tensor c = transpose(x).contiguous();
+  EXPECT_EQ(contiguous(x).id(), x.id());
+  Tensor c = contiguous(transpose(x));
   EXPECT_TRUE(c.is_contiguous());
   EXPECT_EQ(c.shape(), Shape({4, 3}));
 }
 
 TEST(Tensor, AstypeAndReshapeMembers) {
   Tensor x = Tensor::from_vector<float>({1.7f, -2.2f});
-  EXPECT_EQ(x.astype(kInt32).dtype(), kInt32);
-  EXPECT_THAT(x.astype(kInt32).to_vector<int32_t>(), ElementsAre(1, -2));
-  EXPECT_EQ(x.astype(kFloat32).id(), x.id());
-  EXPECT_EQ(x.reshape({2, 1}).shape(), Shape({2, 1}));
+  EXPECT_EQ(cast(x, kInt32).dtype(), kInt32);
+  EXPECT_THAT(cast(x, kInt32).to_vector<int32_t>(), ElementsAre(1, -2));
+  EXPECT_EQ(cast(x, kFloat32).id(), x.id());
+  EXPECT_EQ(reshape(x, {2, 1}).shape(), Shape({2, 1}));
 }
 
 // ---- alignment ---------------------------------------------------------------------------------
@@ -304,7 +304,7 @@ TEST(Print, TruncatesPast1000Elements) {
   EXPECT_THAT(exactly.to_string(), HasSubstr(" 500 "));
   Tensor over = arange(0, 1001, 1, kInt32);
   EXPECT_EQ(over.to_string(), "[   0    1    2 ...  998  999 1000], shape=(1001,), dtype=int32");
-  Tensor rows = arange(0, 2000, 1, kInt32).reshape({1000, 2});
+  Tensor rows = reshape(arange(0, 2000, 1, kInt32), {1000, 2});
   std::string r = rows.to_string();
   EXPECT_THAT(r, StartsWith("[[   0    1]\n [   2    3]\n [   4    5]\n ...\n [1994 1995]\n"));
   EXPECT_THAT(r, EndsWith("[1998 1999]], shape=(1000, 2), dtype=int32"));

@@ -55,7 +55,7 @@ Element identity(const Element& e) { return e; }
 // ---- sources and the existing basics ------------------------------------------------------------
 
 TEST(Dataset, FromTensorSlicesYieldsRowsOfEveryComponent) {
-  Tensor x = arange(0, 6, 1, kFloat32).reshape({3, 2});
+  Tensor x = reshape(arange(0, 6, 1, kFloat32), {3, 2});
   Tensor y = arange(10, 13, 1, kInt64);
   auto rows = collect(Dataset::from_tensor_slices({x, y}));
   ASSERT_EQ(rows.size(), 3u);
@@ -223,7 +223,7 @@ TEST(Dataset, ShuffleThenRepeatReshufflesEveryRepetition) {
 // ---- batch -------------------------------------------------------------------------------------
 
 TEST(Dataset, BatchOverShuffledSlicesGathersMatchingRows) {
-  Tensor x = arange(0, 30, 1, kFloat32).reshape({10, 3});  // row i = 3i, 3i+1, 3i+2
+  Tensor x = reshape(arange(0, 30, 1, kFloat32), {10, 3});  // row i = 3i, 3i+1, 3i+2
   Tensor y = arange(0, 10, 1, kInt64);
   auto fast = collect(Dataset::from_tensor_slices({x, y}).shuffle(10, 1).batch(4));
   auto general = collect(Dataset::from_tensor_slices({x, y}).map(identity).shuffle(10, 1).batch(4));
@@ -247,7 +247,7 @@ TEST(Dataset, BatchOverShuffledSlicesGathersMatchingRows) {
 }
 
 TEST(Dataset, BatchOfConsecutiveSlicesSharesTheSourceStorage) {
-  Tensor x = arange(0, 12, 1, kFloat32).reshape({6, 2});
+  Tensor x = reshape(arange(0, 12, 1, kFloat32), {6, 2});
   auto batches = collect(Dataset::from_tensor_slices(x).batch(4));
   ASSERT_EQ(batches.size(), 2u);
   EXPECT_EQ(batches[0][0].storage(), x.storage());  // a view: no copy at all
@@ -464,7 +464,7 @@ TEST(Dataset, ThroughputSanityOverATrainingShapedPipeline) {
   // Timing belongs to benchmarks; this checks that a full, realistic pipeline delivers every
   // example exactly once per epoch.
   const int64_t n = 5000;
-  Tensor x = broadcast_to(arange(0, n, 1, kFloat32).reshape({n, 1}), {n, 784}).contiguous();
+  Tensor x = contiguous(broadcast_to(reshape(arange(0, n, 1, kFloat32), {n, 1}), {n, 784}));
   Tensor y = arange(0, n, 1, kInt64);
   auto ds = Dataset::from_tensor_slices({x, y}).shuffle(n, 1).batch(128).repeat(2).prefetch(2);
   int64_t examples = 0, label_sum = 0;

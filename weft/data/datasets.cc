@@ -55,7 +55,7 @@ namespace {
 
 // (image float32 in [0, 1] with a channel axis, label int64), converted row by row.
 Dataset image_dataset(const Tensor& images, const Tensor& labels) {
-  Tensor x = images.rank() == 3 ? images.reshape({images.dim(0), images.dim(1), images.dim(2), 1})
+  Tensor x = images.rank() == 3 ? reshape(images, {images.dim(0), images.dim(1), images.dim(2), 1})
                                 : images;
   auto source = std::make_shared<const RowSource>(
       std::vector<Tensor>{x, labels},

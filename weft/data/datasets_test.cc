@@ -125,7 +125,7 @@ TEST_F(DatasetsTest, Cifar10FromAnUnpackedDirectory) {
 }
 
 TEST_F(DatasetsTest, NpyFilesAsComponents) {
-  np::save((dir_ / "x.npy").string(), arange(0, 12, 1, kFloat32).reshape({4, 3}));
+  np::save((dir_ / "x.npy").string(), reshape(arange(0, 12, 1, kFloat32), {4, 3}));
   np::save((dir_ / "y.npy").string(), arange(5, 9, 1, kInt64));
   np::save((dir_ / "short.npy").string(), arange(0, 3, 1, kInt64));
   std::vector<Element> rows;

@@ -57,7 +57,7 @@ void StateWriter::write_tensor(const Tensor& t) {
   write_u64(static_cast<uint64_t>(t.dtype()));
   write_u64(t.shape().size());
   for (int64_t d : t.shape()) write_i64(d);
-  Tensor c = t.contiguous();
+  Tensor c = contiguous(t);
   const int64_t bytes = c.numel() * dtype_size(c.dtype());
   if (bytes > 0) out_.append(static_cast<const char*>(c.raw_data()), bytes);
 }

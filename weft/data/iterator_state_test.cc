@@ -256,7 +256,7 @@ TEST(IteratorState, StageMismatchesAndBadValuesNameTheStage) {
 
 TEST(IteratorState, TensorsAndErrorsRoundTrip) {
   StateWriter w;
-  Tensor a = arange(0, 6, 1, kFloat32).reshape({2, 3});
+  Tensor a = reshape(arange(0, 6, 1, kFloat32), {2, 3});
   Tensor b = transpose(a);  // not contiguous
   w.write_element({a, b, Tensor::scalar(7, kInt64), zeros({0, 4}, kUInt8)});
   w.write_error(std::make_exception_ptr(OutOfRange("past the end")));

@@ -38,8 +38,7 @@ class MirroredImpl : public StrategyImpl {
  public:
   explicit MirroredImpl(std::vector<std::string> devices)
       : devices_(std::move(devices)),
-        group_(static_cast<int>(devices_.size()),
-               std::max(1, config::num_threads() / static_cast<int>(devices_.size()))) {}
+        group_(static_cast<int>(devices_.size()), config::num_threads()) {}
   int num_replicas_in_sync() const override { return group_.size(); }
   std::string name() const override { return "mirrored"; }
   void run_replicas(const std::function<void(int)>& fn) override { group_.run(fn); }

@@ -30,7 +30,7 @@ struct Devices {
 };
 
 std::vector<float> values(const Tensor& t) {
-  Tensor c = t.contiguous();
+  Tensor c = contiguous(t);
   return std::vector<float>(c.data<float>(), c.data<float>() + c.numel());
 }
 

@@ -93,9 +93,15 @@ class DropoutImpl : public LayerImpl {
   DropoutImpl(double rate, const DropoutOptions& options)
       : LayerImpl("Dropout", options.name, options.dtype),
         rate_(rate),
-        seed_(options.seed ? Seed{*options.seed, -1} : random::next_seed()) {
+        seed_(options.seed ? Seed{*options.seed, -1} : Seed{}),
+        seeded_(options.seed.has_value()) {
     WEFT_CHECK(rate >= 0 && rate < 1, InvalidArgument)
         << layer_label(*this) << ": rate must be in [0, 1), got " << rate;
+  }
+
+  // Without a seed of its own, the layer draws one when it is built: in its model's SeedScope.
+  void build(const Shape&) override {
+    if (!seeded_) seed_ = random::next_seed();
   }
 
   Tensor call(const Tensor& x, bool training) override {
@@ -120,6 +126,7 @@ class DropoutImpl : public LayerImpl {
  private:
   double rate_;
   Seed seed_;
+  bool seeded_;
   std::atomic<uint64_t> calls_{0};
 };
 

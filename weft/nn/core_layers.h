@@ -48,7 +48,8 @@ struct DropoutOptions {
   // Masks are stateless Philox draws keyed by this seed, the training step and each example's
   // index in the global batch (in a strategy's step, fit's included), so they do not depend on
   // how the batch is cut among replicas and survive a resume; a call outside a step counts as the
-  // next step of this layer. Default: random::next_seed().
+  // next step of this layer. Default: random::next_seed() when the layer is built (which, in a
+  // model, follows the model's structure).
   std::optional<int64_t> seed{};
   std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};

@@ -2,20 +2,19 @@
 
 #include <algorithm>
 #include <cctype>
-#include <map>
 #include <mutex>
 
 #include "weft/autodiff/tape.h"
+#include "weft/checkpoint/trackable.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
+#include "weft/ops/random.h"
 
 namespace weft::nn {
 namespace {
 
-// "dense", "dense_1", "conv2d", "max_pooling2d", ...: Keras's snake case and per-class counters.
-std::string unique_name(const std::string& class_name) {
-  static std::mutex mu;
-  static std::map<std::string, int> counts;
+// "dense", "conv2d", "max_pooling2d", "batch_normalization": Keras's snake case of a class name.
+std::string snake_case(const std::string& class_name) {
   auto upper = [](char c) { return std::isupper(static_cast<unsigned char>(c)) != 0; };
   auto lower = [](char c) { return std::islower(static_cast<unsigned char>(c)) != 0; };
   auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
@@ -29,9 +28,17 @@ std::string unique_name(const std::string& class_name) {
     if (i > 0 && upper(c) && (lower(class_name[i - 1]) || starts_word)) base += '_';
     base += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
+  return base;
+}
+
+// A name unique in this process: a layer's name until a model adopts it (layers built before
+// that, such as a Functional model's, which build when called on Inputs, keep it), as Keras
+// names layers.
+std::string process_unique_name(const std::string& base) {
+  static std::mutex mu;
+  static std::set<std::string> used;
   std::lock_guard lock(mu);
-  int n = counts[base]++;
-  return n == 0 ? base : base + "_" + std::to_string(n);
+  return unique_name(base, used);
 }
 
 Shape without_batch(const Shape& s) { return s.empty() ? s : Shape(s.begin() + 1, s.end()); }
@@ -47,7 +54,8 @@ std::string with_batch(const Shape& s) {
 
 LayerImpl::LayerImpl(std::string class_name, std::string name, const std::string& dtype)
     : class_name_(std::move(class_name)),
-      name_(name.empty() ? unique_name(class_name_) : std::move(name)) {
+      name_(name.empty() ? process_unique_name(snake_case(class_name_)) : name),
+      default_name_(name.empty()) {
   if (dtype.empty()) {
     mixed_precision::Policy global = mixed_precision::global_policy();
     if (global.name() != "float32") policy_ = global;
@@ -57,6 +65,24 @@ LayerImpl::LayerImpl(std::string class_name, std::string name, const std::string
     policy_ = mixed_precision::Policy(dtype);
   } catch (const InvalidArgument& e) {
     WEFT_FAIL(InvalidArgument) << class_name_ << " \"" << name_ << "\": dtype: " << e.message();
+  }
+}
+
+std::string LayerImpl::path() const {
+  std::shared_ptr<LayerImpl> parent = parent_.lock();
+  if (!parent) return {};
+  std::string above = parent->path();
+  return above.empty() ? name_ : above + "/" + name_;
+}
+
+void LayerImpl::adopt(const std::shared_ptr<LayerImpl>& parent, std::set<std::string>& used) {
+  std::lock_guard lock(build_mu_);
+  std::shared_ptr<LayerImpl> current = parent_.lock();
+  if (default_name_ && !built() && (!current || current == parent)) {
+    parent_ = parent;
+    name_ = unique_name(snake_case(class_name_), used);
+  } else {
+    used.insert(name_);
   }
 }
 
@@ -103,6 +129,9 @@ std::vector<Tensor> LayerImpl::invoke(const std::vector<Tensor>& xs, bool traini
       for (const Tensor& x : xs) shapes.push_back(x.shape());
       {
         autodiff::NoRecordScope no_record;  // initial values are not part of any gradient
+        std::string where = path();
+        std::optional<random::SeedScope> seeds;
+        if (!where.empty()) seeds.emplace(where);
         build_multi(shapes);
       }
       for (const Shape& s : shapes) built_shapes_.push_back(without_batch(s));

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,10 +32,14 @@ class KerasTensor;
 // than "float32" when it is constructed) casts its floating inputs to the policy's compute dtype
 // before call(), creates its weights in the variable dtype, and reads them through
 // cast_variable() in the compute dtype. Without one, it computes in its inputs' dtype.
-class LayerImpl {
+class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
  public:
-  // `name` empty: a unique name from the class name ("dense", "dense_1", ...). `dtype`: a policy
-  // name (weft/precision/policy.h); empty takes the global policy.
+  // `name` empty: the class name in snake case made unique in the process ("dense",
+  // "dense_1", ... as Keras names layers); a model that adopts the layer before it is built
+  // (Sequential) renames it uniquely within the model, in layer order, so that names, variable
+  // names, checkpoint keys and initial values follow the model's structure, not what else the
+  // process made. `dtype`: a policy name (weft/precision/policy.h); empty takes the global
+  // policy.
   LayerImpl(std::string class_name, std::string name, const std::string& dtype = "");
   virtual ~LayerImpl() = default;
   LayerImpl(const LayerImpl&) = delete;
@@ -53,6 +58,14 @@ class LayerImpl {
   std::vector<Tensor> invoke(const std::vector<Tensor>& xs, bool training);
 
   const std::string& name() const { return name_; }
+  // Where the layer sits in the model that adopted it ("dense_1", "block/conv2d"); empty for a
+  // layer in no model (or the outermost model). A layer with a path builds inside a
+  // random::SeedScope keyed by it, so its initial weights follow the model's structure.
+  std::string path() const;
+  // Called by a model on its layers, in order: an unbuilt layer with a default name that no
+  // model adopted yet takes the model as its parent and a name unique in `used` (the names of
+  // the model's other layers); any other layer's name is only added to `used`.
+  void adopt(const std::shared_ptr<LayerImpl>& parent, std::set<std::string>& used);
   const std::string& class_name() const { return class_name_; }
   bool built() const { return built_.load(std::memory_order_acquire); }
   bool trainable() const { return trainable_; }
@@ -84,6 +97,8 @@ class LayerImpl {
  private:
   std::string class_name_;
   std::string name_;
+  bool default_name_;
+  std::weak_ptr<LayerImpl> parent_;
   std::mutex build_mu_;
   std::atomic<bool> built_{false};
   bool trainable_ = true;

@@ -25,6 +25,12 @@ std::vector<std::shared_ptr<LayerImpl>> ModelImpl::sublayers() const {
   return out;
 }
 
+void ModelImpl::adopt_layers() {
+  std::set<std::string> used;
+  std::shared_ptr<LayerImpl> self = shared_from_this();
+  for (const Layer& l : layers()) l.impl().adopt(self, used);
+}
+
 namespace {
 
 std::string shape_text(const Shape& s) {
@@ -174,7 +180,9 @@ Model::Model(std::shared_ptr<ModelImpl> impl) : Layer(std::move(impl)) {}
 
 Model::Model(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs,
              const std::string& name)
-    : Layer(std::make_shared<FunctionalImpl>(inputs, outputs, name)) {}
+    : Layer(std::make_shared<FunctionalImpl>(inputs, outputs, name)) {
+  model().adopt_layers();
+}
 
 Model::Model(const KerasTensor& input, const KerasTensor& output, const std::string& name)
     : Model(std::vector<KerasTensor>{input}, std::vector<KerasTensor>{output}, name) {}
@@ -445,12 +453,7 @@ void Model::summary(std::ostream& os) const {
 std::vector<std::pair<std::string, Variable>> Model::tracked_variables() const {
   std::vector<std::pair<std::string, Variable>> out;
   std::set<std::string> used;
-  for (const Variable& v : variables()) {
-    std::string name = v.name();
-    for (int k = 1; used.count(name); ++k) name = v.name() + "_" + std::to_string(k);
-    used.insert(name);
-    out.emplace_back(name, v);
-  }
+  for (const Variable& v : variables()) out.emplace_back(unique_name(v.name(), used), v);
   return out;
 }
 
@@ -458,7 +461,7 @@ std::string Model::weights_fingerprint() const {
   XXH3_state_t* state = XXH3_createState();
   XXH3_128bits_reset(state);
   for (const auto& [name, v] : tracked_variables()) {
-    Tensor t = v.value().contiguous();
+    Tensor t = contiguous(v.value());
     XXH3_128bits_update(state, name.data(), name.size());
     XXH3_128bits_update(state, t.raw_data(), t.numel() * dtype_size(t.dtype()));
   }
@@ -475,6 +478,9 @@ Sequential::Sequential(const std::vector<Layer>& layers, const std::string& name
   for (const Layer& l : layers) add(l);
 }
 
-void Sequential::add(const Layer& layer) const { static_cast<SequentialImpl&>(model()).add(layer); }
+void Sequential::add(const Layer& layer) const {
+  static_cast<SequentialImpl&>(model()).add(layer);
+  model().adopt_layers();
+}
 
 }  // namespace weft::nn

@@ -27,11 +27,11 @@
 #include "weft/checkpoint/trackable.h"
 #include "weft/data/dataset.h"
 #include "weft/distribute/strategy.h"
+#include "weft/nn/callback.h"
 #include "weft/nn/layer.h"
 #include "weft/nn/losses.h"
 #include "weft/nn/metrics.h"
 #include "weft/optim/optimizer.h"
-#include "weft/train/callbacks.h"
 
 namespace weft::nn {
 
@@ -49,6 +49,9 @@ class ModelImpl : public LayerImpl {
   // Output shapes (batch dimension -1) of each layer, once known, for summary().
   virtual std::vector<std::string> layer_output_shapes() const = 0;
   std::vector<std::shared_ptr<LayerImpl>> sublayers() const override;
+  // Names the model's layers that have default names uniquely within it, in layer order, and
+  // makes it their parent (LayerImpl::adopt). Models call it when their layers change.
+  void adopt_layers();
 
   optim::Optimizer optimizer;
   std::optional<losses::Loss> loss;
@@ -79,7 +82,8 @@ class Model : public Layer, public Trackable {
   void compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
                const std::vector<metrics::Metric>& metrics);
 
-  train::History fit(const data::Dataset& dataset, const train::FitOptions& options = {});
+  // Defined in weft/train/fit.cc, with the built-in callbacks it adds (the progress bar).
+  History fit(const data::Dataset& dataset, const FitOptions& options = {});
   // loss and each metric over the dataset, as Keras's return_dict=True.
   std::map<std::string, double> evaluate(const data::Dataset& dataset, int verbose = 0);
   // Outputs for every element of `dataset` (inputs only, or inputs and targets), concatenated.

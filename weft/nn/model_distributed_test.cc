@@ -33,7 +33,7 @@ struct Devices {
 };
 
 std::vector<double> values(const Tensor& t) {
-  Tensor c = cast(t, kFloat64).contiguous();
+  Tensor c = contiguous(cast(t, kFloat64));
   return std::vector<double>(c.data<double>(), c.data<double>() + c.numel());
 }
 

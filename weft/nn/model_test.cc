@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "weft/nn/core_layers.h"
 #include "weft/nn/dense.h"
 #include "weft/nn/merging.h"
 #include "weft/ops/cast.h"
@@ -88,6 +89,40 @@ TEST(Model, FingerprintChangesWithWeightsAndMatchesForEqualWeights) {
   std::string before = m1.weights_fingerprint();
   v1[1].assign_add(ones({3}));
   EXPECT_NE(m1.weights_fingerprint(), before);
+}
+
+// Names, checkpoint keys and initial values follow the model's structure: the same model made
+// twice in one process, with other layers made in between, is the same model.
+TEST(Model, NamesAndInitialValuesFollowTheModelsStructure) {
+  auto make = [] {
+    return Sequential({Dense(4, "relu"), Dense(3, "", {.name = "logits"}), Dense(2), Dropout(0.5)});
+  };
+  random::set_seed(5);
+  Sequential a = make();
+  Dense(7)(ones({1, 2}));  // a layer in no model draws from the process-wide sequence
+  Sequential b = make();
+  a(ones({1, 3}));
+  b(ones({1, 3}));
+  std::vector<std::string> names;
+  for (const auto& [key, v] : a.tracked_variables()) names.push_back(key);
+  EXPECT_THAT(names, testing::ElementsAre("dense/kernel", "dense/bias", "logits/kernel",
+                                          "logits/bias", "dense_1/kernel", "dense_1/bias"));
+  EXPECT_EQ(a.layers()[3].name(), "dropout");
+  EXPECT_EQ(a.weights_fingerprint(), b.weights_fingerprint());
+  // Different places draw different values.
+  EXPECT_NE(a.variables()[0].value().to_vector<float>()[0],
+            a.variables()[4].value().to_vector<float>()[0]);
+  // Another global seed, other values.
+  random::set_seed(6);
+  Sequential c = make();
+  c(ones({1, 3}));
+  EXPECT_NE(c.weights_fingerprint(), a.weights_fingerprint());
+  // A Functional model's layers build when they are called on Inputs, before the model exists:
+  // they keep names unique in the process.
+  KerasTensor in = Input({3});
+  Model f(in, Dense(2)(Dense(4)(in)));
+  EXPECT_THAT(f.layers()[0].name(), testing::MatchesRegex("dense(_[0-9]+)?"));
+  EXPECT_NE(f.layers()[0].name(), f.layers()[1].name());
 }
 
 TEST(Model, FreezingALayerRemovesItsTrainableVariables) {

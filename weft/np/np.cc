@@ -132,7 +132,7 @@ namespace {
 
 NpyArray to_npy(const Tensor& t) {
   WEFT_CHECK(t.defined(), InvalidArgument) << "np::save: the tensor is undefined";
-  Tensor c = t.contiguous();
+  Tensor c = contiguous(t);
   NpyArray a{c.dtype(), c.shape(), {}};
   auto* p = static_cast<const uint8_t*>(c.raw_data());
   a.data.assign(p, p + c.numel() * dtype_size(c.dtype()));

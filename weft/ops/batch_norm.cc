@@ -196,7 +196,7 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
       << op << ": no elements to take statistics over in shape " << shape_str(x_in.shape());
   WEFT_CHECK(epsilon > 0, InvalidArgument) << op << ": epsilon must be positive, got " << epsilon;
 
-  Tensor x = x_in.contiguous(), gamma = gamma_in.contiguous(), beta = beta_in.contiguous();
+  Tensor x = contiguous(x_in), gamma = contiguous(gamma_in), beta = contiguous(beta_in);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   auto feature_tensor = [&] { return Tensor::empty({v.features}, param_dtype); };
   Statistics st{feature_tensor(), feature_tensor(), feature_tensor(), feature_tensor()};
@@ -238,7 +238,7 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
     autodiff::record(
         op, {x_in, gamma_in, beta_in}, {y}, [x, gamma, v, st, relu](const autodiff::Grads& g) {
           DType param_dtype = gamma.dtype();
-          Tensor dy = cast(g[0], x.dtype()).contiguous();
+          Tensor dy = contiguous(cast(g[0], x.dtype()));
           Tensor dx = Tensor::empty(x.shape(), x.dtype());
           Tensor dgamma = Tensor::empty({v.features}, param_dtype);
           Tensor dbeta = Tensor::empty({v.features}, param_dtype);

@@ -58,6 +58,8 @@ Tensor cast(const Tensor& x, DType dtype) {
   return out;
 }
 
+Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : copy(x); }
+
 Tensor copy(const Tensor& x) {
   WEFT_CHECK(x.defined(), InvalidArgument) << "copy: the input tensor is undefined";
   Tensor out = Tensor::empty(x.shape(), x.dtype());

@@ -53,7 +53,7 @@ Tensor conv_backward_input(const Tensor& dy, const Tensor& w, const Conv2DParams
 Tensor conv_backward_filter(const Tensor& x, const Tensor& dy, const Conv2DParams& p);
 
 Tensor conv_forward(const Tensor& x_in, const Tensor& w_in, const Conv2DParams& p) {
-  Tensor x = x_in.contiguous(), w = w_in.contiguous();
+  Tensor x = contiguous(x_in), w = contiguous(w_in);
   Tensor y = Tensor::empty({p.n, p.oh, p.ow, p.oc}, x.dtype());
   run_kernel(
       x.dtype(),
@@ -73,7 +73,7 @@ Tensor conv_forward(const Tensor& x_in, const Tensor& w_in, const Conv2DParams& 
 
 // Both backward ops are linear in each argument; their own gradients give second derivatives.
 Tensor conv_backward_input(const Tensor& dy_in, const Tensor& w_in, const Conv2DParams& p) {
-  Tensor dy = dy_in.contiguous(), w = w_in.contiguous();
+  Tensor dy = contiguous(dy_in), w = contiguous(w_in);
   Tensor dx = Tensor::empty({p.n, p.h, p.w, p.c}, dy.dtype());
   run_kernel(
       dy.dtype(),
@@ -95,7 +95,7 @@ Tensor conv_backward_input(const Tensor& dy_in, const Tensor& w_in, const Conv2D
 }
 
 Tensor conv_backward_filter(const Tensor& x_in, const Tensor& dy_in, const Conv2DParams& p) {
-  Tensor x = x_in.contiguous(), dy = dy_in.contiguous();
+  Tensor x = contiguous(x_in), dy = contiguous(dy_in);
   Tensor dw = Tensor::empty({p.kh, p.kw, p.c, p.oc}, x.dtype());
   run_kernel(
       x.dtype(),
@@ -126,7 +126,7 @@ Pool2DParams pool_params(const char* op, const Tensor& x, Size2 ksize, Size2 str
 Tensor avg_pool_backward(const Tensor& dy_in, const Pool2DParams& p);
 
 Tensor avg_pool_forward(const Tensor& x_in, const Pool2DParams& p) {
-  Tensor x = x_in.contiguous();
+  Tensor x = contiguous(x_in);
   Tensor y = Tensor::empty({p.n, p.oh, p.ow, p.c}, x.dtype());
   run_kernel(
       x.dtype(), [&] { onednn::avg_pool2d_forward(x.dtype(), p, x.raw_data(), y.raw_data()); },
@@ -143,7 +143,7 @@ Tensor avg_pool_forward(const Tensor& x_in, const Pool2DParams& p) {
 }
 
 Tensor avg_pool_backward(const Tensor& dy_in, const Pool2DParams& p) {
-  Tensor dy = dy_in.contiguous();
+  Tensor dy = contiguous(dy_in);
   Tensor dx = Tensor::empty({p.n, p.h, p.w, p.c}, dy.dtype());
   run_kernel(
       dy.dtype(), [&] { onednn::avg_pool2d_backward(dy.dtype(), p, dy.raw_data(), dx.raw_data()); },
@@ -188,7 +188,7 @@ Tensor conv2d(const Tensor& x_in, const Tensor& f_in, Size2 strides, std::string
 
 Tensor max_pool2d(const Tensor& x_in, Size2 ksize, Size2 strides, std::string_view padding) {
   Pool2DParams p = pool_params("max_pool2d", x_in, ksize, strides, padding);
-  Tensor x = x_in.contiguous();
+  Tensor x = contiguous(x_in);
   Tensor y = Tensor::empty({p.n, p.oh, p.ow, p.c}, x.dtype());
   // Where each maximum was, for the backward pass.
   Tensor argmax = Tensor::empty(y.shape(), kInt32);
@@ -201,7 +201,7 @@ Tensor max_pool2d(const Tensor& x_in, Size2 ksize, Size2 strides, std::string_vi
   if (autodiff::is_recording()) {
     DType dtype = x.dtype();
     autodiff::record("max_pool2d", {x_in}, {y}, [argmax, dtype, p](const autodiff::Grads& g) {
-      Tensor dy = cast(g[0], dtype).contiguous();
+      Tensor dy = contiguous(cast(g[0], dtype));
       Tensor dx = Tensor::empty({p.n, p.h, p.w, p.c}, dtype);
       dispatch_dtype(dtype, [&]<typename T>() {
         if constexpr (std::is_floating_point_v<compute_t<T>>) {

@@ -107,7 +107,7 @@ void record_unary(const char* op, const Tensor& x, const Tensor& out,
 // relu's gradient, g where x > 0 and 0 elsewhere, in one pass (g has x's shape). It is linear in
 // g, so a nested tape differentiates it by applying it again.
 Tensor relu_grad(const Tensor& x, const Tensor& g) {
-  Tensor xs = cast(x, g.dtype()).contiguous(), gs = g.contiguous();
+  Tensor xs = contiguous(cast(x, g.dtype())), gs = contiguous(g);
   Tensor out = Tensor::empty(gs.shape(), gs.dtype());
   dispatch_dtype(gs.dtype(), [&]<typename T>() {
     binary_loop<T, T>(out, xs, gs, [](auto u, auto v) { return u > 0 ? v : decltype(v)(0); });

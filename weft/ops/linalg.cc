@@ -51,7 +51,7 @@ const Tensor& matmul_input(const Tensor& t, DType dtype, Tensor& converted) {
   ok = ok && std::all_of(t.strides().begin(), t.strides().end(), [](int64_t s) { return s >= 0; });
   if (ok && t.dtype() == dtype) return t;
   converted = cast(t, dtype);
-  if (!ok) converted = converted.contiguous();
+  if (!ok) converted = contiguous(converted);
   return converted;
 }
 

@@ -110,10 +110,27 @@ void set_seed(int64_t seed) {
   counter = 0;
 }
 
+namespace {
+thread_local SeedScope* seed_scope = nullptr;
+}  // namespace
+
 Seed next_seed() {
   std::lock_guard lock(seed_mu);
+  if (seed_scope != nullptr) {
+    return {global_seed,
+            static_cast<int64_t>(seed_scope->key_hash_ + static_cast<uint64_t>(seed_scope->draws_++))};
+  }
   return {global_seed, counter++};
 }
+
+SeedScope::SeedScope(const std::string& key) : previous_(seed_scope) {
+  // FNV-1a: a fixed function of the key on every platform (std::hash is not).
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : key) h = (h ^ c) * 0x100000001b3ull;
+  key_hash_ = h;
+  seed_scope = this;
+}
+SeedScope::~SeedScope() { seed_scope = previous_; }
 
 namespace {
 thread_local std::optional<ExampleKey> example_key_now;

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <optional>
+#include <string>
 
 #include "weft/core/tensor.h"
 
@@ -33,8 +34,28 @@ namespace random {
 // The global seed (tf.random.set_seed): resets the sequence next_seed() draws from. Default 0.
 void set_seed(int64_t seed);
 // A fresh seed for an op or initializer given none: (global seed, n) for the n-th call since
-// set_seed. Deterministic for a program that makes the same calls in the same order.
+// set_seed. Deterministic for a program that makes the same calls in the same order. Inside a
+// SeedScope it is the scope's sequence instead.
 Seed next_seed();
+
+// While it lives, next_seed() on this thread draws from a sequence keyed by `key` instead of the
+// process-wide counter: (global seed, hash(key) + n) for the n-th draw in the scope. A model's
+// layers build inside one keyed by their path in the model ("dense_1", "block/conv2d"), so a
+// model gets the same initial weights and Dropout seeds whatever else the process made before,
+// in every process of a cluster and on every replica.
+class SeedScope {
+ public:
+  explicit SeedScope(const std::string& key);
+  ~SeedScope();
+  SeedScope(const SeedScope&) = delete;
+  SeedScope& operator=(const SeedScope&) = delete;
+
+ private:
+  SeedScope* previous_;
+  uint64_t key_hash_;
+  int64_t draws_ = 0;
+  friend Seed next_seed();
+};
 
 // Where training-time random draws (Dropout's masks) are keyed on this thread: the training step
 // and the index, in that step's global batch, of the first example this thread computes. A

@@ -364,7 +364,7 @@ void gather_kernel(const Tensor& src, const std::vector<int64_t>& idx, int64_t o
 // gather's adjoint: sums g's rows into a zero tensor of `shape` at `idx` along `axis`.
 Tensor gather_grad(const Tensor& g, const Tensor& indices, const std::vector<int64_t>& idx,
                    const Shape& shape, int64_t axis) {
-  Tensor gc = g.contiguous();
+  Tensor gc = contiguous(g);
   Tensor out = zeros(shape, g.dtype());
   int64_t outer = num_elements(Shape(shape.begin(), shape.begin() + axis));
   int64_t inner = num_elements(Shape(shape.begin() + axis + 1, shape.end()));
@@ -396,7 +396,7 @@ Tensor gather(const Tensor& params, const Tensor& indices, int64_t axis) {
   Shape shape(params.shape().begin(), params.shape().begin() + axis);
   shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
   shape.insert(shape.end(), params.shape().begin() + axis + 1, params.shape().end());
-  Tensor src = params.contiguous();
+  Tensor src = contiguous(params);
   Tensor out = Tensor::empty(shape, params.dtype());
   int64_t outer = num_elements(Shape(params.shape().begin(), params.shape().begin() + axis));
   int64_t inner = num_elements(Shape(params.shape().begin() + axis + 1, params.shape().end()));

@@ -29,7 +29,7 @@ using testing::uniform;
 
 // 0, 1, 2, ... as float64 in `shape`.
 Tensor iota(const Shape& shape) {
-  return arange(0, static_cast<double>(num_elements(shape)), 1, kFloat64).reshape(shape);
+  return reshape(arange(0, static_cast<double>(num_elements(shape)), 1, kFloat64), shape);
 }
 
 bool shares_storage(const Tensor& a, const Tensor& b) { return a.storage() == b.storage(); }
@@ -44,7 +44,7 @@ TEST(Reshape, ContiguousIsAView) {
   EXPECT_THAT(y.to_vector<double>(), ElementsAre(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11));
   EXPECT_EQ(reshape(x, {-1}).shape(), Shape({12}));
   EXPECT_EQ(reshape(x, {2, 1, -1, 3}).shape(), Shape({2, 1, 2, 3}));
-  EXPECT_EQ(x.reshape({12, 1}).shape(), Shape({12, 1}));
+  EXPECT_EQ(reshape(x, {12, 1}).shape(), Shape({12, 1}));
   EXPECT_EQ(reshape(Tensor::scalar(3.0, kFloat64), {1, 1}).shape(), Shape({1, 1}));
   EXPECT_EQ(reshape(zeros({1, 1}), {}).shape(), Shape{});
 }

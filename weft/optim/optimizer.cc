@@ -5,16 +5,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "weft/core/errors.h"
+#include "weft/core/replica_context.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/reduce.h"
-#include "weft/core/replica_context.h"
 
 namespace weft::optim {
 
@@ -45,7 +45,7 @@ struct Optimizer::State {
   };
   std::vector<Entry> entries;                     // creation order
   std::unordered_map<uint64_t, size_t> by_value;  // var.value().id() -> entries index
-  std::unordered_set<std::string> prefixes;
+  std::set<std::string> prefixes;
 
   const LossScale& checked_loss_scale() const;  // called with mu held
 
@@ -56,9 +56,7 @@ struct Optimizer::State {
     WEFT_CHECK(is_floating(var.dtype()), InvalidArgument)
         << name << ": variable \"" << var.name() << "\" has dtype " << var.dtype()
         << "; optimizers update floating-point variables only";
-    std::string prefix = var.name();
-    for (int k = 1; prefixes.count(prefix); ++k) prefix = var.name() + "_" + std::to_string(k);
-    prefixes.insert(prefix);
+    std::string prefix = unique_name(var.name(), prefixes);
     Entry e{var, prefix, {}};
     for (const auto& spec : slot_specs) {
       e.slots.emplace_back(full(var.shape(), spec.initial_value, var.dtype()),

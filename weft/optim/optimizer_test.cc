@@ -279,12 +279,12 @@ TEST(Optimizer, GradientOfAnotherDtypeIsCast) {
 TEST(Optimizer, HalfPrecisionVariablesComputeInFloat) {
   Adam adam(0.5);
   SGD sgd({.learning_rate = 0.5, .momentum = 0.5});
-  Variable a(Tensor::from_vector<float>({1, 2}).astype(kBFloat16), "a");
-  Variable b(Tensor::from_vector<float>({1, 2}).astype(kFloat16), "b");
-  sgd.apply_gradients({{Tensor::from_vector<float>({1, -1}).astype(kBFloat16), a}});
+  Variable a(cast(Tensor::from_vector<float>({1, 2}), kBFloat16), "a");
+  Variable b(cast(Tensor::from_vector<float>({1, 2}), kFloat16), "b");
+  sgd.apply_gradients({{cast(Tensor::from_vector<float>({1, -1}), kBFloat16), a}});
   EXPECT_THAT(a.value().to_vector<float>(), ElementsAre(0.5f, 2.5f));
   EXPECT_EQ(sgd.get_slot(a, "momentum").dtype(), kBFloat16);
-  adam.apply_gradients({{Tensor::from_vector<float>({1, -1}).astype(kFloat16), b}});
+  adam.apply_gradients({{cast(Tensor::from_vector<float>({1, -1}), kFloat16), b}});
   // The first Adam step moves each weight by lr (times g / (|g| + epsilon)).
   EXPECT_THAT(b.value().to_vector<float>(), ElementsAre(0.5f, 2.5f));
 }

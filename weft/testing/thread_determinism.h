@@ -18,7 +18,7 @@
 namespace weft::testing {
 
 inline std::vector<char> bytes_of(const Tensor& t) {
-  Tensor c = t.contiguous();
+  Tensor c = contiguous(t);
   std::vector<char> b(static_cast<size_t>(c.numel() * dtype_size(c.dtype())));
   if (!b.empty()) std::memcpy(b.data(), c.raw_data(), b.size());
   return b;

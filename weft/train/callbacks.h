@@ -7,83 +7,23 @@
 #pragma once
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "weft/data/dataset.h"
-
-namespace weft::nn {
-class Model;
-}
+#include "weft/nn/callback.h"
 
 namespace weft::train {
 
-using Logs = std::map<std::string, double>;
-
-// Where a resumed fit() starts: an epoch, and a step within it.
-struct ResumePoint {
-  int epoch = 0;
-  int64_t step = 0;
-  auto operator<=>(const ResumePoint&) const = default;
-};
-
-class CallbackImpl {
- public:
-  virtual ~CallbackImpl() = default;
-  virtual void on_train_begin(const Logs& logs) {}
-  virtual void on_train_end(const Logs& logs) {}
-  virtual void on_epoch_begin(int epoch, const Logs& logs) {}
-  virtual void on_epoch_end(int epoch, Logs& logs) {}  // may add entries (e.g. "lr")
-  virtual void on_train_batch_begin(int64_t step, const Logs& logs) {}
-  virtual void on_train_batch_end(int64_t step, const Logs& logs) {}
-  virtual void on_test_end(const Logs& logs) {}
-  // Where fit() should start (BackupAndRestore resumes); nullopt: where it would anyway.
-  // Called once before on_train_begin, with the model built and set_iterator done.
-  virtual std::optional<ResumePoint> resume_point() { return std::nullopt; }
-  void set_model(nn::Model* model) { model_ = model; }
-  void set_params(int epochs, std::optional<int64_t> steps) {
-    epochs_ = epochs;
-    steps_ = steps;
-  }
-  // Examples in the batch just trained, set by fit() before on_train_batch_end.
-  void set_batch_examples(int64_t n) { batch_examples_ = n; }
-  // The iterator fit() reads across epochs (null for a dataset of unknown size).
-  void set_iterator(data::Dataset::Iterator* it) { iterator_ = it; }
-
- protected:
-  int64_t batch_examples_ = 0;
-  data::Dataset::Iterator* iterator_ = nullptr;
-  nn::Model* model_ = nullptr;
-  int epochs_ = 0;
-  std::optional<int64_t> steps_;  // steps per epoch when known
-};
-
-class Callback {
- public:
-  explicit Callback(std::shared_ptr<CallbackImpl> impl) : impl_(std::move(impl)) {}
-  CallbackImpl& impl() const { return *impl_; }
-
- private:
-  std::shared_ptr<CallbackImpl> impl_;
-};
-
-// What fit() returns: each log's value per epoch ("loss", "accuracy", "val_loss", ...).
-struct History {
-  std::vector<int> epoch;
-  std::map<std::string, std::vector<double>> history;
-};
-
-struct FitOptions {
-  int epochs = 1;
-  std::optional<data::Dataset> validation_data{};
-  std::vector<Callback> callbacks{};
-  std::optional<int64_t> steps_per_epoch{};  // with it, one iterator runs across epochs
-  int initial_epoch = 0;
-  int verbose = 1;  // 0: silent, 1: progress bar (plain lines off a terminal), 2: a line per epoch
-};
+// The callback interface, and fit's options and result, live with Model in weft/nn/callback.h;
+// they are weft::train's too, where the built-in callbacks are.
+using nn::Callback;
+using nn::CallbackImpl;
+using nn::FitOptions;
+using nn::History;
+using nn::Logs;
+using nn::ResumePoint;
 
 // Keras's progress bar: fit() adds one for verbose 1 and 2.
 class ProgbarLogger : public Callback {

@@ -7,6 +7,7 @@
 // per epoch.
 #include "weft/autodiff/tape.h"
 #include "weft/nn/model.h"
+#include "weft/train/callbacks.h"
 
 namespace weft::nn {
 

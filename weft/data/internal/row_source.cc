@@ -24,7 +24,7 @@ RowSource::RowSource(std::vector<Tensor> components, std::vector<Conversion> con
     WEFT_CHECK(c.dim(0) == components_[0].dim(0), InvalidArgument)
         << "Dataset::from_tensor_slices: component " << i << " has " << c.dim(0) << " rows (shape "
         << shape_str(c.shape()) << "), component 0 has " << components_[0].dim(0);
-    c = c.contiguous();
+    c = contiguous(c);
   }
 }
 
@@ -196,7 +196,7 @@ Element stack_elements(const std::vector<Element>& elements) {
     const int64_t row_bytes = first[c].numel() * dtype_size(first[c].dtype());
     char* to = static_cast<char*>(batch.raw_data());
     for (int64_t k = 0; k < n; ++k) {
-      Tensor row = elements[k][c].contiguous();
+      Tensor row = contiguous(elements[k][c]);
       if (row_bytes > 0) std::memcpy(to + k * row_bytes, row.raw_data(), row_bytes);
     }
     out.push_back(batch);

@@ -1,5 +1,6 @@
 #include "weft/distribute/internal/replica_group.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "weft/autodiff/tape.h"
@@ -62,14 +63,15 @@ struct ReplicaGroup::Call {
   }
 };
 
-ReplicaGroup::ReplicaGroup(int replicas, int threads_per_replica)
-    : threads_per_replica_(threads_per_replica),
+ReplicaGroup::ReplicaGroup(int replicas, int total_threads)
+    : total_threads_(std::max(1, total_threads)),
+      threads_per_replica_(std::max(1, total_threads / replicas)),
       done_(static_cast<size_t>(replicas)),
       calls_(static_cast<size_t>(replicas)),
       errors_(static_cast<size_t>(replicas)),
       updates_(static_cast<size_t>(replicas)),
       sequence_(static_cast<size_t>(replicas)) {
-  WEFT_ASSERT(replicas >= 1 && threads_per_replica >= 1) << replicas << " " << threads_per_replica;
+  WEFT_ASSERT(replicas >= 1) << replicas;
   for (int r = 0; r < replicas; ++r) contexts_.push_back(std::make_unique<Context>(this, r));
   for (int r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { worker(r); });
 }
@@ -256,6 +258,9 @@ void ReplicaGroup::merge_call(int replica, const std::function<void()>& fn) {
     try {
       ReplicaContextScope cross_replica(nullptr);
       autodiff::UpdateCollector::Suspend written_at_once;
+      // The other replicas wait idle meanwhile: the merge (the optimizer's update) uses their
+      // cores too.
+      config::ThreadBudget every_core(total_threads_);
       fn();
     } catch (...) {
       std::lock_guard lock(mu_);

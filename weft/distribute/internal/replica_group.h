@@ -21,7 +21,9 @@ namespace weft::distribute::internal {
 
 class ReplicaGroup {
  public:
-  ReplicaGroup(int replicas, int threads_per_replica);
+  // Each replica's kernels get total_threads / replicas threads (at least one); a merge_call,
+  // while the other replicas wait, gets all of them.
+  ReplicaGroup(int replicas, int total_threads);
   ~ReplicaGroup();
   ReplicaGroup(const ReplicaGroup&) = delete;
   ReplicaGroup& operator=(const ReplicaGroup&) = delete;
@@ -47,6 +49,7 @@ class ReplicaGroup {
 
   std::vector<std::unique_ptr<Context>> contexts_;
   std::vector<std::thread> threads_;
+  int total_threads_;
   int threads_per_replica_;
 
   std::mutex mu_;
