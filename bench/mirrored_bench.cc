@@ -52,15 +52,15 @@ BENCHMARK(mirrored_2x1_deterministic)->UseRealTime()->MinTime(1.0);
 int main(int argc, char** argv) {
   // Work per fit() call: examples trained.
   const double one = kSteps * kPerReplica, two = 2 * one;
-  return weft::bench::run(
-      argc, argv,
-      {{"MLP mirrored 2 x 1 thread vs 1 replica x 1 thread", "mirrored_2x1/min_time:1.000/real_time",
-        "default_1_thread/min_time:1.000/real_time", two, one, ">= 1.8"},
-       {"MLP mirrored 2 x 1 thread vs default on 2 threads (global batch 256)",
-        "mirrored_2x1/min_time:1.000/real_time", "default_2_threads/min_time:1.000/real_time", two,
-        two, ">= 1.0"},
-       {"MLP mirrored 2 x 1 deterministic vs default mode", 
-        "mirrored_2x1_deterministic/min_time:1.000/real_time",
-        "mirrored_2x1/min_time:1.000/real_time", two, two, ">= 0.87"}},
-      /*repetitions=*/5);
+  return weft::bench::run(argc, argv,
+                          {{"MLP mirrored 2 x 1 thread vs 1 replica x 1 thread",
+                            "mirrored_2x1/min_time:1.000/real_time",
+                            "default_1_thread/min_time:1.000/real_time", two, one, ">= 1.8"},
+                           {"MLP mirrored 2 x 1 thread vs default on 2 threads (global batch 256)",
+                            "mirrored_2x1/min_time:1.000/real_time",
+                            "default_2_threads/min_time:1.000/real_time", two, two, ">= 1.0"},
+                           {"MLP mirrored 2 x 1 deterministic vs default mode",
+                            "mirrored_2x1_deterministic/min_time:1.000/real_time",
+                            "mirrored_2x1/min_time:1.000/real_time", two, two, ">= 0.87"}},
+                          /*repetitions=*/5);
 }

@@ -82,9 +82,9 @@ class MirroredCli : public testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   nlohmann::json train(const std::string& args) {
     fs::path json = dir_ / ("run_" + std::to_string(runs_++) + ".json");
-    Result r = run("train --dataset " + (dir_ / "data").string() +
-                   " --batch-size 64 --seed 5 --quiet --metrics-json " + json.string() + " " +
-                   args);
+    Result r =
+        run("train --dataset " + (dir_ / "data").string() +
+            " --batch-size 64 --seed 5 --quiet --metrics-json " + json.string() + " " + args);
     EXPECT_EQ(r.status, 0) << args << ": " << r.output;
     return r.status == 0 ? read_json(json) : nlohmann::json{};
   }

@@ -265,7 +265,8 @@ TEST_F(TrainCli, BadInputGivesOneLineAndNonZeroExit) {
   one_line(run("train --model transformer"), "transformer");
   one_line(run("train --mixed-precision fp8"), "fp8");
   one_line(run("train --lr-schedule linear"), "linear");
-  one_line(run("train --strategy multi_worker --quiet"), "--strategy multi_worker is not supported");
+  one_line(run("train --strategy multi_worker --quiet"),
+           "--strategy multi_worker is not supported");
   one_line(run("train --replicas 2 --quiet"), "--replicas 2 needs --strategy mirrored");
 
   fs::path bad = dir_ / "bad";

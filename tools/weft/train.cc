@@ -19,6 +19,7 @@
 #include "weft/optim/schedules.h"
 #include "weft/optim/sgd.h"
 #include "weft/precision/policy.h"
+#include "weft/train/callbacks.h"
 
 namespace weft::cli {
 namespace {

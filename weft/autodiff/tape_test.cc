@@ -466,16 +466,16 @@ TEST(GradientTapeReady, ReportsEachSourceWhenItsGradientIsFinal) {
     return std::vector<Tensor>{g[0]};
   });
   Tensor y = sum(mul(mul(marked, w2), marked));
-  std::vector<Tensor> got = tape.gradient(
-      y, std::vector<Tensor>{w1.value(), w2.value(), unused.value()},
-      [&](size_t i, const Tensor& g) {
-        events.push_back("ready " + std::to_string(i));
-        if (i == 2) {
-          EXPECT_FALSE(g.defined());
-        } else {
-          EXPECT_TRUE(g.defined());
-        }
-      });
+  std::vector<Tensor> got =
+      tape.gradient(y, std::vector<Tensor>{w1.value(), w2.value(), unused.value()},
+                    [&](size_t i, const Tensor& g) {
+                      events.push_back("ready " + std::to_string(i));
+                      if (i == 2) {
+                        EXPECT_FALSE(g.defined());
+                      } else {
+                        EXPECT_TRUE(g.defined());
+                      }
+                    });
   EXPECT_EQ(events, (std::vector<std::string>{"ready 1", "marker backward", "ready 0", "ready 2"}));
   // y = sum(w2 * (x w1)^2): dy/dw2 = (x w1)^2, dy/dw1 = 2 w2 x^2 w1.
   EXPECT_FLOAT_EQ(got[1].data<float>()[1], 4.0f);

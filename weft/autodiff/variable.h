@@ -33,9 +33,8 @@ struct VariableArgs {
 };
 // A creator makes the variable, usually by calling `next` (the creators below it) with the
 // same or changed arguments.
-using VariableCreator =
-    std::function<Variable(const VariableArgs& args,
-                           const std::function<Variable(const VariableArgs&)>& next)>;
+using VariableCreator = std::function<Variable(
+    const VariableArgs& args, const std::function<Variable(const VariableArgs&)>& next)>;
 
 class Variable {
  public:

@@ -16,6 +16,7 @@
 #include "weft/checkpoint/internal/index.h"
 #include "weft/core/crc32c.h"
 #include "weft/core/errors.h"
+#include "weft/ops/cast.h"
 
 namespace weft::checkpoint {
 namespace {

@@ -16,6 +16,7 @@
 
 #include "weft/core/crc32c.h"
 #include "weft/core/errors.h"
+#include "weft/ops/cast.h"
 #include "weft/ops/shape_ops.h"
 
 namespace {

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/shape_ops.h"

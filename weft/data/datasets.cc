@@ -7,6 +7,7 @@
 #include "weft/data/internal/pipeline.h"
 #include "weft/data/readers/cifar10.h"
 #include "weft/data/readers/idx.h"
+#include "weft/ops/shape_ops.h"
 
 namespace weft::data {
 

@@ -11,6 +11,7 @@
 #include "weft/data/readers/npy.h"
 #include "weft/np/np.h"
 #include "weft/ops/creation.h"
+#include "weft/ops/shape_ops.h"
 
 namespace weft::data {
 namespace {

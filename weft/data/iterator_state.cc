@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "weft/core/errors.h"
+#include "weft/ops/cast.h"
 
 namespace weft::data {
 namespace {

@@ -23,9 +23,9 @@ int device_index(const std::string& name) {
   if (!strip("/device:")) strip("/");
   bool ok = strip("cpu:") && !n.empty() && n.size() < 7 &&
             std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; });
-  WEFT_CHECK(ok, InvalidArgument)
-      << "MirroredStrategy: \"" << name << "\" is not a CPU device name (expected \"/cpu:N\" or "
-      << "\"/job:localhost/replica:0/task:0/device:CPU:N\")";
+  WEFT_CHECK(ok, InvalidArgument) << "MirroredStrategy: \"" << name
+                                  << "\" is not a CPU device name (expected \"/cpu:N\" or "
+                                  << "\"/job:localhost/replica:0/task:0/device:CPU:N\")";
   int index = std::stoi(n);
   int count = config::logical_cpu_devices();
   WEFT_CHECK(index < count, InvalidArgument)

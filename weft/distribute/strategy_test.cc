@@ -13,6 +13,7 @@
 #include "weft/core/config.h"
 #include "weft/distribute/mirrored_strategy.h"
 #include "weft/distribute/updates.h"
+#include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/random.h"
@@ -75,8 +76,8 @@ TEST(Strategy, RunGivesEachReplicaItsValueOnItsOwnThread) {
 TEST(Strategy, ReduceAndGatherAcrossReplicas) {
   Devices devices(2);
   MirroredStrategy strategy({"/cpu:0", "CPU:1"});
-  PerReplica<Tensor> v({Tensor::from_vector<float>({1, 2, 3}, {3}),
-                        Tensor::from_vector<float>({10, 20, 30}, {3})});
+  PerReplica<Tensor> v(
+      {Tensor::from_vector<float>({1, 2, 3}, {3}), Tensor::from_vector<float>({10, 20, 30}, {3})});
   EXPECT_EQ(values(strategy.reduce(ReduceOp::SUM, v)), (std::vector<float>{11, 22, 33}));
   EXPECT_EQ(values(strategy.reduce(ReduceOp::MEAN, v)), (std::vector<float>{5.5, 11, 16.5}));
   EXPECT_EQ(values(strategy.reduce(ReduceOp::SUM, v, 0)), std::vector<float>{66});
@@ -188,8 +189,8 @@ TEST(Strategy, AReplicaThatThrowsEndsTheOthersWaits) {
       EXPECT_THAT(e.what(), HasSubstr("replica one's own error"));
     }
   }
-  PerReplica<Tensor> ok = strategy.run(
-      [&] { return get_replica_context().all_reduce(ReduceOp::SUM, {ones({2})})[0]; });
+  PerReplica<Tensor> ok =
+      strategy.run([&] { return get_replica_context().all_reduce(ReduceOp::SUM, {ones({2})})[0]; });
   EXPECT_EQ(values(ok[0]), (std::vector<float>{3, 3}));
 }
 

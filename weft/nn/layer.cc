@@ -78,8 +78,9 @@ std::string LayerImpl::path() const {
 void LayerImpl::adopt(const std::shared_ptr<LayerImpl>& parent, std::set<std::string>& used) {
   std::lock_guard lock(build_mu_);
   std::shared_ptr<LayerImpl> current = parent_.lock();
-  if (default_name_ && !built() && (!current || current == parent)) {
-    parent_ = parent;
+  bool adoptable = !built() && (!current || current == parent);
+  if (adoptable) parent_ = parent;
+  if (adoptable && default_name_) {
     name_ = unique_name(snake_case(class_name_), used);
   } else {
     used.insert(name_);

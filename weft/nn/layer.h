@@ -62,9 +62,9 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // layer in no model (or the outermost model). A layer with a path builds inside a
   // random::SeedScope keyed by it, so its initial weights follow the model's structure.
   std::string path() const;
-  // Called by a model on its layers, in order: an unbuilt layer with a default name that no
-  // model adopted yet takes the model as its parent and a name unique in `used` (the names of
-  // the model's other layers); any other layer's name is only added to `used`.
+  // Called by a model on its layers, in order: an unbuilt layer that no other model adopted
+  // takes the model as its parent and, if its name is the default one, a name unique in `used`
+  // (the names of the model's other layers); every layer's name ends up in `used`.
   void adopt(const std::shared_ptr<LayerImpl>& parent, std::set<std::string>& used);
   const std::string& class_name() const { return class_name_; }
   bool built() const { return built_.load(std::memory_order_acquire); }

@@ -379,9 +379,9 @@ std::map<std::string, double> Model::train_on_distributed(const distribute::Dist
 std::map<std::string, double> Model::test_on_batch(const std::vector<Tensor>& batch) {
   ModelImpl& m = model();
   check_compiled(m, "evaluation");
-  distribute::PerReplica<PartialLogs> parts = m.strategy.run(
-      [this](const data::Element& e) { return test_step(e); },
-      distribute::split_batch(batch, m.strategy.num_replicas_in_sync(), 0));
+  distribute::PerReplica<PartialLogs> parts =
+      m.strategy.run([this](const data::Element& e) { return test_step(e); },
+                     distribute::split_batch(batch, m.strategy.num_replicas_in_sync(), 0));
   return merge_logs(m, m.test_loss, parts.values());
 }
 
@@ -401,9 +401,9 @@ std::vector<Tensor> Model::predict(const data::Dataset& dataset) {
   ModelImpl& m = model();
   std::vector<std::vector<Tensor>> parts(m.num_outputs());
   for (const data::Element& batch : dataset) {
-    distribute::PerReplica<std::vector<Tensor>> outs = m.strategy.run(
-        [this](const data::Element& e) { return predict_step(e); },
-        distribute::split_batch(batch, m.strategy.num_replicas_in_sync(), 0));
+    distribute::PerReplica<std::vector<Tensor>> outs =
+        m.strategy.run([this](const data::Element& e) { return predict_step(e); },
+                       distribute::split_batch(batch, m.strategy.num_replicas_in_sync(), 0));
     for (const std::vector<Tensor>& replica : outs.values()) {
       for (size_t i = 0; i < replica.size(); ++i) parts[i].push_back(replica[i]);
     }

@@ -91,8 +91,8 @@ TEST(ModelDistributed, DropoutMasksAndMetricsDoNotDependOnTheCut) {
     dist::DistributedElement batch = dist::split_batch({x, labels, scores}, replicas, 3);
     auto masks = strategy.run([&](const data::Element& e) { return drop(e[0], true); }, batch);
     EXPECT_EQ(values(strategy.gather(masks, 0)), values(whole)) << replicas << " replicas";
-    auto partials = strategy.run(
-        [&](const data::Element& e) { return one.partial(e[1], e[2]); }, batch);
+    auto partials =
+        strategy.run([&](const data::Element& e) { return one.partial(e[1], e[2]); }, batch);
     metrics::SparseCategoricalAccuracy merged;
     for (const metrics::Partial& p : partials.values()) merged.merge_state(p);
     EXPECT_EQ(merged.result(), one.result()) << replicas << " replicas";
@@ -139,9 +139,8 @@ TEST(ModelDistributed, SyncBatchNormEqualsBatchNormOverTheGlobalBatch) {
   // float32 rounding in different orders.
   Tensor x = add(mul(stateless_random_normal({13, 3, 5}, {9, 1}, 0, 1, kFloat64), 3.0), -1.0);
   Tensor dy = stateless_random_normal({13, 3, 5}, {9, 2}, 0, 1, kFloat64);
-  BatchNormalizationOptions options{.momentum = 0.8,
-                                    .beta_initializer = "random_normal",
-                                    .gamma_initializer = "random_normal"};
+  BatchNormalizationOptions options{
+      .momentum = 0.8, .beta_initializer = "random_normal", .gamma_initializer = "random_normal"};
   BatchNormalization ref(options);
   SyncBatchNormalization sync(options);
   ref(x, false);
@@ -179,8 +178,7 @@ TEST(ModelDistributed, SyncBatchNormEqualsBatchNormOverTheGlobalBatch) {
   expect_close(concat(dxs, 0), g_ref[0], 1e-6, "dx");
   expect_close(add(add(dgammas[0], dgammas[1]), add(dgammas[2], dgammas[3])), g_ref[1], 1e-6,
                "dgamma");
-  expect_close(add(add(dbetas[0], dbetas[1]), add(dbetas[2], dbetas[3])), g_ref[2], 1e-6,
-               "dbeta");
+  expect_close(add(add(dbetas[0], dbetas[1]), add(dbetas[2], dbetas[3])), g_ref[2], 1e-6, "dbeta");
   expect_close(sync.variables()[2].value(), ref.variables()[2].value(), 1e-6, "moving mean");
   expect_close(sync.variables()[3].value(), ref.variables()[3].value(), 1e-6, "moving variance");
 }
@@ -200,9 +198,9 @@ TEST(ModelDistributed, FourReplicasTrainRepeatably) {
       model.compile(optim::SGD(0.05), losses::SparseCategoricalCrossentropy({.from_logits = true}),
                     {"accuracy"});
     }
-    auto history = model.fit(
-        data::Dataset::from_tensor_slices({x, y}).shuffle(800, 1).batch(20).repeat(),
-        {.epochs = 2, .steps_per_epoch = 100, .verbose = 0});
+    auto history =
+        model.fit(data::Dataset::from_tensor_slices({x, y}).shuffle(800, 1).batch(20).repeat(),
+                  {.epochs = 2, .steps_per_epoch = 100, .verbose = 0});
     EXPECT_EQ(model.optimizer().iterations().value().item<int64_t>(), 200);
     EXPECT_GT(history.history["accuracy"].back(), 0.8);
     std::vector<std::vector<double>> weights;

@@ -31,7 +31,7 @@ TEST(Model, SequentialFitLowersLossAndEvaluates) {
   Sequential model({Dense(16, "relu"), Dense(2)});
   model.compile(optim::Adam({.learning_rate = 0.01}),
                 losses::SparseCategoricalCrossentropy({.from_logits = true}), {"accuracy"});
-  train::History h = model.fit(blobs(512, 32), {.epochs = 5, .verbose = 0});
+  History h = model.fit(blobs(512, 32), {.epochs = 5, .verbose = 0});
   ASSERT_EQ(h.epoch.size(), 5u);
   EXPECT_LT(h.history["loss"].back(), h.history["loss"].front());
   auto result = model.evaluate(blobs(512, 64));
@@ -44,7 +44,7 @@ TEST(Model, ValidationLogsAndHistory) {
   Sequential model({Dense(8, "relu"), Dense(2)});
   model.compile(optim::Adam(), losses::SparseCategoricalCrossentropy({.from_logits = true}),
                 {"accuracy"});
-  train::History h =
+  History h =
       model.fit(blobs(128, 32), {.epochs = 2, .validation_data = blobs(64, 32), .verbose = 0});
   EXPECT_EQ(h.history.count("val_loss"), 1u);
   EXPECT_EQ(h.history.count("val_accuracy"), 1u);

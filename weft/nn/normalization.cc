@@ -171,8 +171,7 @@ class BatchNormalizationImpl : public NormalizationImpl {
               Tensor dxhat = mul(dy, along_axis(gamma));
               std::vector<Tensor> sums = distribute::get_replica_context().all_reduce(
                   distribute::ReduceOp::SUM, {sum(dxhat, axes), sum(mul(dxhat, xhat), axes)});
-              dx = mul(sub(sub(mul(dxhat, n), along_axis(sums[0])),
-                           mul(xhat, along_axis(sums[1]))),
+              dx = mul(sub(sub(mul(dxhat, n), along_axis(sums[0])), mul(xhat, along_axis(sums[1]))),
                        along_axis(div(inv_std, n)));
             }
             return {dx, sum(mul(dy, xhat), axes), sum(dy, axes)};

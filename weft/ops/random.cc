@@ -80,8 +80,8 @@ Tensor stateless_random_uniform(const Shape& shape, Seed seed, double minval, do
 Tensor stateless_random_uniform_slice(const Shape& shape, Seed seed, int64_t offset, double minval,
                                       double maxval, DType dtype) {
   WEFT_CHECK(minval <= maxval && offset >= 0, InvalidArgument)
-      << "stateless_random_uniform_slice: expected minval <= maxval and offset >= 0, got "
-      << minval << ", " << maxval << " and " << offset;
+      << "stateless_random_uniform_slice: expected minval <= maxval and offset >= 0, got " << minval
+      << ", " << maxval << " and " << offset;
   return sample("stateless_random_uniform_slice", Distribution::kUniform, shape, seed, minval,
                 maxval, dtype, static_cast<uint64_t>(offset));
 }
@@ -117,8 +117,8 @@ thread_local SeedScope* seed_scope = nullptr;
 Seed next_seed() {
   std::lock_guard lock(seed_mu);
   if (seed_scope != nullptr) {
-    return {global_seed,
-            static_cast<int64_t>(seed_scope->key_hash_ + static_cast<uint64_t>(seed_scope->draws_++))};
+    return {global_seed, static_cast<int64_t>(seed_scope->key_hash_ +
+                                              static_cast<uint64_t>(seed_scope->draws_++))};
   }
   return {global_seed, counter++};
 }

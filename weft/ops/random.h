@@ -22,8 +22,7 @@ Tensor stateless_random_uniform(const Shape& shape, Seed seed, double minval = 0
 // row-major order: a slice of a larger draw, made without the rest (Dropout draws each example's
 // mask at its place in the global batch, however the batch is cut among replicas).
 Tensor stateless_random_uniform_slice(const Shape& shape, Seed seed, int64_t offset,
-                                      double minval = 0, double maxval = 1,
-                                      DType dtype = kFloat32);
+                                      double minval = 0, double maxval = 1, DType dtype = kFloat32);
 Tensor stateless_random_normal(const Shape& shape, Seed seed, double mean = 0, double stddev = 1,
                                DType dtype = kFloat32);
 // Normal values re-drawn until within two standard deviations of the mean.
