@@ -3,84 +3,16 @@
 // non-zero exit.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <zlib.h>
 
-#include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
-#include <random>
-#include <sstream>
-#include <thread>
 
-extern char** environ;
+#include "cli_helpers.h"
 
 namespace {
 
-namespace fs = std::filesystem;
+using namespace weft_cli_test;
 using testing::HasSubstr;
-
-struct Result {
-  int status;
-  std::string output;
-};
-
-// A shell command's exit status and output (stdout and stderr).
-Result shell(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  std::string output;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) output.append(buf, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-Result run(const std::string& args) {
-  return shell(std::string(WEFT_BINARY_DIR) + "/weft " + args);
-}
-
-void write_gz(const fs::path& path, const std::string& bytes) {
-  gzFile f = gzopen(path.c_str(), "wb");
-  gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
-  gzclose(f);
-}
-
-std::string be32(uint32_t v) {
-  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-          static_cast<char>(v)};
-}
-
-// IDX files in Fashion-MNIST's names: n images of side x side pixels whose brightness pattern
-// depends on the label, so a model can learn them.
-void write_dataset(const fs::path& dir, int n_train, int n_test, int side = 28) {
-  fs::create_directories(dir);
-  std::mt19937 rng(5);
-  for (auto [prefix, n] : {std::pair{"train", n_train}, std::pair{"t10k", n_test}}) {
-    std::string images = std::string("\0\0\x08\x03", 4) + be32(n) + be32(side) + be32(side);
-    std::string labels = std::string("\0\0\x08\x01", 4) + be32(n);
-    for (int i = 0; i < n; ++i) {
-      int label = static_cast<int>(rng() % 10);
-      labels += static_cast<char>(label);
-      for (int p = 0; p < side * side; ++p) {
-        int base = (p % 10 == label) ? 200 : 20;
-        images += static_cast<char>(base + static_cast<int>(rng() % 50));
-      }
-    }
-    write_gz(dir / (std::string(prefix) + "-images-idx3-ubyte.gz"), images);
-    write_gz(dir / (std::string(prefix) + "-labels-idx1-ubyte.gz"), labels);
-  }
-}
-
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return nlohmann::json::parse(in);
-}
 
 class TrainCli : public testing::Test {
  protected:
@@ -108,23 +40,7 @@ TEST_F(TrainCli, ResumedRunMatchesUninterruptedRunBitForBit) {
   fs::path backup = dir_ / "backup";
   std::string args = common() + " --backup-dir " + backup.string() +
                      " --save-freq 5 --metrics-json " + (dir_ / "resumed.json").string();
-  std::vector<std::string> argv_s = {std::string(WEFT_BINARY_DIR) + "/weft"};
-  std::istringstream split(args);
-  for (std::string w; split >> w;) argv_s.push_back(w);
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  pid_t pid;
-  ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (!fs::exists(backup / "checkpoint") && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it could be killed";
-  ASSERT_TRUE(fs::exists(backup / "checkpoint"));
+  ASSERT_TRUE(kill_after_first_backup(args, backup)) << "the run was not killed after a backup";
 
   Result resumed = run(args);
   ASSERT_EQ(resumed.status, 0) << resumed.output;
