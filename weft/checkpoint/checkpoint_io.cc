@@ -12,7 +12,7 @@
 #include <system_error>
 
 #include "weft/autodiff/tape.h"
-#include "weft/checkpoint/internal/file_io.h"
+#include "weft/core/file_io.h"
 #include "weft/checkpoint/internal/index.h"
 #include "weft/core/crc32c.h"
 #include "weft/core/errors.h"
@@ -24,10 +24,10 @@ namespace {
 static_assert(std::endian::native == std::endian::little,
               "checkpoint data is little-endian and copied to and from files as is");
 
-using internal::errno_text;
+using io::errno_text;
 using internal::hex32;
-using internal::InputFile;
-using internal::OutputFile;
+using io::InputFile;
+using io::OutputFile;
 
 constexpr std::string_view kTmpMarker = ".tmp-";
 
@@ -58,12 +58,12 @@ CheckpointIndex load_index(const std::string& dir_arg) {
   std::error_code ec;
   WEFT_CHECK(std::filesystem::is_directory(dir, ec), FailedPrecondition)
       << "checkpoint " << dir << ": no such directory";
-  WEFT_CHECK(internal::base_name(dir).find(kTmpMarker) == std::string::npos, DataLoss)
+  WEFT_CHECK(io::base_name(dir).find(kTmpMarker) == std::string::npos, DataLoss)
       << dir << ": an uncommitted checkpoint (the temporary directory of a save that did not "
       << "finish)";
   std::string path = dir + "/" + kIndexFileName;
   std::string bytes, error;
-  WEFT_CHECK(internal::read_whole_file(path, &bytes, &error), DataLoss)
+  WEFT_CHECK(io::read_whole_file(path, &bytes, &error), DataLoss)
       << path << ": cannot read the index (" << error << "): not a committed checkpoint";
   return internal::decode_index(bytes, path);
 }
@@ -187,10 +187,10 @@ void write_checkpoint(const std::string& dir_arg, const std::vector<SavedTensor>
                       const WriteOptions& options) {
   WEFT_CHECK(!dir_arg.empty(), InvalidArgument) << "write_checkpoint: empty directory name";
   std::string dir = strip_trailing_slashes(dir_arg);
-  WEFT_CHECK(internal::base_name(dir).find(kTmpMarker) == std::string::npos, InvalidArgument)
+  WEFT_CHECK(io::base_name(dir).find(kTmpMarker) == std::string::npos, InvalidArgument)
       << "write_checkpoint: \"" << dir << "\": a checkpoint name must not contain \"" << kTmpMarker
       << "\" (it marks uncommitted checkpoints)";
-  std::string parent = internal::parent_directory(dir);
+  std::string parent = io::parent_directory(dir);
   std::error_code ec;
   WEFT_CHECK(std::filesystem::is_directory(parent, ec), FailedPrecondition)
       << "write_checkpoint: " << dir << ": the parent directory " << parent << " does not exist";
@@ -256,13 +256,13 @@ void write_checkpoint(const std::string& dir_arg, const std::vector<SavedTensor>
     OutputFile f(tmp + "/" + kIndexFileName);
     f.append(encoded.data(), encoded.size());
     f.sync_and_close();
-    internal::fsync_directory(tmp);
-    internal::rename_directory_replacing(tmp, dir);
+    io::fsync_directory(tmp);
+    io::rename_directory_replacing(tmp, dir);
   } catch (...) {
     std::filesystem::remove_all(tmp, ec);
     throw;
   }
-  internal::fsync_directory(parent);
+  io::fsync_directory(parent);
 }
 
 CheckpointIndex read_index(const std::string& dir) { return load_index(dir); }

@@ -49,9 +49,8 @@ std::string data_dir();
 // How long an idle OpenMP thread spins before it sleeps, as libgomp's GOMP_SPINCOUNT. libgomp's
 // default (300000 spins) is the fastest on an idle machine but halves throughput when other work
 // competes for the cores (the input pipeline's thread, replicas, other processes); sleeping at
-// once (OMP_WAIT_POLICY=PASSIVE) costs a wake-up per parallel region. Measured on 2 cores, MLP
-// examples/s for one epoch: idle 17400 / 15200 / 8600 (default / 30000 spins / passive), with
-// two CPU hogs running 3350 / 7130 / 5660. libgomp reads its policy once, when it loads, so weft
+// once (OMP_WAIT_POLICY=PASSIVE) costs a wake-up per parallel region; 30000 spins keeps most of
+// both (figures in docs/benchmarks.md). libgomp reads its policy once, when it loads, so weft
 // applies this before it does (weft/core/openmp_wait_policy.cc), in every program linked with
 // weft; OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment win.
 inline constexpr long kOpenMPSpinCount = 30000;

@@ -36,9 +36,10 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& source_
 // not hold exactly prod(a.shape) elements.
 std::vector<uint8_t> serialize_npy(const NpyArray& a);
 
-// File versions of the above. Writers write `path + ".tmp"` and rename it over `path` only once
-// complete, so a failure never leaves a partial file under `path`. Files that cannot be opened,
-// written or renamed throw FailedPrecondition.
+// File versions of the above. Writers write `path + ".tmp-<pid>"`, sync it and rename it over
+// `path` only once complete (weft::io::AtomicOutputFile, as checkpoints do), so a failure never
+// leaves a partial file under `path`. Files that cannot be opened, written or renamed throw
+// FailedPrecondition.
 NpyArray read_npy_file(const std::string& path);
 void write_npy_file(const std::string& path, const NpyArray& a);
 

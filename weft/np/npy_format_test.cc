@@ -23,6 +23,17 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
+// Whether a writer left its temporary file (`path` + ".tmp-<pid>") behind.
+bool has_temporary_file(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string name = p.filename().string();
+  for (const auto& e : std::filesystem::directory_iterator(p.parent_path())) {
+    const std::string other = e.path().filename().string();
+    if (other.starts_with(name) && other.substr(name.size()).starts_with(".tmp")) return true;
+  }
+  return false;
+}
+
 constexpr DType kNpyDTypes[] = {kBool, kUInt8, kInt32, kInt64, kFloat16, kFloat32, kFloat64};
 
 // Element i of every test array; expected() in the Python scripts below computes the same values.
@@ -185,7 +196,7 @@ TEST_F(NpyFormatTest, WritesAndReadsFiles) {
   write_npy_file(path, make_array(kFloat64, {4, 2}));
   write_npy_file(path, make_array(kInt32, {3}));  // replaces the first file
   EXPECT_EQ(read_npy_file(path), make_array(kInt32, {3}));
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_FALSE(has_temporary_file(path));
 }
 
 TEST_F(NpyFormatTest, RejectsArraysNumPyCannotRepresent) {
@@ -205,7 +216,7 @@ TEST_F(NpyFormatTest, RejectsArraysNumPyCannotRepresent) {
       error_message<InvalidArgument>([&] { write_npy_file(path, make_array(kBFloat16, {})); }),
       HasSubstr(path + ": cannot write bfloat16"));
   EXPECT_FALSE(std::filesystem::exists(path));
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_FALSE(has_temporary_file(path));
 }
 
 TEST_F(NpyFormatTest, ReadsBigEndian) {
@@ -346,7 +357,7 @@ TEST_F(NpyFormatTest, FileErrorsNameThePath) {
   const std::string unwritable = dir_ + "no_such_dir/a.npy";
   EXPECT_THAT(error_message<FailedPrecondition>(
                   [&] { write_npy_file(unwritable, make_array(kUInt8, {1})); }),
-              HasSubstr("cannot open " + unwritable + ".tmp for writing: No such file"));
+              HasSubstr("cannot create " + unwritable + ".tmp-"));
 }
 
 class NpzRoundTripTest : public NpyFormatTest, public ::testing::WithParamInterface<bool> {};
@@ -364,7 +375,7 @@ TEST_P(NpzRoundTripTest, RoundTripsNamesOrderAndValues) {
   const std::string path = dir_ + "a.npz";
   write_npz_file(path, arrays, /*compress=*/GetParam());
   EXPECT_EQ(read_npz_file(path), arrays);
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_FALSE(has_temporary_file(path));
 }
 
 INSTANTIATE_TEST_SUITE_P(StoredAndDeflated, NpzRoundTripTest, ::testing::Bool());
@@ -395,7 +406,7 @@ TEST_F(NpyFormatTest, RejectsDuplicateNamesBeforeWriting) {
               }),
               HasSubstr(path + ": array 'w': cannot write bfloat16"));
   EXPECT_FALSE(std::filesystem::exists(path));
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_FALSE(has_temporary_file(path));
 }
 
 TEST_F(NpyFormatTest, CorruptNpzIsDataLoss) {

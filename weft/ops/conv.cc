@@ -27,12 +27,9 @@ bool needs_float32(DType t) { return is_half(t) && !onednn::supports(t); }
 
 // oneDNN 2.6 has no fast bfloat16 AMX kernel for a one-channel input (a grey image's first
 // layer): on an AMX CPU it runs no faster than in float32. With the input and filter padded to
-// four channels, the three extra ones zero, it picks its AMX kernels: for a 256x28x28x1 batch to
-// 32 channels the forward pass went from 4.2-5.0 to 2.8-3.8 ms and forward plus filter gradient
-// from 10-15 to 8.5-8.9 ms, padding included. Without AMX (AVX512-BF16 only, e.g. AMD Zen 4) the
-// padding only adds work: there the one-channel kernels took 1.1 ms forward and 0.5-1.6 ms for
-// the filter gradient, the padded ones 1.8 and 1.9-3.7 ms. The zero channels add nothing to any
-// sum, and pad's gradient slices them off.
+// four channels, the three extra ones zero, it picks its AMX kernels. Without AMX the padding only
+// adds work, so only AMX CPUs pad (figures in docs/benchmarks.md). The zero channels add nothing
+// to any sum, and pad's gradient slices them off.
 constexpr int64_t kPaddedChannels = 4;
 bool pads_channels(DType t, int64_t channels) {
   return t == kBFloat16 && channels == 1 && onednn::has_amx();

@@ -10,7 +10,7 @@
 #include <system_error>
 
 #include "weft/checkpoint/checkpoint_io.h"
-#include "weft/checkpoint/internal/file_io.h"
+#include "weft/core/file_io.h"
 #include "weft/core/errors.h"
 
 namespace weft::train {
@@ -116,11 +116,11 @@ std::string Checkpoint::save(int64_t step) {
       fs::remove_all(d, ec);
       continue;
     }
-    kept.push_back(checkpoint::internal::base_name(d));
+    kept.push_back(io::base_name(d));
   }
-  checkpoint::internal::fsync_directory(directory_);
+  io::fsync_directory(directory_);
   nlohmann::ordered_json state_file{{"latest", kept.back()}, {"all", kept}};
-  checkpoint::internal::write_file_atomically(directory_ + "/" + kStateFileName,
+  io::write_file_atomically(directory_ + "/" + kStateFileName,
                                               state_file.dump(1) + "\n");
   return dir;
 }

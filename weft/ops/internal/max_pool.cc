@@ -104,8 +104,7 @@ template <typename T>
 void max_pool2d_nhwc_forward(const Pool2DParams& p, const T* x, T* y, int32_t* argmax) {
   using C = compute_t<T>;
   // Channels go in blocks of two AVX-512 registers' worth, whose maxima and taps stay in
-  // registers over the window. With them in memory, the CNN's first bfloat16 pool (256x28x28x32,
-  // 2x2) took 2.5-2.6 ms; blocked, 1.5-1.8 ms (float32: about 3.0 ms either way).
+  // registers over the window (faster than in memory; figures in docs/benchmarks.md).
   constexpr int64_t kBlock = 64 / sizeof(C) * 2;
   int64_t blocked = p.c / kBlock * kBlock;
   parallel_for(p.n * p.oh, 1, [&](int64_t begin, int64_t end) {

@@ -401,11 +401,10 @@ int64_t pad_after(int64_t in, int64_t out, int64_t stride, int64_t window, int64
 }
 
 // weft's layouts (NHWC activations, HWIO filters) and the primitive's geometry. Filters are given
-// to oneDNN as format_tag::any: with plain HWIO filters oneDNN 2.6 falls back to im2col + GEMM
-// (3x slower for a 3x3x32x64 convolution, 14x for a one-channel filter gradient), while with
-// filters in its own blocked layout it runs its direct JIT kernels on NHWC activations. Letting it
-// choose the activations' layout too makes each kernel a little faster, but the reorders to and
-// from it (7.6 ms of a 55 ms CNN training step) eat that up: fit throughput came out the same.
+// to oneDNN as format_tag::any: with plain HWIO filters oneDNN 2.6 falls back to im2col + GEMM,
+// while with filters in its own blocked layout it runs its direct JIT kernels on NHWC activations.
+// Activations stay NHWC: a layout of oneDNN's choosing costs reorders that use up what the kernels
+// gain (figures in docs/benchmarks.md).
 struct ConvGeometry {
   memory::desc src, weights, dst;  // weft's layouts
   memory::desc any_weights;

@@ -2,7 +2,7 @@
 // slots and writes the variable and slots back, element by element, split over weft's threads.
 // Each element is independent, so the result does not depend on how the work is cut. GCC
 // vectorises the loop only with -fno-math-errno: otherwise std::sqrt keeps an errno branch in it
-// (Adam measured 3x slower on 16M floats).
+// (docs/benchmarks.md has the figures).
 //
 //   fused_update<1>(grad, var, slots, [=](auto g, auto& w, auto& m) {
 //     using C = decltype(g);          // float for float32 (and bf16/f16), double for float64

@@ -1,4 +1,4 @@
-#include "weft/checkpoint/internal/file_io.h"
+#include "weft/core/file_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -6,14 +6,32 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <system_error>
-#include <vector>
 
 #include "weft/core/errors.h"
 
-namespace weft::checkpoint::internal {
+namespace weft::io {
+namespace {
+
+// Reads exactly `size` bytes at `offset`: 0 when done, -1 when the file ends first, otherwise the
+// errno of the failed read; *at is where it stopped.
+int pread_fully(int fd, uint64_t offset, void* dst, size_t size, uint64_t* at) {
+  char* p = static_cast<char*>(dst);
+  while (size > 0) {
+    ssize_t n = ::pread(fd, p, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    *at = offset;
+    if (n < 0) return errno;
+    if (n == 0) return -1;
+    p += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return 0;
+}
+
+}  // namespace
 
 std::string errno_text(int err) { return std::system_category().message(err); }
 
@@ -28,15 +46,21 @@ OutputFile::~OutputFile() {
 }
 
 void OutputFile::append(const void* data, size_t size) {
+  write_at(offset_, data, size);
+}
+
+void OutputFile::write_at(uint64_t offset, const void* data, size_t size) {
+  WEFT_ASSERT(offset <= offset_) << path_ << ": write at " << offset << " past the end " << offset_;
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
-    ssize_t n = ::write(fd_, p, size);
+    ssize_t n = ::pwrite(fd_, p, size, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
-    WEFT_CHECK(n > 0, FailedPrecondition) << "cannot write " << path_ << " at offset " << offset_
-                                          << ": " << errno_text(n < 0 ? errno : EIO);
+    WEFT_CHECK(n > 0, FailedPrecondition) << "cannot write " << path_ << " at byte offset "
+                                          << offset << ": " << errno_text(n < 0 ? errno : EIO);
     p += n;
     size -= static_cast<size_t>(n);
-    offset_ += static_cast<uint64_t>(n);
+    offset += static_cast<uint64_t>(n);
+    if (offset > offset_) offset_ = offset;
   }
 }
 
@@ -48,6 +72,7 @@ void OutputFile::pad_to_multiple_of(size_t alignment) {
 }
 
 void OutputFile::sync_and_close() {
+  // fsync before any rename: otherwise a crash can leave the name pointing at unwritten data.
   WEFT_CHECK(::fsync(fd_) == 0, FailedPrecondition)
       << "cannot fsync " << path_ << ": " << errno_text(errno);
   int fd = fd_;
@@ -56,34 +81,65 @@ void OutputFile::sync_and_close() {
       << "cannot close " << path_ << ": " << errno_text(errno);
 }
 
+namespace {
+std::string temporary_name(const std::string& path) {
+  std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  ::unlink(tmp.c_str());  // left by an earlier process that had our pid and crashed
+  return tmp;
+}
+}  // namespace
+
+AtomicOutputFile::AtomicOutputFile(const std::string& path)
+    : OutputFile(temporary_name(path)), final_path_(path) {}
+
+AtomicOutputFile::~AtomicOutputFile() {
+  if (!committed_) ::unlink(path().c_str());
+}
+
+void AtomicOutputFile::commit() {
+  sync_and_close();
+  WEFT_CHECK(::rename(path().c_str(), final_path_.c_str()) == 0, FailedPrecondition)
+      << "cannot rename " << path() << " to " << final_path_ << ": " << errno_text(errno);
+  committed_ = true;
+  fsync_directory(parent_directory(final_path_));
+}
+
+InputFile::InputFile(const std::string& path) {
+  std::string reason = open(path);
+  WEFT_CHECK(reason.empty(), FailedPrecondition) << "cannot open " << path << ": " << reason;
+}
+
 InputFile::~InputFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
 std::string InputFile::open(const std::string& path) {
+  WEFT_ASSERT(fd_ < 0) << "InputFile opened twice";
+  path_ = path;
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) return errno_text(errno);
   struct stat st;
   if (::fstat(fd_, &st) != 0) return errno_text(errno);
+  if (S_ISDIR(st.st_mode)) return errno_text(EISDIR);
   if (!S_ISREG(st.st_mode)) return "not a regular file";
   size_ = static_cast<uint64_t>(st.st_size);
   return {};
 }
 
 bool InputFile::read_at(uint64_t offset, void* dst, size_t size, std::string* error) const {
-  char* p = static_cast<char*>(dst);
-  while (size > 0) {
-    ssize_t n = ::pread(fd_, p, size, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      *error = n == 0 ? "unexpected end of file" : errno_text(errno);
-      return false;
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
-  return true;
+  uint64_t at = 0;
+  int rc = pread_fully(fd_, offset, dst, size, &at);
+  if (rc != 0) *error = rc < 0 ? "unexpected end of file" : errno_text(rc);
+  return rc == 0;
+}
+
+void InputFile::read_exactly(uint64_t offset, void* dst, size_t size) const {
+  uint64_t at = 0;
+  int rc = pread_fully(fd_, offset, dst, size, &at);
+  WEFT_CHECK(rc <= 0, FailedPrecondition)
+      << "cannot read " << path_ << " at byte offset " << at << ": " << errno_text(rc);
+  WEFT_CHECK(rc == 0, DataLoss) << path_ << ": unexpected end of file at byte offset " << at
+                                << " (was the file changed while being read?)";
 }
 
 bool read_whole_file(const std::string& path, std::string* contents, std::string* error) {
@@ -108,19 +164,9 @@ void fsync_directory(const std::string& dir) {
 }
 
 void write_file_atomically(const std::string& path, std::string_view contents) {
-  std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  ::unlink(tmp.c_str());  // left by an earlier process that had our pid and crashed
-  try {
-    OutputFile f(tmp);
-    f.append(contents.data(), contents.size());
-    f.sync_and_close();
-    WEFT_CHECK(::rename(tmp.c_str(), path.c_str()) == 0, FailedPrecondition)
-        << "cannot rename " << tmp << " to " << path << ": " << errno_text(errno);
-  } catch (...) {
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  fsync_directory(parent_directory(path));
+  AtomicOutputFile f(path);
+  f.append(contents);
+  f.commit();
 }
 
 void rename_directory_replacing(const std::string& from, const std::string& to) {
@@ -137,17 +183,21 @@ void rename_directory_replacing(const std::string& from, const std::string& to) 
   std::filesystem::remove_all(from, ec);
 }
 
-std::string parent_directory(const std::string& path) {
+namespace {
+std::filesystem::path without_trailing_slashes(const std::string& path) {
   std::filesystem::path p(path);
   while (!p.empty() && p.filename().empty() && p != p.root_path()) p = p.parent_path();
-  std::filesystem::path parent = p.parent_path();
+  return p;
+}
+}  // namespace
+
+std::string parent_directory(const std::string& path) {
+  std::filesystem::path parent = without_trailing_slashes(path).parent_path();
   return parent.empty() ? std::string(".") : parent.string();
 }
 
 std::string base_name(const std::string& path) {
-  std::filesystem::path p(path);
-  while (!p.empty() && p.filename().empty() && p != p.root_path()) p = p.parent_path();
-  return p.filename().string();
+  return without_trailing_slashes(path).filename().string();
 }
 
-}  // namespace weft::checkpoint::internal
+}  // namespace weft::io
