@@ -93,9 +93,9 @@ VariableAggregation Variable::aggregation() const {
   return state_->aggregation;
 }
 
-bool Variable::deferred(const Tensor& new_value) const {
+bool Variable::deferred(const Tensor& new_value, const Tensor& change) const {
   if (state_->aggregation == VariableAggregation::NONE) {
-    WEFT_CHECK(!distribute::in_cross_replica_sync(), FailedPrecondition)
+    WEFT_CHECK(!distribute::in_replica_sync_group(), FailedPrecondition)
         << "Variable \"" << state_->name << "\" was assigned on replica "
         << distribute::get_replica_context().replica_id_in_sync_group() << " of "
         << distribute::get_replica_context().num_replicas_in_sync()
@@ -105,6 +105,12 @@ bool Variable::deferred(const Tensor& new_value) const {
     return false;
   }
   if (collector == nullptr) return false;
+  if (change.defined() && state_->aggregation == VariableAggregation::SUM) {
+    Tensor delta = cast(change, state_->value.dtype());
+    collector->updates_.push_back(
+        {*this, delta.storage() == state_->value.storage() ? copy(delta) : delta, 1, true});
+    return true;
+  }
   // A value sharing the variable's storage would change when the variable is written.
   collector->updates_.push_back(
       {*this, new_value.storage() == state_->value.storage() ? copy(new_value) : new_value});
@@ -127,13 +133,13 @@ void Variable::assign(const Tensor& v) {
 void Variable::assign_add(const Tensor& delta) {
   autodiff::NoRecordScope no_record;
   Tensor sum = add(value(), delta);
-  if (!deferred(cast(sum, dtype()))) assign_into(value(), sum);
+  if (!deferred(cast(sum, dtype()), delta)) assign_into(value(), sum);
 }
 
 void Variable::assign_sub(const Tensor& delta) {
   autodiff::NoRecordScope no_record;
   Tensor difference = sub(value(), delta);
-  if (!deferred(cast(difference, dtype()))) assign_into(value(), difference);
+  if (!deferred(cast(difference, dtype()), neg(delta))) assign_into(value(), difference);
 }
 
 }  // namespace weft

@@ -70,8 +70,9 @@ class Variable {
   static Variable create(const VariableArgs& args);  // the bottom of the creator stack
   // Whether an assignment of `new_value` (the variable's dtype) is recorded by the thread's
   // UpdateCollector instead of written; FailedPrecondition for an unaggregated variable on a
-  // replica in sync with others.
-  bool deferred(const Tensor& new_value) const;
+  // replica in sync with others. `change` is the delta of an assign_add/assign_sub, which a SUM
+  // variable records instead of the new value.
+  bool deferred(const Tensor& new_value, const Tensor& change = Tensor()) const;
   std::shared_ptr<State> state_;
 };
 
@@ -98,6 +99,9 @@ class UpdateCollector {
     Variable variable;
     Tensor value;
     int64_t count = 1;
+    // For a SUM variable's assign_add/assign_sub: `value` is a change to add to the variable, not
+    // its new value, so that the replicas' changes add up (old + d1 + d2, not 2 * old + d1 + d2).
+    bool relative = false;
   };
   UpdateCollector();
   ~UpdateCollector();

@@ -22,7 +22,7 @@ ReplicaContext& get_replica_context() {
   return current != nullptr ? *current : default_context;
 }
 
-bool in_cross_replica_sync() { return current != nullptr && current->num_replicas_in_sync() > 1; }
+bool in_replica_sync_group() { return current != nullptr && current->num_replicas_in_sync() > 1; }
 
 ReplicaContextScope::ReplicaContextScope(ReplicaContext* context) : previous_(current) {
   current = context;

@@ -25,7 +25,9 @@ class ReplicaContext {
   virtual int num_replicas_in_sync() const = 0;
   // Every replica passes tensors of the same shapes and dtypes, in the same order; each gets the
   // element-wise reduction across replicas, summed in replica order in one fixed tree, so the
-  // result does not depend on which replica arrived first.
+  // result does not depend on which replica arrived first. An undefined tensor stands for zeros
+  // of the others' shape (a replica with no gradient for a variable); undefined on every replica,
+  // the result is undefined.
   virtual std::vector<Tensor> all_reduce(ReduceOp op, const std::vector<Tensor>& values) = 0;
   // Runs fn once, on one replica, while the others wait; every replica returns after it (and
   // rethrows what it threw). Every replica must call it, in the same order as its other
@@ -37,7 +39,7 @@ class ReplicaContext {
 // (replica 0 of 1, whose all_reduce returns its input and whose merge_call calls fn).
 ReplicaContext& get_replica_context();
 // True on a thread running a replica of a strategy with more than one replica in sync.
-bool in_cross_replica_sync();
+bool in_replica_sync_group();
 
 // Installs `context` as the calling thread's replica context while it lives (strategies do).
 class ReplicaContextScope {

@@ -127,13 +127,47 @@ TEST(Strategy, AllReduceSumsInOneFixedTree) {
   EXPECT_EQ(values(means[2]), mean);
 }
 
+// A value a replica leaves undefined (no gradient for a variable) counts as zeros; undefined on
+// every replica, the result is undefined.
+TEST(Strategy, AllReduceTakesUndefinedValuesAsZeros) {
+  Devices devices(3);
+  MirroredStrategy strategy;
+  PerReplica<std::vector<Tensor>> out = strategy.run([&] {
+    auto& ctx = get_replica_context();
+    int r = ctx.replica_id_in_sync_group();
+    return ctx.all_reduce(ReduceOp::SUM,
+                          {r == 1 ? Tensor() : full({2}, r + 1.0), Tensor(), full({1}, 1.0)});
+  });
+  for (const auto& replica : out.values()) {
+    EXPECT_EQ(values(replica[0]), (std::vector<float>{4, 4}));
+    EXPECT_FALSE(replica[1].defined());
+    EXPECT_EQ(values(replica[2]), std::vector<float>{3});
+  }
+}
+
+// A replica function cannot start another step of its own strategy: that would wait for itself.
+TEST(Strategy, RunInsideAReplicaFunctionFails) {
+  Devices devices(2);
+  MirroredStrategy strategy;
+  try {
+    strategy.run([&] { strategy.run([] { return 1; }); });
+    FAIL() << "a nested run returned";
+  } catch (const FailedPrecondition& e) {
+    EXPECT_THAT(e.what(), HasSubstr("inside one of its own replica functions"));
+  }
+  // The strategy is usable afterwards.
+  PerReplica<int> ids =
+      strategy.run([] { return get_replica_context().replica_id_in_sync_group(); });
+  EXPECT_EQ(ids[1], 1);
+}
+
 TEST(Strategy, MergeCallRunsOnceWhileTheOthersWait) {
   Devices devices(3);
   MirroredStrategy strategy;
   std::atomic<int> calls{0}, after{0};
   strategy.run([&] {
     get_replica_context().merge_call([&] {
-      EXPECT_FALSE(in_cross_replica_sync());  // the merge runs in cross-replica context
+      EXPECT_FALSE(in_replica_sync_group());  // the merge runs in cross-replica context, once
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       EXPECT_EQ(after.load(), 0) << "a replica went on before the merge ended";
       ++calls;
@@ -161,6 +195,18 @@ TEST(Strategy, AssignmentsInReplicaContextCombineByAggregation) {
   EXPECT_EQ(values(mean.value()), (std::vector<float>{2.5, 2.5}));
   EXPECT_EQ(values(total.value()), (std::vector<float>{10, 10}));
   EXPECT_EQ(values(first.value()), (std::vector<float>{1, 1}));
+
+  // Changes add up, to the variable's value: 10 + (1 + 2 + 3 + 4) - 4 * 0.5, not 4 * 10 + ...
+  Variable counter(full({1}, 10.0), "counter", false, VariableAggregation::SUM);
+  Variable average(full({1}, 10.0), "average", false, VariableAggregation::MEAN);
+  strategy.run([&] {
+    double r = get_replica_context().replica_id_in_sync_group();
+    counter.assign_add(full({1}, r + 1));
+    counter.assign_sub(full({1}, 0.5));
+    average.assign_add(full({1}, r + 1));
+  });
+  EXPECT_EQ(values(counter.value()), std::vector<float>{18});
+  EXPECT_EQ(values(average.value()), std::vector<float>{12.5});
 
   Variable plain(zeros({2}), "plain");
   try {

@@ -39,10 +39,13 @@ void merge_updates(const std::vector<std::vector<autodiff::UpdateCollector::Upda
           << (i < leaf->size() ? (*leaf)[i].variable.name() : std::string("nothing"))
           << "\" on another (" << first.size() << " and " << leaf->size()
           << " updates); every replica must run the same layers";
+      WEFT_CHECK((*leaf)[i].relative == first[i].relative, FailedPrecondition)
+          << "\"" << var.name() << "\" (aggregation SUM) was assigned on one replica and "
+          << "assign_add-ed on another in one step; their values cannot be summed";
       values.push_back((*leaf)[i].value);
       count += (*leaf)[i].count;
     }
-    Update merged{var, {}, count};
+    Update merged{var, {}, count, first[i].relative};
     if (var.aggregation() == VariableAggregation::ONLY_FIRST_REPLICA) {
       merged = first[i];
     } else {
@@ -52,6 +55,8 @@ void merge_updates(const std::vector<std::vector<autodiff::UpdateCollector::Upda
       up->record(std::move(merged));
     } else if (var.aggregation() == VariableAggregation::MEAN) {
       Variable(var).assign(div(merged.value, static_cast<double>(merged.count)));
+    } else if (merged.relative) {
+      Variable(var).assign_add(merged.value);
     } else {
       Variable(var).assign(merged.value);
     }

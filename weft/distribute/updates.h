@@ -15,7 +15,8 @@ namespace weft::distribute {
 Tensor tree_sum(const std::vector<Tensor>& values);
 
 // Combines the updates the leaves recorded (replicas or micro-batches, in order): for each
-// variable, the tree sum of its values (SUM and MEAN) or the first leaf's (ONLY_FIRST_REPLICA).
+// variable, the tree sum of its values (SUM and MEAN) or the first leaf's (ONLY_FIRST_REPLICA);
+// a SUM variable's assign_add/assign_sub changes are summed and added to it.
 // A leaf that recorded nothing (a replica with no rows) is left out; the others must have
 // updated the same variables in the same order (FailedPrecondition naming the first that
 // differs). The result goes up to the calling thread's UpdateCollector when it has one (another

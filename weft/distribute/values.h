@@ -67,8 +67,9 @@ class BatchSliceScope {
 };
 
 // Rows [begin, end) of part `part` when `rows` rows are cut into `parts` contiguous parts as evenly
-// as they go (sizes differ by at most one, the larger last). Every cut of a global batch uses
-// it, so the parts of a cut into R are unions of the parts of a cut into any multiple of R.
+// as they go (part k starts at row floor(rows * k / parts); sizes differ by at most one). Every
+// cut of a global batch uses it, so the parts of a cut into R are unions of the parts of a cut
+// into any multiple of R.
 std::pair<int64_t, int64_t> row_range(int64_t rows, int64_t parts, int64_t part);
 
 }  // namespace weft::distribute

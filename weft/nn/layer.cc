@@ -68,6 +68,13 @@ LayerImpl::LayerImpl(std::string class_name, std::string name, const std::string
   }
 }
 
+bool LayerImpl::synchronizes_replicas() const {
+  for (const auto& layer : sublayers()) {
+    if (layer->synchronizes_replicas()) return true;
+  }
+  return false;
+}
+
 std::string LayerImpl::path() const {
   std::shared_ptr<LayerImpl> parent = parent_.lock();
   if (!parent) return {};

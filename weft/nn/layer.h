@@ -78,6 +78,9 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   virtual std::vector<Variable> non_trainable_variables() const;
   // Layers nested in this one (a model's layers); their weights count as this layer's.
   virtual std::vector<std::shared_ptr<LayerImpl>> sublayers() const { return {}; }
+  // Whether a training call makes collective calls across replicas (SyncBatchNormalization),
+  // here or in a sublayer: then every replica must call it, the same number of times, each step.
+  virtual bool synchronizes_replicas() const;
 
  protected:
   // A weight named "<layer name>/<name>", initialised now; dtype defaults to the policy's

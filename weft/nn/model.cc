@@ -199,6 +199,13 @@ void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
 void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
                     const std::vector<metrics::Metric>& ms) {
   WEFT_CHECK(optimizer.defined(), InvalidArgument) << "Model::compile: the optimizer is undefined";
+  // Logs, and the partial logs replicas merge, are keyed by name.
+  std::set<std::string> names{"loss"};
+  for (const metrics::Metric& metric : ms) {
+    WEFT_CHECK(names.insert(metric.name()).second, InvalidArgument)
+        << "Model::compile: two metrics (or a metric and the loss) are named \"" << metric.name()
+        << "\"; give each metric its own name";
+  }
   model().optimizer = optimizer;
   // Keras: under mixed_float16, compile wraps the optimizer in a dynamic LossScaleOptimizer.
   if (dtype_policy().name() == "mixed_float16" && !optimizer.has_loss_scale()) {
@@ -282,12 +289,19 @@ PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
   ModelImpl& m = model();
   auto [inputs, targets] = split_element(m, batch, true);
   int64_t rows = inputs[0].dim(0);
-  distribute::BatchSlice where =
-      distribute::current_batch_slice().value_or(distribute::BatchSlice{0, 0, rows, rows});
+  // Outside a distributed dataset, each replica's rows are taken to be an equal share.
+  int64_t replicas = distribute::get_replica_context().num_replicas_in_sync();
+  distribute::BatchSlice where = distribute::current_batch_slice().value_or(
+      distribute::BatchSlice{0, rows * distribute::get_replica_context().replica_id_in_sync_group(),
+                             rows, rows * replicas});
   // The parts whose gradients are taken one at a time: under op determinism the micro-batches
-  // of the global batch that fall in this replica's rows, else the rows at once.
+  // of the global batch that fall in this replica's rows, else the rows at once. A model whose
+  // layers synchronise replicas runs exactly one part per replica, even with no rows, so that
+  // every replica makes the same collective calls.
   std::vector<std::pair<int64_t, int64_t>> parts;
-  if (config::op_determinism_enabled()) {
+  if (m.synchronizes_replicas()) {
+    parts.emplace_back(0, rows);
+  } else if (config::op_determinism_enabled()) {
     int64_t v = config::micro_batches();
     for (int64_t k = 0; k < v; ++k) {
       auto [lo, hi] = distribute::row_range(where.global_batch_size, v, k);
@@ -323,12 +337,10 @@ PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
   {
     autodiff::NoRecordScope no_record;
     for (size_t i = 0; i < vars.size(); ++i) {
+      // A replica with no rows has no gradients; the all-reduce counts them as zeros.
       bool defined = !grads[i].empty() && std::all_of(grads[i].begin(), grads[i].end(),
                                                       [](const Tensor& g) { return g.defined(); });
-      // A replica with no rows contributes zeros, so that every replica all-reduces alike.
-      Tensor g = grads[i].empty() ? zeros_like(vars[i].value())
-                 : defined        ? distribute::tree_sum(grads[i])
-                                  : Tensor();
+      Tensor g = defined ? distribute::tree_sum(grads[i]) : Tensor();
       gv.emplace_back(std::move(g), vars[i]);
     }
   }

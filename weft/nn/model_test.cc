@@ -15,6 +15,7 @@
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
 #include "weft/optim/adam.h"
+#include "weft/optim/sgd.h"
 
 namespace weft::nn {
 namespace {
@@ -145,6 +146,12 @@ TEST(Model, BadInputNamesTheProblem) {
         model(ones({1, 5}));
       },
       testing::ThrowsMessage<InvalidArgument>(testing::HasSubstr("input 0 has shape (1, 5)")));
+  // Logs are keyed by name: two metrics of one name would mix their values.
+  EXPECT_THAT(
+      [&] {
+        model.compile(optim::SGD(0.1), losses::MeanSquaredError(), std::vector<std::string>{"accuracy", "accuracy"});
+      },
+      testing::ThrowsMessage<InvalidArgument>(testing::HasSubstr("are named \"accuracy\"")));
 }
 
 }  // namespace

@@ -125,6 +125,7 @@ class BatchNormalizationImpl : public NormalizationImpl {
   }
 
   std::string describe() const override { return options_.activation; }
+  bool synchronizes_replicas() const override { return synchronized_; }
 
  protected:
   // SyncBatchNormalization: statistics over the global batch, across replicas.
@@ -150,7 +151,7 @@ class BatchNormalizationImpl : public NormalizationImpl {
       autodiff::NoRecordScope no_record;
       double local = features_ > 0 ? static_cast<double>(x.numel() / features_) : 0;
       std::vector<Tensor> sums =
-          ctx.all_reduce(distribute::ReduceOp::SUM, {sum(x, axes), full({1}, local, x.dtype())});
+          ctx.all_reduce(distribute::ReduceOp::SUM, {sum(x, axes), full({1}, local, kFloat64)});
       n = sums[1].item<double>();
       WEFT_CHECK(n > 0, InvalidArgument)
           << layer_label(*this) << ": the global batch has no rows to normalise";

@@ -46,10 +46,11 @@ class BatchNormalization : public Layer {
 // tf.keras.layers.experimental.SyncBatchNormalization: while training under a strategy, the
 // mean and variance are those of the whole global batch, all-reduced across replicas (forward
 // and backward), instead of each replica's slice; every replica then makes the same moving-
-// statistics update. On one replica it computes what BatchNormalization does. Every replica
-// must run it with rows (a global batch of at least as many rows as replicas). Under
-// --deterministic's micro-batches, the statistics are each step's micro-batches across
-// replicas, so they depend on the replica count.
+// statistics update. On one replica it computes what BatchNormalization does. A replica with
+// no rows (a global batch smaller than the replica count) still takes part. A model with it
+// trains each replica's rows in one pass, without --deterministic's micro-batches (whose count
+// per replica differs): with --deterministic a run repeats its bits at a given replica count,
+// and different replica counts agree to rounding.
 class SyncBatchNormalization : public Layer {
  public:
   explicit SyncBatchNormalization(BatchNormalizationOptions options = {});

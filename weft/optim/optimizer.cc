@@ -201,10 +201,6 @@ void Optimizer::apply_gradients(const GradsAndVars& grads_and_vars,
                                 bool experimental_aggregate_gradients) {
   State& s = state();
   autodiff::NoRecordScope no_record;
-  GradsAndVars gv = checked(s.name, "", grads_and_vars);
-  WEFT_CHECK(!gv.empty(), InvalidArgument)
-      << s.name << ".apply_gradients: no gradients provided for any variable ("
-      << var_names(grads_and_vars) << ")";
   GradientAggregator aggregator;
   std::vector<GradientTransformer> transformers;
   {
@@ -213,15 +209,23 @@ void Optimizer::apply_gradients(const GradsAndVars& grads_and_vars,
     transformers = s.transformers;
   }
   // In a replica context (a strategy's run), the replicas' gradients are summed (the
-  // gradient_aggregator's default there) and one replica applies them for all, once.
+  // gradient_aggregator's default there) and one replica applies them for all, once. Every
+  // replica passes the same variables in the same order; a gradient a replica lacks (no rows)
+  // counts as zeros in the sum, and one that no replica has stays undefined.
   distribute::ReplicaContext& ctx = distribute::get_replica_context();
-  if (experimental_aggregate_gradients && aggregator) {
-    gv = checked(s.name, " (after the gradient_aggregator)", aggregator(std::move(gv)));
-  } else if (experimental_aggregate_gradients && ctx.num_replicas_in_sync() > 1) {
+  GradsAndVars gv = grads_and_vars;
+  if (experimental_aggregate_gradients && !aggregator && ctx.num_replicas_in_sync() > 1) {
     std::vector<Tensor> grads;
     for (const auto& [g, v] : gv) grads.push_back(g);
     grads = ctx.all_reduce(distribute::ReduceOp::SUM, grads);
     for (size_t i = 0; i < gv.size(); ++i) gv[i].first = std::move(grads[i]);
+  }
+  gv = checked(s.name, "", std::move(gv));
+  WEFT_CHECK(!gv.empty(), InvalidArgument)
+      << s.name << ".apply_gradients: no gradients provided for any variable ("
+      << var_names(grads_and_vars) << ")";
+  if (experimental_aggregate_gradients && aggregator) {
+    gv = checked(s.name, " (after the gradient_aggregator)", aggregator(std::move(gv)));
   }
   ctx.merge_call([&] { apply_aggregated(std::move(gv), transformers); });
 }

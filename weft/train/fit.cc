@@ -57,7 +57,9 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
   for (const train::Callback& c : callbacks) {
     if (auto r = c.impl().resume_point()) {
       start = std::max(start, *r);
-      pending.reset();  // the iterator was restored: the batch read to build is not next
+      // The shared iterator was restored, so the batch read to build is not the next one. (A
+      // dataset of unknown size has no shared iterator: its epochs start from the beginning.)
+      if (kept) pending.reset();
     }
   }
   int replicas = m.strategy.num_replicas_in_sync();

@@ -20,6 +20,9 @@ struct Aborted {};
 
 const char* op_name(ReduceOp op) { return op == ReduceOp::SUM ? "SUM" : "MEAN"; }
 
+// The group whose replica runs on this thread, if any.
+thread_local const ReplicaGroup* this_threads_group = nullptr;
+
 }  // namespace
 
 class ReplicaGroup::Context : public ReplicaContext {
@@ -48,14 +51,22 @@ struct ReplicaGroup::Call {
     os << kind << " #" << sequence;
     if (!values.empty()) os << " of";
     for (size_t i = 0; i < values.size(); ++i) {
-      os << (i ? ", " : " ") << shape_str(values[i].shape()) << " " << values[i].dtype();
+      os << (i ? ", " : " ");
+      if (values[i].defined()) {
+        os << shape_str(values[i].shape()) << " " << values[i].dtype();
+      } else {
+        os << "undefined";
+      }
     }
     return os.str();
   }
+  // Same kind, sequence and number of values; values defined in both have one shape and dtype.
   bool matches(const Call& o) const {
     if (kind != o.kind || sequence != o.sequence || values.size() != o.values.size()) return false;
     for (size_t i = 0; i < values.size(); ++i) {
-      if (values[i].shape() != o.values[i].shape() || values[i].dtype() != o.values[i].dtype()) {
+      const Tensor& a = values[i];
+      const Tensor& b = o.values[i];
+      if (a.defined() && b.defined() && (a.shape() != b.shape() || a.dtype() != b.dtype())) {
         return false;
       }
     }
@@ -68,7 +79,6 @@ ReplicaGroup::ReplicaGroup(int replicas, int total_threads)
       threads_per_replica_(std::max(1, total_threads / replicas)),
       done_(static_cast<size_t>(replicas)),
       calls_(static_cast<size_t>(replicas)),
-      errors_(static_cast<size_t>(replicas)),
       updates_(static_cast<size_t>(replicas)),
       sequence_(static_cast<size_t>(replicas)) {
   WEFT_ASSERT(replicas >= 1) << replicas;
@@ -86,17 +96,23 @@ ReplicaGroup::~ReplicaGroup() {
 }
 
 void ReplicaGroup::run(const std::function<void(int)>& fn) {
+  WEFT_CHECK(this_threads_group != this, FailedPrecondition)
+      << "a strategy's run (or fit, evaluate, predict) was called inside one of its own replica "
+         "functions; a replica function cannot start another step: call it outside strategy.run";
   {
     std::lock_guard lock(mu_);
+    WEFT_CHECK(!running_, FailedPrecondition)
+        << "a strategy's run was called while another thread's run of the same strategy is in "
+           "progress; its replicas run one step at a time";
+    running_ = true;
     fn_ = &fn;
     ++job_;
-    finished_ = 0;
     arrived_ = 0;
     failed_ = false;
     failure_.clear();
+    first_error_ = nullptr;
     for (size_t r = 0; r < done_.size(); ++r) {
       done_[r] = false;
-      errors_[r] = nullptr;
       updates_[r].clear();
       calls_[r] = Call{};
       sequence_[r] = 0;
@@ -104,12 +120,13 @@ void ReplicaGroup::run(const std::function<void(int)>& fn) {
   }
   cv_.notify_all();
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return finished_ == size(); });
+  cv_.wait(lock, [this] { return finished() == size(); });
   fn_ = nullptr;
+  running_ = false;
+  round_inputs_.clear();  // the last all_reduce's values, which would otherwise outlive the step
+  round_outputs_.clear();
   if (failed_) {
-    for (const std::exception_ptr& e : errors_) {
-      if (e) std::rethrow_exception(e);
-    }
+    if (first_error_) std::rethrow_exception(first_error_);
     WEFT_FAIL(FailedPrecondition) << failure_;
   }
   lock.unlock();
@@ -119,6 +136,7 @@ void ReplicaGroup::run(const std::function<void(int)>& fn) {
 void ReplicaGroup::worker(int replica) {
   config::ThreadBudget budget(threads_per_replica_);
   ReplicaContextScope context(contexts_[static_cast<size_t>(replica)].get());
+  this_threads_group = this;
   uint64_t seen = 0;
   while (true) {
     const std::function<void(int)>* fn = nullptr;
@@ -140,15 +158,14 @@ void ReplicaGroup::worker(int replica) {
       error = std::current_exception();
     }
     std::lock_guard lock(mu_);
-    if (error) fail(replica, error, "replica " + std::to_string(replica) + " failed");
+    if (error) fail(error, "replica " + std::to_string(replica) + " failed");
     done_[static_cast<size_t>(replica)] = true;
     updates_[static_cast<size_t>(replica)] = std::move(updates);
-    ++finished_;
     // Replicas waiting in a collective that this one never made would wait forever.
-    if (!failed_ && arrived_ > 0 && arrived_ + finished_ >= size()) {
+    if (!failed_ && arrived_ > 0 && arrived_ + finished() >= size()) {
       for (int r = 0; r < size(); ++r) {
         if (done_[static_cast<size_t>(r)]) continue;
-        fail(-1, nullptr,
+        fail(nullptr,
              "replica " + std::to_string(replica) + " returned from its step while replica " +
                  std::to_string(r) + " waits in " + calls_[static_cast<size_t>(r)].describe() +
                  ": every replica must make the same collective calls in the same order");
@@ -159,11 +176,11 @@ void ReplicaGroup::worker(int replica) {
   }
 }
 
-void ReplicaGroup::fail(int replica, std::exception_ptr error, const std::string& why) {
-  if (replica >= 0) errors_[static_cast<size_t>(replica)] = error;
+void ReplicaGroup::fail(std::exception_ptr error, const std::string& why) {
   if (!failed_) {
     failed_ = true;
     failure_ = why;
+    first_error_ = error;
   }
   cv_.notify_all();
 }
@@ -174,15 +191,15 @@ void ReplicaGroup::meet(int replica, Call call,
   if (failed_) throw Aborted{};
   calls_[static_cast<size_t>(replica)] = std::move(call);
   uint64_t meeting = meeting_;
-  if (++arrived_ + finished_ < size()) {
+  if (++arrived_ + finished() < size()) {
     cv_.wait(lock, [&] { return meeting_ != meeting || failed_; });
     if (meeting_ == meeting) throw Aborted{};
     return;
   }
-  if (finished_ > 0) {
+  if (finished() > 0) {
     for (int r = 0; r < size(); ++r) {
       if (!done_[static_cast<size_t>(r)]) continue;
-      fail(-1, nullptr,
+      fail(nullptr,
            "replica " + std::to_string(replica) + " waits in " +
                calls_[static_cast<size_t>(replica)].describe() + " but replica " +
                std::to_string(r) +
@@ -191,9 +208,17 @@ void ReplicaGroup::meet(int replica, Call call,
       throw Aborted{};
     }
   }
+  // Every call against the first, with each value it left undefined taken from the first
+  // replica that defined it.
+  Call reference = calls_[0];
+  for (size_t i = 0; i < reference.values.size(); ++i) {
+    for (size_t r = 1; r < calls_.size() && !reference.values[i].defined(); ++r) {
+      if (i < calls_[r].values.size()) reference.values[i] = calls_[r].values[i];
+    }
+  }
   for (int r = 1; r < size(); ++r) {
-    if (!calls_[static_cast<size_t>(r)].matches(calls_[0])) {
-      fail(-1, nullptr,
+    if (!calls_[static_cast<size_t>(r)].matches(reference)) {
+      fail(nullptr,
            "replicas disagree on a collective: replica 0 called " + calls_[0].describe() +
                ", replica " + std::to_string(r) + " called " +
                calls_[static_cast<size_t>(r)].describe());
@@ -209,10 +234,6 @@ void ReplicaGroup::meet(int replica, Call call,
 std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
                                              const std::vector<Tensor>& values) {
   autodiff::NoRecordScope no_record;
-  for (size_t i = 0; i < values.size(); ++i) {
-    WEFT_CHECK(values[i].defined(), InvalidArgument)
-        << "all_reduce on replica " << replica << ": value " << i << " is undefined";
-  }
   std::string kind = std::string("all_reduce(") + op_name(op) + ")";
   uint64_t sequence = ++sequence_[static_cast<size_t>(replica)];
   // The last to arrive makes the outputs and keeps every replica's inputs for the round; they
@@ -221,9 +242,21 @@ std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
   meet(replica, Call{kind, sequence, values}, [this](std::vector<Call>& calls) {
     round_inputs_.clear();
     round_outputs_.clear();
-    for (const Call& c : calls) round_inputs_.push_back(c.values);
-    for (const Tensor& v : calls[0].values) {
-      round_outputs_.push_back(Tensor::empty(v.shape(), v.dtype()));
+    for (const Call& c : calls) {
+      std::vector<Tensor> flat;
+      for (const Tensor& v : c.values) flat.push_back(v.defined() ? reshape(v, {-1}) : Tensor());
+      round_inputs_.push_back(std::move(flat));
+    }
+    for (size_t i = 0; i < calls[0].values.size(); ++i) {
+      Tensor out;
+      for (const Call& c : calls) {
+        const Tensor& v = c.values[i];
+        if (v.defined()) {
+          out = Tensor::empty(v.shape(), v.dtype());
+          break;
+        }
+      }
+      round_outputs_.push_back(out);
     }
   });
   std::vector<std::vector<Tensor>> inputs;  // [replica][value]
@@ -237,11 +270,13 @@ std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
   // fixed tree: the result does not depend on the share.
   int n = size();
   for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].defined()) continue;
     auto [lo, hi] = row_range(outputs[i].numel(), n, replica);
     if (lo == hi) continue;
-    std::vector<Tensor> parts;
+    std::vector<Tensor> parts;  // an undefined input adds nothing
     for (int r = 0; r < n; ++r) {
-      parts.push_back(slice(reshape(inputs[static_cast<size_t>(r)][i], {-1}), {Slice{lo, hi}}));
+      const Tensor& in = inputs[static_cast<size_t>(r)][i];
+      if (in.defined()) parts.push_back(slice(in, {Slice{lo, hi}}));
     }
     Tensor reduced = tree_sum(parts);
     if (op == ReduceOp::MEAN) reduced = div(reduced, static_cast<double>(n));
@@ -264,7 +299,7 @@ void ReplicaGroup::merge_call(int replica, const std::function<void()>& fn) {
       fn();
     } catch (...) {
       std::lock_guard lock(mu_);
-      fail(0, std::current_exception(), "replica 0 failed in merge_call");
+      fail(std::current_exception(), "replica 0 failed in merge_call");
       throw Aborted{};
     }
   }

@@ -3,9 +3,10 @@
 // the contexts use. Every collective call carries its kind, sequence number and the shapes and
 // dtypes of its values; replicas that disagree, or a replica that returns from the step while
 // others wait in a collective, fail every replica with a message naming both. A replica that
-// throws ends every other replica's wait at once; run() rethrows the first failure.
+// throws ends every other replica's wait at once; run() reports the first failure.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -31,7 +32,9 @@ class ReplicaGroup {
   int size() const { return static_cast<int>(contexts_.size()); }
   // Runs fn(r) on replica r's thread for every r, and returns when all have; then writes the
   // variable updates the replicas recorded, combined (weft/distribute/updates.h). Rethrows the
-  // first failure (the lowest replica's). Not reentrant: one run at a time per group.
+  // first failure: a replica's exception, or FailedPrecondition for replicas that disagreed. One
+  // run at a time: a call from one of the group's replicas, or while another thread's run is in
+  // progress, throws FailedPrecondition.
   void run(const std::function<void(int replica)>& fn);
 
   std::vector<Tensor> all_reduce(int replica, ReduceOp op, const std::vector<Tensor>& values);
@@ -43,9 +46,9 @@ class ReplicaGroup {
   // Deposits `call`, waits for every replica, and runs `on_all` once (on the last to arrive)
   // with every replica's call. Throws when the group failed.
   void meet(int replica, Call call, const std::function<void(std::vector<Call>&)>& on_all);
-  void wait_turn(std::unique_lock<std::mutex>& lock, uint64_t generation);
-  void fail(int replica, std::exception_ptr error, const std::string& why);
+  void fail(std::exception_ptr error, const std::string& why);
   void worker(int replica);
+  int finished() const { return static_cast<int>(std::count(done_.begin(), done_.end(), true)); }
 
   std::vector<std::unique_ptr<Context>> contexts_;
   std::vector<std::thread> threads_;
@@ -57,20 +60,20 @@ class ReplicaGroup {
   // The job: its number, the function, and which replicas have finished it.
   uint64_t job_ = 0;
   const std::function<void(int)>* fn_ = nullptr;
-  int finished_ = 0;
+  bool running_ = false;
   std::vector<bool> done_;
   bool stop_ = false;
   // The collective in progress: who has arrived, and the meeting's number.
   std::vector<Call> calls_;
   int arrived_ = 0;
   uint64_t meeting_ = 0;
-  // The first failure of this job, and each replica's own exception.
+  // The first failure of this job: what went wrong, and the exception when a replica threw.
   bool failed_ = false;
   std::string failure_;
-  std::vector<std::exception_ptr> errors_;
+  std::exception_ptr first_error_;
   std::vector<std::vector<autodiff::UpdateCollector::Update>> updates_;
   std::vector<uint64_t> sequence_;  // each replica's collective calls in this job
-  // The all_reduce in progress: every replica's values, and the outputs they fill.
+  // The all_reduce in progress: every replica's values (flattened), and the outputs they fill.
   std::vector<std::vector<Tensor>> round_inputs_;
   std::vector<Tensor> round_outputs_;
 };
