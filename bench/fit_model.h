@@ -13,11 +13,10 @@
 
 namespace weft::bench {
 
-// fit() over `steps` in-memory batches of random 28x28x1 images and labels (`batch` is the
-// global batch), one epoch per iteration, under `strategy` (compiled in its scope). Reports
-// examples/s and the peak bytes weft's allocator held while this model trained (data included).
-inline void fit_model(benchmark::State& state, nn::Model model, int64_t batch, int64_t steps,
-                      const distribute::Strategy& strategy = distribute::Strategy()) {
+// Compiles `model` in `strategy`'s scope and returns `steps` in-memory batches of random 28x28x1
+// images and labels (`batch` is the global batch).
+inline data::Dataset compile_with_data(nn::Model& model, int64_t batch, int64_t steps,
+                                       const distribute::Strategy& strategy) {
   {
     auto scope = strategy.scope();
     model.compile(optim::Adam({.learning_rate = 1e-3}),
@@ -25,7 +24,14 @@ inline void fit_model(benchmark::State& state, nn::Model model, int64_t batch, i
   }
   Tensor x = stateless_random_uniform({steps * batch, 28, 28, 1}, {1, 2});
   Tensor y = stateless_random_uniform({steps * batch}, {3, 4}, 0, 10, kInt64);
-  data::Dataset ds = data::Dataset::from_tensor_slices({x, y}).batch(batch);
+  return data::Dataset::from_tensor_slices({x, y}).batch(batch);
+}
+
+// fit() over compile_with_data's batches, one epoch per iteration, under `strategy`. Reports
+// examples/s and the peak bytes weft's allocator held while this model trained (data included).
+inline void fit_model(benchmark::State& state, nn::Model model, int64_t batch, int64_t steps,
+                      const distribute::Strategy& strategy = distribute::Strategy()) {
+  data::Dataset ds = compile_with_data(model, batch, steps, strategy);
   Storage::reset_peak_bytes_in_use();
   model.fit(ds, {.epochs = 1, .verbose = 0});  // builds, warms the primitive caches
   for (auto _ : state) model.fit(ds, {.epochs = 1, .verbose = 0});

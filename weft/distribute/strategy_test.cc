@@ -35,6 +35,12 @@ std::vector<float> values(const Tensor& t) {
   return std::vector<float>(c.data<float>(), c.data<float>() + c.numel());
 }
 
+std::vector<uint8_t> bytes(const Tensor& t) {
+  Tensor c = contiguous(t);
+  const auto* p = static_cast<const uint8_t*>(c.raw_data());
+  return std::vector<uint8_t>(p, p + c.numel() * dtype_size(c.dtype()));
+}
+
 TEST(Strategy, DefaultStrategyIsOneReplicaOnTheCallingThread) {
   Strategy s = get_strategy();
   EXPECT_FALSE(has_strategy());
@@ -125,6 +131,28 @@ TEST(Strategy, AllReduceSumsInOneFixedTree) {
     return ctx.all_reduce(ReduceOp::MEAN, {inputs[ctx.replica_id_in_sync_group()]})[0];
   });
   EXPECT_EQ(values(means[2]), mean);
+}
+
+// tree_sum's one-pass kernel gives the bits of the same tree of add()s, for every count of
+// values (balanced or not), sizes that are not a multiple of its block, and half types.
+TEST(Strategy, TreeSumEqualsItsTreeOfAdds) {
+  for (DType dtype : {kFloat32, kBFloat16, kFloat64}) {
+    for (int n = 1; n <= 9; ++n) {
+      std::vector<Tensor> v;
+      for (int i = 0; i < n; ++i) {
+        v.push_back(cast(stateless_random_normal({3, 1001}, {i, n}, 0, 1 + i), dtype));
+      }
+      std::function<Tensor(size_t, size_t)> tree = [&](size_t lo, size_t hi) -> Tensor {
+        if (hi - lo == 1) return v[lo];
+        size_t mid = lo + (hi - lo) / 2;
+        return add(tree(lo, mid), tree(mid, hi));
+      };
+      Tensor expected = tree(0, v.size());
+      Tensor got = tree_sum(v);
+      ASSERT_EQ(got.dtype(), dtype);
+      ASSERT_EQ(bytes(got), bytes(expected)) << n << " values of " << dtype;
+    }
+  }
 }
 
 // A value a replica leaves undefined (no gradient for a variable) counts as zeros; undefined on

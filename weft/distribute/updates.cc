@@ -1,6 +1,10 @@
 #include "weft/distribute/updates.h"
 
+#include <type_traits>
+
 #include "weft/autodiff/tape.h"
+#include "weft/core/parallel.h"
+#include "weft/ops/cast.h"
 #include "weft/ops/elementwise.h"
 
 namespace weft::distribute {
@@ -12,11 +16,85 @@ Tensor tree(const std::vector<Tensor>& v, size_t lo, size_t hi) {
   return add(tree(v, lo, mid), tree(v, mid, hi));
 }
 
+// The same tree, one block of elements at a time: every input is read once and the result written
+// once, instead of a tensor written and read again per addition. Each addition rounds to T as
+// add() does, so the bits are add()'s.
+template <typename T>
+class BlockTree {
+ public:
+  static constexpr int64_t kBlock = 1024;
+  explicit BlockTree(std::vector<const T*> leaves) : leaves_(std::move(leaves)) {
+    size_t depth = 1;
+    for (size_t n = leaves_.size(); n > 1; n = (n + 1) / 2) ++depth;
+    scratch_.resize(2 * depth * kBlock);
+  }
+  // out[0, n) = the tree over leaves[.][at, at + n), n <= kBlock.
+  void sum(int64_t at, int64_t n, T* out) { node(0, leaves_.size(), 0, at, n, out); }
+
+ private:
+  const T* child(size_t lo, size_t hi, size_t depth, int side, int64_t at, int64_t n) {
+    if (hi - lo == 1) return leaves_[lo] + at;
+    T* buf = scratch_.data() + (2 * depth + static_cast<size_t>(side)) * kBlock;
+    node(lo, hi, depth + 1, at, n, buf);
+    return buf;
+  }
+  void node(size_t lo, size_t hi, size_t depth, int64_t at, int64_t n, T* out) {
+    size_t mid = lo + (hi - lo) / 2;
+    const T* a = child(lo, mid, depth, 0, at, n);
+    const T* b = child(mid, hi, depth, 1, at, n);
+    using C = compute_t<T>;
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<C>(a[i]) + static_cast<C>(b[i]));
+  }
+
+  std::vector<const T*> leaves_;
+  std::vector<T> scratch_;
+};
+
+// Contiguous floating-point tensors of one shape and dtype, outside a recording tape.
+bool fusable(const std::vector<Tensor>& values) {
+  if (autodiff::is_recording() || !is_floating(values[0].dtype())) return false;
+  for (const Tensor& v : values) {
+    if (!v.is_contiguous() || v.shape() != values[0].shape() || v.dtype() != values[0].dtype()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Tensor tree_sum(const std::vector<Tensor>& values) {
   WEFT_ASSERT(!values.empty()) << "tree_sum of nothing";
-  return tree(values, 0, values.size());
+  if (values.size() == 1) return values[0];
+  if (!fusable(values)) return tree(values, 0, values.size());
+  Tensor out = Tensor::empty(values[0].shape(), values[0].dtype());
+  tree_sum_into(values, out);
+  return out;
+}
+
+void tree_sum_into(const std::vector<Tensor>& values, const Tensor& out) {
+  WEFT_ASSERT(!values.empty()) << "tree_sum of nothing";
+  if (values.size() == 1 || !fusable(values) || !out.is_contiguous() ||
+      out.shape() != values[0].shape() || out.dtype() != values[0].dtype()) {
+    assign_into(out, values.size() == 1 ? values[0] : tree(values, 0, values.size()));
+    return;
+  }
+  dispatch_dtype(out.dtype(), [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<compute_t<T>>) {
+      std::vector<const T*> leaves;
+      for (const Tensor& v : values) leaves.push_back(v.data<T>());
+      T* dst = out.data<T>();
+      constexpr int64_t kBlock = BlockTree<T>::kBlock;
+      int64_t blocks = (out.numel() + kBlock - 1) / kBlock;
+      parallel_for(blocks, 16, [&](int64_t begin, int64_t end) {
+        BlockTree<T> tree(leaves);
+        for (int64_t b = begin; b < end; ++b) {
+          int64_t at = b * kBlock;
+          tree.sum(at, std::min(kBlock, out.numel() - at), dst + at);
+        }
+      });
+    }
+  });
 }
 
 void merge_updates(const std::vector<std::vector<autodiff::UpdateCollector::Update>>& leaves) {

@@ -13,6 +13,8 @@ namespace weft::distribute {
 // ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)): a part that sums a contiguous subtree
 // (v0..v3) and passes it on gives the same bits as summing all eight at once.
 Tensor tree_sum(const std::vector<Tensor>& values);
+// The same sum written into `out` (the values' shape and dtype).
+void tree_sum_into(const std::vector<Tensor>& values, const Tensor& out);
 
 // Combines the updates the leaves recorded (replicas or micro-batches, in order): for each
 // variable, the tree sum of its values (SUM and MEAN) or the first leaf's (ONLY_FIRST_REPLICA);

@@ -123,8 +123,7 @@ void ReplicaGroup::run(const std::function<void(int)>& fn) {
   cv_.wait(lock, [this] { return finished() == size(); });
   fn_ = nullptr;
   running_ = false;
-  round_inputs_.clear();  // the last all_reduce's values, which would otherwise outlive the step
-  round_outputs_.clear();
+  round_ = Round{};  // the last collective's values, which would otherwise outlive the step
   if (failed_) {
     if (first_error_) std::rethrow_exception(first_error_);
     WEFT_FAIL(FailedPrecondition) << failure_;
@@ -231,59 +230,63 @@ void ReplicaGroup::meet(int replica, Call call,
   cv_.notify_all();
 }
 
+ReplicaGroup::Round ReplicaGroup::exchange(int replica, const std::string& kind,
+                                           uint64_t sequence, const std::vector<Tensor>& values) {
+  // The last to arrive keeps every replica's values, flattened, for the round, and makes the
+  // outputs; each replica takes its own references before it leaves, so the next round may
+  // replace them.
+  meet(replica, Call{kind, sequence, values}, [this](std::vector<Call>& calls) {
+    round_ = Round{};
+    for (const Call& c : calls) {
+      std::vector<Tensor> flat;
+      for (const Tensor& v : c.values) flat.push_back(v.defined() ? reshape(v, {-1}) : Tensor());
+      round_.inputs.push_back(std::move(flat));
+    }
+    for (size_t i = 0; i < calls[0].values.size(); ++i) {
+      Tensor out;  // shaped as value i of the first replica that passed it
+      for (const Call& c : calls) {
+        if (c.values[i].defined()) {
+          out = Tensor::empty(c.values[i].shape(), c.values[i].dtype());
+          break;
+        }
+      }
+      round_.outputs.push_back(out);
+    }
+  });
+  std::lock_guard lock(mu_);
+  return round_;
+}
+
+void ReplicaGroup::reduce_share(const Round& round, size_t i, int64_t lo, int64_t hi, ReduceOp op,
+                                const Tensor& out) const {
+  std::vector<Tensor> parts;  // an undefined input adds nothing
+  for (const std::vector<Tensor>& replica : round.inputs) {
+    if (replica[i].defined()) parts.push_back(slice(replica[i], {Slice{lo, hi}}));
+  }
+  if (op == ReduceOp::SUM) {
+    tree_sum_into(parts, out);
+  } else {
+    assign_into(out, div(tree_sum(parts), static_cast<double>(size())));
+  }
+}
+
 std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
                                              const std::vector<Tensor>& values) {
   autodiff::NoRecordScope no_record;
   std::string kind = std::string("all_reduce(") + op_name(op) + ")";
   uint64_t sequence = ++sequence_[static_cast<size_t>(replica)];
-  // The last to arrive makes the outputs and keeps every replica's inputs for the round; they
-  // stay until the next round's first meeting, which no replica reaches before all have left
-  // this round's second.
-  meet(replica, Call{kind, sequence, values}, [this](std::vector<Call>& calls) {
-    round_inputs_.clear();
-    round_outputs_.clear();
-    for (const Call& c : calls) {
-      std::vector<Tensor> flat;
-      for (const Tensor& v : c.values) flat.push_back(v.defined() ? reshape(v, {-1}) : Tensor());
-      round_inputs_.push_back(std::move(flat));
-    }
-    for (size_t i = 0; i < calls[0].values.size(); ++i) {
-      Tensor out;
-      for (const Call& c : calls) {
-        const Tensor& v = c.values[i];
-        if (v.defined()) {
-          out = Tensor::empty(v.shape(), v.dtype());
-          break;
-        }
-      }
-      round_outputs_.push_back(out);
-    }
-  });
-  std::vector<std::vector<Tensor>> inputs;  // [replica][value]
-  std::vector<Tensor> outputs;
-  {
-    std::lock_guard lock(mu_);
-    inputs = round_inputs_;
-    outputs = round_outputs_;
-  }
-  // Each replica reduces its own share of every value's elements, summing the replicas in one
-  // fixed tree: the result does not depend on the share.
-  int n = size();
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (!outputs[i].defined()) continue;
-    auto [lo, hi] = row_range(outputs[i].numel(), n, replica);
+  Round round = exchange(replica, kind, sequence, values);
+  // Each replica reduces its own share of every value's elements into the shared outputs,
+  // summing the replicas in one fixed tree: the result does not depend on the share. They meet
+  // again before any returns.
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!round.outputs[i].defined()) continue;
+    auto [lo, hi] = row_range(round.outputs[i].numel(), size(), replica);
     if (lo == hi) continue;
-    std::vector<Tensor> parts;  // an undefined input adds nothing
-    for (int r = 0; r < n; ++r) {
-      const Tensor& in = inputs[static_cast<size_t>(r)][i];
-      if (in.defined()) parts.push_back(slice(in, {Slice{lo, hi}}));
-    }
-    Tensor reduced = tree_sum(parts);
-    if (op == ReduceOp::MEAN) reduced = div(reduced, static_cast<double>(n));
-    assign_into(slice(reshape(outputs[i], {-1}), {Slice{lo, hi}}), reduced);
+    reduce_share(round, i, lo, hi, op, slice(reshape(round.outputs[i], {-1}), {Slice{lo, hi}}));
   }
   meet(replica, Call{kind + " (end)", sequence, {}}, {});
-  return outputs;
+  return round.outputs;
 }
 
 void ReplicaGroup::merge_call(int replica, const std::function<void()>& fn) {

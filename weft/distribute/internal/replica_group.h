@@ -46,6 +46,17 @@ class ReplicaGroup {
   // Deposits `call`, waits for every replica, and runs `on_all` once (on the last to arrive)
   // with every replica's call. Throws when the group failed.
   void meet(int replica, Call call, const std::function<void(std::vector<Call>&)>& on_all);
+  // An all_reduce's round: every replica's values, flattened ([replica][value]), and the outputs
+  // every replica fills a share of (undefined for a value no replica passed).
+  struct Round {
+    std::vector<std::vector<Tensor>> inputs;
+    std::vector<Tensor> outputs;
+  };
+  Round exchange(int replica, const std::string& kind, uint64_t sequence,
+                 const std::vector<Tensor>& values);
+  // Elements [lo, hi) of value i reduced over the replicas in one fixed tree, into `out`.
+  void reduce_share(const Round& round, size_t i, int64_t lo, int64_t hi, ReduceOp op,
+                    const Tensor& out) const;
   void fail(std::exception_ptr error, const std::string& why);
   void worker(int replica);
   int finished() const { return static_cast<int>(std::count(done_.begin(), done_.end(), true)); }
@@ -73,9 +84,8 @@ class ReplicaGroup {
   std::exception_ptr first_error_;
   std::vector<std::vector<autodiff::UpdateCollector::Update>> updates_;
   std::vector<uint64_t> sequence_;  // each replica's collective calls in this job
-  // The all_reduce in progress: every replica's values (flattened), and the outputs they fill.
-  std::vector<std::vector<Tensor>> round_inputs_;
-  std::vector<Tensor> round_outputs_;
+  // The reduction in progress.
+  Round round_;
 };
 
 }  // namespace weft::distribute::internal
