@@ -39,7 +39,7 @@ bool env_bool(const char* name, bool fallback) {
 struct Settings {
   std::atomic<int> threads;
   std::atomic<int> logical_cpus{1};
-  std::atomic<int> micro_batches{8};
+  std::atomic<int> micro_batches{kDefaultMicroBatches};
   std::atomic<bool> deterministic;
   std::mutex policy_mu;
   std::string policy = "float32";
