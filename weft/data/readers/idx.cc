@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "weft/core/errors.h"
+#include "weft/core/hex.h"
 
 namespace weft::data {
 namespace {
@@ -34,17 +35,6 @@ constexpr IdxType kIdxTypes[] = {
     {0x0d, 4, kFloat32},  // float32
     {0x0e, 8, kFloat64},  // float64
 };
-
-std::string hex_bytes(const uint8_t* p, size_t n) {
-  if (n == 0) return "no bytes";
-  std::string s;
-  char buf[4];
-  for (size_t i = 0; i < n; ++i) {
-    std::snprintf(buf, sizeof buf, i == 0 ? "%02x" : " %02x", p[i]);
-    s += buf;
-  }
-  return s;
-}
 
 struct InflateStream {
   z_stream zs{};

@@ -1,4 +1,5 @@
-// Byte-level helpers shared by the .npy and ZIP codecs: little-endian fields and hex for messages.
+// Byte-level helpers shared by the .npy and ZIP codecs: little-endian fields, and hex for messages
+// (with weft/core/hex.h).
 #pragma once
 
 #include <cstddef>
@@ -6,18 +7,9 @@
 #include <cstdio>
 #include <string>
 
-namespace weft::np::internal {
+#include "weft/core/hex.h"
 
-inline std::string hex_bytes(const uint8_t* p, size_t n) {
-  if (n == 0) return "no bytes";
-  std::string s;
-  char buf[4];
-  for (size_t i = 0; i < n; ++i) {
-    std::snprintf(buf, sizeof buf, i == 0 ? "%02x" : " %02x", p[i]);
-    s += buf;
-  }
-  return s;
-}
+namespace weft::np::internal {
 
 inline std::string hex32(uint32_t v) {
   char buf[16];
