@@ -93,7 +93,16 @@ VariableAggregation Variable::aggregation() const {
   return state_->aggregation;
 }
 
-bool Variable::deferred(const Tensor& new_value, const Tensor& change) const {
+bool Variable::records_change(const Tensor& change) const {
+  if (state_->aggregation != VariableAggregation::SUM || collector == nullptr) return false;
+  // A copy: the caller's tensor may be written in place before the step ends.
+  Tensor delta = cast(change, state_->value.dtype());
+  collector->updates_.push_back(
+      {*this, delta.storage() == change.storage() ? copy(delta) : delta, 1, /*relative=*/true});
+  return true;
+}
+
+bool Variable::deferred(const Tensor& new_value) const {
   if (state_->aggregation == VariableAggregation::NONE) {
     WEFT_CHECK(!distribute::in_replica_sync_group(), FailedPrecondition)
         << "Variable \"" << state_->name << "\" was assigned on replica "
@@ -105,12 +114,6 @@ bool Variable::deferred(const Tensor& new_value, const Tensor& change) const {
     return false;
   }
   if (collector == nullptr) return false;
-  if (change.defined() && state_->aggregation == VariableAggregation::SUM) {
-    Tensor delta = cast(change, state_->value.dtype());
-    collector->updates_.push_back(
-        {*this, delta.storage() == state_->value.storage() ? copy(delta) : delta, 1, true});
-    return true;
-  }
   // A value sharing the variable's storage would change when the variable is written.
   collector->updates_.push_back(
       {*this, new_value.storage() == state_->value.storage() ? copy(new_value) : new_value});
@@ -132,14 +135,16 @@ void Variable::assign(const Tensor& v) {
 
 void Variable::assign_add(const Tensor& delta) {
   autodiff::NoRecordScope no_record;
+  if (records_change(delta)) return;
   Tensor sum = add(value(), delta);
-  if (!deferred(cast(sum, dtype()), delta)) assign_into(value(), sum);
+  if (!deferred(cast(sum, dtype()))) assign_into(value(), sum);
 }
 
 void Variable::assign_sub(const Tensor& delta) {
   autodiff::NoRecordScope no_record;
+  if (records_change(neg(delta))) return;
   Tensor difference = sub(value(), delta);
-  if (!deferred(cast(difference, dtype()), neg(delta))) assign_into(value(), difference);
+  if (!deferred(cast(difference, dtype()))) assign_into(value(), difference);
 }
 
 }  // namespace weft

@@ -70,9 +70,11 @@ class Variable {
   static Variable create(const VariableArgs& args);  // the bottom of the creator stack
   // Whether an assignment of `new_value` (the variable's dtype) is recorded by the thread's
   // UpdateCollector instead of written; FailedPrecondition for an unaggregated variable on a
-  // replica in sync with others. `change` is the delta of an assign_add/assign_sub, which a SUM
-  // variable records instead of the new value.
-  bool deferred(const Tensor& new_value, const Tensor& change = Tensor()) const;
+  // replica in sync with others.
+  bool deferred(const Tensor& new_value) const;
+  // Whether the thread's UpdateCollector records `change` (of an assign_add/assign_sub) for a
+  // SUM variable, to be added to it with the other replicas' changes.
+  bool records_change(const Tensor& change) const;
   std::shared_ptr<State> state_;
 };
 

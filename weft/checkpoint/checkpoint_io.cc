@@ -12,10 +12,10 @@
 #include <system_error>
 
 #include "weft/autodiff/tape.h"
-#include "weft/core/file_io.h"
 #include "weft/checkpoint/internal/index.h"
 #include "weft/core/crc32c.h"
 #include "weft/core/errors.h"
+#include "weft/core/file_io.h"
 #include "weft/ops/cast.h"
 
 namespace weft::checkpoint {
@@ -24,8 +24,8 @@ namespace {
 static_assert(std::endian::native == std::endian::little,
               "checkpoint data is little-endian and copied to and from files as is");
 
-using io::errno_text;
 using internal::hex32;
+using io::errno_text;
 using io::InputFile;
 using io::OutputFile;
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -36,7 +37,7 @@ int pread_fully(int fd, uint64_t offset, void* dst, size_t size, uint64_t* at) {
 std::string errno_text(int err) { return std::system_category().message(err); }
 
 OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // less the umask
   WEFT_CHECK(fd_ >= 0, FailedPrecondition)
       << "cannot create " << path_ << ": " << errno_text(errno);
 }
@@ -45,9 +46,7 @@ OutputFile::~OutputFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void OutputFile::append(const void* data, size_t size) {
-  write_at(offset_, data, size);
-}
+void OutputFile::append(const void* data, size_t size) { write_at(offset_, data, size); }
 
 void OutputFile::write_at(uint64_t offset, const void* data, size_t size) {
   WEFT_ASSERT(offset <= offset_) << path_ << ": write at " << offset << " past the end " << offset_;
@@ -82,8 +81,10 @@ void OutputFile::sync_and_close() {
 }
 
 namespace {
+// Unique to this writer: two threads writing one path each have their own temporary file.
 std::string temporary_name(const std::string& path) {
-  std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  static std::atomic<uint64_t> writers{0};
+  std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(writers++);
   ::unlink(tmp.c_str());  // left by an earlier process that had our pid and crashed
   return tmp;
 }
@@ -109,19 +110,37 @@ InputFile::InputFile(const std::string& path) {
   WEFT_CHECK(reason.empty(), FailedPrecondition) << "cannot open " << path << ": " << reason;
 }
 
+std::string read_whole_file(const std::string& path) {
+  InputFile f(path);
+  std::string contents(f.size(), '\0');
+  f.read_exactly(0, contents.data(), contents.size());
+  return contents;
+}
+
 InputFile::~InputFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
 std::string InputFile::open(const std::string& path) {
-  WEFT_ASSERT(fd_ < 0) << "InputFile opened twice";
+  if (fd_ >= 0) ::close(fd_);
   path_ = path;
+  size_ = 0;
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) return errno_text(errno);
   struct stat st;
-  if (::fstat(fd_, &st) != 0) return errno_text(errno);
-  if (S_ISDIR(st.st_mode)) return errno_text(EISDIR);
-  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  std::string why;
+  if (::fstat(fd_, &st) != 0) {
+    why = errno_text(errno);
+  } else if (S_ISDIR(st.st_mode)) {
+    why = errno_text(EISDIR);
+  } else if (!S_ISREG(st.st_mode)) {
+    why = "not a regular file";
+  }
+  if (!why.empty()) {
+    ::close(fd_);
+    fd_ = -1;
+    return why;
+  }
   size_ = static_cast<uint64_t>(st.st_size);
   return {};
 }

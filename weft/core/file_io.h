@@ -18,7 +18,7 @@ std::string errno_text(int err);
 class OutputFile {
  public:
   explicit OutputFile(std::string path);  // creates; fails if it exists
-  ~OutputFile();                           // only closes: an unsynced file of a failed write
+  ~OutputFile();                          // only closes: an unsynced file of a failed write
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
 
@@ -37,7 +37,7 @@ class OutputFile {
   uint64_t offset_ = 0;
 };
 
-// An OutputFile written as `path + ".tmp-<pid>"`; commit() syncs it, renames it over `path` and
+// An OutputFile written as `path + ".tmp-<pid>-<n>"`; commit() syncs it, renames it over `path` and
 // syncs the directory. Without a commit (an error was thrown) the temporary file is removed, so
 // `path` never holds a partial file.
 class AtomicOutputFile : public OutputFile {
@@ -63,7 +63,7 @@ class InputFile {
   InputFile& operator=(const InputFile&) = delete;
 
   // Empty on success, otherwise why not ("No such file or directory"), for callers that collect
-  // every problem instead of stopping at the first.
+  // every problem instead of stopping at the first. Only regular files open.
   std::string open(const std::string& path);
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
@@ -81,6 +81,8 @@ class InputFile {
 
 // The whole file into *contents; false (with the reason in *error) when it cannot.
 bool read_whole_file(const std::string& path, std::string* contents, std::string* error);
+// The same, throwing (as InputFile and read_exactly do).
+std::string read_whole_file(const std::string& path);
 
 void fsync_directory(const std::string& dir);
 // `contents` through an AtomicOutputFile.

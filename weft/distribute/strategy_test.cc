@@ -229,7 +229,9 @@ TEST(Strategy, AssignmentsInReplicaContextCombineByAggregation) {
   Variable average(full({1}, 10.0), "average", false, VariableAggregation::MEAN);
   strategy.run([&] {
     double r = get_replica_context().replica_id_in_sync_group();
-    counter.assign_add(full({1}, r + 1));
+    Tensor change = full({1}, r + 1);
+    counter.assign_add(change);
+    assign_into(change, full({1}, 100.0));  // the change recorded is the value at the call
     counter.assign_sub(full({1}, 0.5));
     average.assign_add(full({1}, r + 1));
   });

@@ -18,7 +18,8 @@ Tensor tree(const std::vector<Tensor>& v, size_t lo, size_t hi) {
 
 // The same tree, one block of elements at a time: every input is read once and the result written
 // once, instead of a tensor written and read again per addition. Each addition rounds to T as
-// add() does, so the bits are add()'s.
+// add() does, so the bits are add()'s. The output may be one of the inputs (each element is read
+// before it is written), but must not overlap one partly.
 template <typename T>
 class BlockTree {
  public:
@@ -43,7 +44,8 @@ class BlockTree {
     const T* a = child(lo, mid, depth, 0, at, n);
     const T* b = child(mid, hi, depth, 1, at, n);
     using C = compute_t<T>;
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<C>(a[i]) + static_cast<C>(b[i]));
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = static_cast<T>(static_cast<C>(a[i]) + static_cast<C>(b[i]));
   }
 
   std::vector<const T*> leaves_;

@@ -189,7 +189,10 @@ TEST(ModelDistributed, SyncBatchNormEqualsBatchNormOverTheGlobalBatch) {
 TEST(ModelDistributed, SyncBatchNormTrainsWhenAReplicaHasNoRows) {
   Tensor x = stateless_random_normal({30, 5}, {13, 1});
   Tensor y = stateless_random_normal({30, 2}, {13, 2});
-  config::enable_op_determinism();
+  struct Determinism {
+    Determinism() { config::enable_op_determinism(); }
+    ~Determinism() { config::disable_op_determinism(); }
+  } determinism;
   auto train = [&](int replicas) {
     Devices devices(replicas);
     random::set_seed(5);
@@ -201,8 +204,7 @@ TEST(ModelDistributed, SyncBatchNormTrainsWhenAReplicaHasNoRows) {
       model.compile(optim::SGD(0.1), losses::MeanSquaredError());
     }
     // Batches of 3 rows: with 4 replicas one has none.
-    model.fit(data::Dataset::from_tensor_slices({x, y}).batch(3),
-              {.epochs = 2, .verbose = 0});
+    model.fit(data::Dataset::from_tensor_slices({x, y}).batch(3), {.epochs = 2, .verbose = 0});
     EXPECT_EQ(model.optimizer().iterations().value().item<int64_t>(), 20);
     std::vector<Tensor> weights;
     for (const Variable& v : model.variables()) weights.push_back(copy(v.value()));
@@ -217,7 +219,6 @@ TEST(ModelDistributed, SyncBatchNormTrainsWhenAReplicaHasNoRows) {
                    std::to_string(replicas) + " replicas, weight " + std::to_string(i));
     }
   }
-  config::disable_op_determinism();
 }
 
 // 4 replicas, 200 steps, twice: the same bits (and clean under the sanitizer build).

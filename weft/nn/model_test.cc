@@ -149,7 +149,8 @@ TEST(Model, BadInputNamesTheProblem) {
   // Logs are keyed by name: two metrics of one name would mix their values.
   EXPECT_THAT(
       [&] {
-        model.compile(optim::SGD(0.1), losses::MeanSquaredError(), std::vector<std::string>{"accuracy", "accuracy"});
+        model.compile(optim::SGD(0.1), losses::MeanSquaredError(),
+                      std::vector<std::string>{"accuracy", "accuracy"});
       },
       testing::ThrowsMessage<InvalidArgument>(testing::HasSubstr("are named \"accuracy\"")));
 }

@@ -13,19 +13,18 @@ namespace weft::np {
 
 using internal::check_data_size;
 using internal::decode_npy;
+using internal::kMaxZipNameSize;
 using internal::npy_header;
 using internal::NpyHeader;
 using internal::parse_header;
 using internal::parse_preamble;
 using internal::Preamble;
-using internal::to_native;
-using internal::ZipEntry;
-using internal::ZipMember;
-using internal::kMaxZipNameSize;
 using internal::read_central_directory;
 using internal::read_entry;
+using internal::to_native;
 using internal::write_zip;
-
+using internal::ZipEntry;
+using internal::ZipMember;
 
 NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& source_name) {
   const NpyHeader h = parse_header(bytes, size, source_name);

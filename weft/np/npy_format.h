@@ -36,7 +36,7 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& source_
 // not hold exactly prod(a.shape) elements.
 std::vector<uint8_t> serialize_npy(const NpyArray& a);
 
-// File versions of the above. Writers write `path + ".tmp-<pid>"`, sync it and rename it over
+// File versions of the above. Writers write `path + ".tmp-<pid>-<n>"`, sync it and rename it over
 // `path` only once complete (weft::io::AtomicOutputFile, as checkpoints do), so a failure never
 // leaves a partial file under `path`. Files that cannot be opened, written or renamed throw
 // FailedPrecondition.

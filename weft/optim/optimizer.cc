@@ -214,6 +214,13 @@ void Optimizer::apply_gradients(const GradsAndVars& grads_and_vars,
   // counts as zeros in the sum, and one that no replica has stays undefined.
   distribute::ReplicaContext& ctx = distribute::get_replica_context();
   GradsAndVars gv = grads_and_vars;
+  // A gradient_aggregator on several replicas gets zeros for a missing gradient, so that every
+  // replica hands it the same list.
+  if (experimental_aggregate_gradients && aggregator && ctx.num_replicas_in_sync() > 1) {
+    for (auto& [g, v] : gv) {
+      if (!g.defined() && v.defined()) g = zeros_like(v.value());
+    }
+  }
   if (experimental_aggregate_gradients && !aggregator && ctx.num_replicas_in_sync() > 1) {
     std::vector<Tensor> grads;
     for (const auto& [g, v] : gv) grads.push_back(g);

@@ -10,8 +10,8 @@
 #include <system_error>
 
 #include "weft/checkpoint/checkpoint_io.h"
-#include "weft/core/file_io.h"
 #include "weft/core/errors.h"
+#include "weft/core/file_io.h"
 
 namespace weft::train {
 namespace {
@@ -120,8 +120,7 @@ std::string Checkpoint::save(int64_t step) {
   }
   io::fsync_directory(directory_);
   nlohmann::ordered_json state_file{{"latest", kept.back()}, {"all", kept}};
-  io::write_file_atomically(directory_ + "/" + kStateFileName,
-                                              state_file.dump(1) + "\n");
+  io::write_file_atomically(directory_ + "/" + kStateFileName, state_file.dump(1) + "\n");
   return dir;
 }
 

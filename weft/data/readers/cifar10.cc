@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "weft/core/errors.h"
-#include "weft/data/internal/file.h"
+#include "weft/core/file_io.h"
 #include "weft/ops/shape_ops.h"
 
 namespace weft::data {
@@ -46,7 +46,7 @@ Cifar10Arrays parse_cifar10(const uint8_t* bytes, size_t size, const std::string
 }
 
 Cifar10Arrays read_cifar10_file(const std::string& path) {
-  const std::string bytes = internal::read_file(path);
+  const std::string bytes = io::read_whole_file(path);
   return parse_cifar10(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path);
 }
 

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "weft/core/errors.h"
-#include "weft/data/internal/file.h"
+#include "weft/core/file_io.h"
 #include "weft/ops/cast.h"
 
 namespace weft::data {
@@ -242,7 +242,7 @@ CsvTable parse_csv(std::string_view text, const std::string& source_name,
 }
 
 CsvTable read_csv(const std::string& path, const CsvOptions& options) {
-  return parse_csv(internal::read_file(path), path, options);
+  return parse_csv(io::read_whole_file(path), path, options);
 }
 
 Dataset read_csv_dataset(const std::string& path, const CsvOptions& options) {

@@ -164,10 +164,10 @@ void ReplicaGroup::worker(int replica) {
     if (!failed_ && arrived_ > 0 && arrived_ + finished() >= size()) {
       for (int r = 0; r < size(); ++r) {
         if (done_[static_cast<size_t>(r)]) continue;
-        fail(nullptr,
-             "replica " + std::to_string(replica) + " returned from its step while replica " +
-                 std::to_string(r) + " waits in " + calls_[static_cast<size_t>(r)].describe() +
-                 ": every replica must make the same collective calls in the same order");
+        fail(nullptr, "replica " + std::to_string(replica) +
+                          " returned from its step while replica " + std::to_string(r) +
+                          " waits in " + calls_[static_cast<size_t>(r)].describe() +
+                          ": every replica must make the same collective calls in the same order");
         break;
       }
     }
@@ -215,14 +215,14 @@ void ReplicaGroup::meet(int replica, Call call,
       if (i < calls_[r].values.size()) reference.values[i] = calls_[r].values[i];
     }
   }
-  for (int r = 1; r < size(); ++r) {
-    if (!calls_[static_cast<size_t>(r)].matches(reference)) {
-      fail(nullptr,
-           "replicas disagree on a collective: replica 0 called " + calls_[0].describe() +
-               ", replica " + std::to_string(r) + " called " +
-               calls_[static_cast<size_t>(r)].describe());
-      throw Aborted{};
-    }
+  for (size_t r = 1; r < calls_.size(); ++r) {
+    if (calls_[r].matches(reference)) continue;
+    size_t q = 0;  // a replica that r disagrees with directly, to name in the message
+    while (q + 1 < r && calls_[r].matches(calls_[q])) ++q;
+    fail(nullptr, "replicas disagree on a collective: replica " + std::to_string(q) + " called " +
+                      calls_[q].describe() + ", replica " + std::to_string(r) + " called " +
+                      calls_[r].describe());
+    throw Aborted{};
   }
   arrived_ = 0;
   if (on_all) on_all(calls_);
@@ -230,8 +230,8 @@ void ReplicaGroup::meet(int replica, Call call,
   cv_.notify_all();
 }
 
-ReplicaGroup::Round ReplicaGroup::exchange(int replica, const std::string& kind,
-                                           uint64_t sequence, const std::vector<Tensor>& values) {
+ReplicaGroup::Round ReplicaGroup::exchange(int replica, const std::string& kind, uint64_t sequence,
+                                           const std::vector<Tensor>& values) {
   // The last to arrive keeps every replica's values, flattened, for the round, and makes the
   // outputs; each replica takes its own references before it leaves, so the next round may
   // replace them.

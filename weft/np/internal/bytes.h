@@ -18,8 +18,12 @@ inline std::string hex32(uint32_t v) {
 }
 
 inline uint16_t le16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
-inline uint32_t le32(const uint8_t* p) { return le16(p) | static_cast<uint32_t>(le16(p + 2)) << 16; }
-inline uint64_t le64(const uint8_t* p) { return le32(p) | static_cast<uint64_t>(le32(p + 4)) << 32; }
+inline uint32_t le32(const uint8_t* p) {
+  return le16(p) | static_cast<uint32_t>(le16(p + 2)) << 16;
+}
+inline uint64_t le64(const uint8_t* p) {
+  return le32(p) | static_cast<uint64_t>(le32(p + 4)) << 32;
+}
 
 inline void put16(std::string& s, uint16_t v) {
   s += static_cast<char>(v & 0xff);

@@ -15,7 +15,6 @@ namespace {
 constexpr size_t kMaxZlibChunk = size_t{1} << 30;
 constexpr size_t kIoChunk = size_t{1} << 20;
 
-
 constexpr uint32_t kLocalHeaderSignature = 0x04034b50;
 constexpr uint32_t kCentralHeaderSignature = 0x02014b50;
 constexpr uint32_t kEndSignature = 0x06054b50;
@@ -232,7 +231,8 @@ std::vector<uint8_t> inflate_entry(const io::InputFile& in, const ZipEntry& e, u
 
 }  // namespace
 
-std::vector<uint8_t> read_entry(const io::InputFile& in, const ZipEntry& e, const std::string& path) {
+std::vector<uint8_t> read_entry(const io::InputFile& in, const ZipEntry& e,
+                                const std::string& path) {
   const std::string where = path + ": entry '" + e.name + "'";
   WEFT_CHECK((e.flags & kFlagEncrypted) == 0, DataLoss)
       << where << " is encrypted; expected an unencrypted archive";
@@ -339,8 +339,8 @@ class ZipWriter {
                                           m.prefix.size());
     e.crc = static_cast<uint32_t>(crc32_z(0, prefix.data(), prefix.size()));
     for (size_t done = 0; done < m.data.size(); done += kMaxZlibChunk) {
-      e.crc = static_cast<uint32_t>(crc32_z(
-          e.crc, m.data.data() + done, std::min(kMaxZlibChunk, m.data.size() - done)));
+      e.crc = static_cast<uint32_t>(
+          crc32_z(e.crc, m.data.data() + done, std::min(kMaxZlibChunk, m.data.size() - done)));
     }
     if (method_ == kMethodDeflated) {
       e.compressed_size = write_deflated(out_, {prefix, m.data});

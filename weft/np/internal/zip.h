@@ -30,7 +30,8 @@ struct ZipEntry {
 // The entries of the archive `in`, in directory order; DataLoss naming `path` if malformed.
 std::vector<ZipEntry> read_central_directory(const io::InputFile& in, const std::string& path);
 // The uncompressed bytes of `e`, its CRC-32 checked.
-std::vector<uint8_t> read_entry(const io::InputFile& in, const ZipEntry& e, const std::string& path);
+std::vector<uint8_t> read_entry(const io::InputFile& in, const ZipEntry& e,
+                                const std::string& path);
 
 // One entry to write: its bytes are `prefix` followed by `data`.
 struct ZipMember {
