@@ -22,6 +22,8 @@
 #include "weft/data/readers/csv.h"
 #include "weft/data/readers/idx.h"
 #include "weft/data/readers/npy.h"
+#include "weft/distribute/cluster/cluster_spec.h"
+#include "weft/distribute/cluster/tf_config.h"
 #include "weft/distribute/mirrored_strategy.h"
 #include "weft/distribute/strategy.h"
 #include "weft/distribute/updates.h"
