@@ -110,13 +110,6 @@ InputFile::InputFile(const std::string& path) {
   WEFT_CHECK(reason.empty(), FailedPrecondition) << "cannot open " << path << ": " << reason;
 }
 
-std::string read_whole_file(const std::string& path) {
-  InputFile f(path);
-  std::string contents(f.size(), '\0');
-  f.read_exactly(0, contents.data(), contents.size());
-  return contents;
-}
-
 InputFile::~InputFile() {
   if (fd_ >= 0) ::close(fd_);
 }
@@ -169,6 +162,13 @@ bool read_whole_file(const std::string& path, std::string* contents, std::string
   }
   contents->resize(f.size());
   return f.read_at(0, contents->data(), contents->size(), error);
+}
+
+std::string read_whole_file(const std::string& path) {
+  InputFile f(path);
+  std::string contents(f.size(), '\0');
+  f.read_exactly(0, contents.data(), contents.size());
+  return contents;
 }
 
 void fsync_directory(const std::string& dir) {

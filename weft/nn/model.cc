@@ -290,10 +290,9 @@ PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
   auto [inputs, targets] = split_element(m, batch, true);
   int64_t rows = inputs[0].dim(0);
   // Outside a distributed dataset, each replica's rows are taken to be an equal share.
-  int64_t replicas = distribute::get_replica_context().num_replicas_in_sync();
-  distribute::BatchSlice where = distribute::current_batch_slice().value_or(
-      distribute::BatchSlice{0, rows * distribute::get_replica_context().replica_id_in_sync_group(),
-                             rows, rows * replicas});
+  const distribute::ReplicaContext& ctx = distribute::get_replica_context();
+  distribute::BatchSlice where = distribute::current_batch_slice().value_or(distribute::BatchSlice{
+      0, rows * ctx.replica_id_in_sync_group(), rows, rows * ctx.num_replicas_in_sync()});
   // The parts whose gradients are taken one at a time: under op determinism the micro-batches
   // of the global batch that fall in this replica's rows, else the rows at once. A model whose
   // layers synchronise replicas runs exactly one part per replica, even with no rows, so that

@@ -230,11 +230,13 @@ void ReplicaGroup::meet(int replica, Call call,
   cv_.notify_all();
 }
 
-ReplicaGroup::Round ReplicaGroup::exchange(int replica, const std::string& kind, uint64_t sequence,
-                                           const std::vector<Tensor>& values) {
-  // The last to arrive keeps every replica's values, flattened, for the round, and makes the
-  // outputs; each replica takes its own references before it leaves, so the next round may
-  // replace them.
+std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
+                                             const std::vector<Tensor>& values) {
+  autodiff::NoRecordScope no_record;
+  std::string kind = std::string("all_reduce(") + op_name(op) + ")";
+  uint64_t sequence = ++sequence_[static_cast<size_t>(replica)];
+  // The last to arrive keeps every replica's values, flattened, and makes the outputs; each
+  // replica takes its own references before it leaves, so the next round may replace them.
   meet(replica, Call{kind, sequence, values}, [this](std::vector<Call>& calls) {
     round_ = Round{};
     for (const Call& c : calls) {
@@ -253,29 +255,11 @@ ReplicaGroup::Round ReplicaGroup::exchange(int replica, const std::string& kind,
       round_.outputs.push_back(out);
     }
   });
-  std::lock_guard lock(mu_);
-  return round_;
-}
-
-void ReplicaGroup::reduce_share(const Round& round, size_t i, int64_t lo, int64_t hi, ReduceOp op,
-                                const Tensor& out) const {
-  std::vector<Tensor> parts;  // an undefined input adds nothing
-  for (const std::vector<Tensor>& replica : round.inputs) {
-    if (replica[i].defined()) parts.push_back(slice(replica[i], {Slice{lo, hi}}));
+  Round round;
+  {
+    std::lock_guard lock(mu_);
+    round = round_;
   }
-  if (op == ReduceOp::SUM) {
-    tree_sum_into(parts, out);
-  } else {
-    assign_into(out, div(tree_sum(parts), static_cast<double>(size())));
-  }
-}
-
-std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
-                                             const std::vector<Tensor>& values) {
-  autodiff::NoRecordScope no_record;
-  std::string kind = std::string("all_reduce(") + op_name(op) + ")";
-  uint64_t sequence = ++sequence_[static_cast<size_t>(replica)];
-  Round round = exchange(replica, kind, sequence, values);
   // Each replica reduces its own share of every value's elements into the shared outputs,
   // summing the replicas in one fixed tree: the result does not depend on the share. They meet
   // again before any returns.
@@ -283,7 +267,16 @@ std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
     if (!round.outputs[i].defined()) continue;
     auto [lo, hi] = row_range(round.outputs[i].numel(), size(), replica);
     if (lo == hi) continue;
-    reduce_share(round, i, lo, hi, op, slice(reshape(round.outputs[i], {-1}), {Slice{lo, hi}}));
+    std::vector<Tensor> parts;  // an undefined input adds nothing
+    for (const std::vector<Tensor>& in : round.inputs) {
+      if (in[i].defined()) parts.push_back(slice(in[i], {Slice{lo, hi}}));
+    }
+    Tensor share = slice(reshape(round.outputs[i], {-1}), {Slice{lo, hi}});
+    if (op == ReduceOp::SUM) {
+      tree_sum_into(parts, share);
+    } else {
+      assign_into(share, div(tree_sum(parts), static_cast<double>(size())));
+    }
   }
   meet(replica, Call{kind + " (end)", sequence, {}}, {});
   return round.outputs;

@@ -52,11 +52,6 @@ class ReplicaGroup {
     std::vector<std::vector<Tensor>> inputs;
     std::vector<Tensor> outputs;
   };
-  Round exchange(int replica, const std::string& kind, uint64_t sequence,
-                 const std::vector<Tensor>& values);
-  // Elements [lo, hi) of value i reduced over the replicas in one fixed tree, into `out`.
-  void reduce_share(const Round& round, size_t i, int64_t lo, int64_t hi, ReduceOp op,
-                    const Tensor& out) const;
   void fail(std::exception_ptr error, const std::string& why);
   void worker(int replica);
   int finished() const { return static_cast<int>(std::count(done_.begin(), done_.end(), true)); }

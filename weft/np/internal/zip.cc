@@ -325,14 +325,15 @@ class ZipWriter {
       : out_(out), method_(compress ? kMethodDeflated : kMethodStored) {}
 
   void add(const ZipMember& m) {
-    Entry e;
+    ZipEntry e;
+    e.method = method_;
     e.name = m.name;
     // Python's zipfile, and so numpy.load, reads names as cp437 unless this flag is set.
     e.flags = std::any_of(e.name.begin(), e.name.end(), [](char c) { return c & 0x80; })
                   ? kFlagUtf8Name
                   : 0;
     e.size = m.prefix.size() + m.data.size();
-    e.offset = out_.offset();
+    e.local_header_offset = out_.offset();
     // Rewritten below once the CRC and the compressed size are known.
     out_.append(local_header(e));
     const std::span<const uint8_t> prefix(reinterpret_cast<const uint8_t*>(m.prefix.data()),
@@ -350,36 +351,28 @@ class ZipWriter {
       e.compressed_size = e.size;
     }
     const std::string header = local_header(e);
-    out_.write_at(e.offset, header.data(), header.size());
+    out_.write_at(e.local_header_offset, header.data(), header.size());
     entries_.push_back(std::move(e));
   }
 
   void finish() {
     const uint64_t directory_offset = out_.offset();
     std::string directory;
-    for (const Entry& e : entries_) {
+    for (const ZipEntry& e : entries_) {
       // ZIP64 values for just the fields that do not fit in 32 bits, in the order APPNOTE fixes.
       std::string zip64;
       if (e.size >= kMax32) put64(zip64, e.size);
       if (e.compressed_size >= kMax32) put64(zip64, e.compressed_size);
-      if (e.offset >= kMax32) put64(zip64, e.offset);
+      if (e.local_header_offset >= kMax32) put64(zip64, e.local_header_offset);
       put32(directory, kCentralHeaderSignature);
       put16(directory, kVersionMadeBy);
-      put16(directory, version_needed(e));
-      put16(directory, e.flags);
-      put16(directory, method_);
-      put16(directory, kDosTime);
-      put16(directory, kDosDate);
-      put32(directory, e.crc);
-      put32(directory, clamp32(e.compressed_size));
-      put32(directory, clamp32(e.size));
-      put16(directory, static_cast<uint16_t>(e.name.size()));
+      put_common_fields(directory, e);
       put16(directory, static_cast<uint16_t>(zip64.empty() ? 0 : 4 + zip64.size()));
       put16(directory, 0);  // comment length
       put16(directory, 0);  // disk number
       put16(directory, 0);  // internal attributes
       put32(directory, kExternalAttributes);
-      put32(directory, clamp32(e.offset));
+      put32(directory, clamp32(e.local_header_offset));
       directory += e.name;
       if (!zip64.empty()) {
         put16(directory, kZip64ExtraId);
@@ -421,38 +414,34 @@ class ZipWriter {
   }
 
  private:
-  struct Entry {
-    std::string name;
-    uint16_t flags = 0;
-    uint32_t crc = 0;
-    uint64_t compressed_size = 0;
-    uint64_t size = 0;
-    uint64_t offset = 0;
-  };
-
   static uint32_t clamp32(uint64_t v) {
     return static_cast<uint32_t>(std::min<uint64_t>(v, kMax32));
   }
 
-  static uint16_t version_needed(const Entry& e) {
-    return std::max({e.size, e.compressed_size, e.offset}) >= kMax32 ? kVersionZip64
-                                                                     : kVersionDefault;
+  static uint16_t version_needed(const ZipEntry& e) {
+    return std::max({e.size, e.compressed_size, e.local_header_offset}) >= kMax32 ? kVersionZip64
+                                                                                  : kVersionDefault;
   }
 
-  // Always with a ZIP64 extra field, as np.savez writes it (force_zip64), so the header's size does
-  // not change when it is rewritten with the final sizes.
-  std::string local_header(const Entry& e) const {
-    std::string h;
-    put32(h, kLocalHeaderSignature);
+  // The fields local and central headers share, from "version needed" to the name's length.
+  static void put_common_fields(std::string& h, const ZipEntry& e) {
     put16(h, version_needed(e));
     put16(h, e.flags);
-    put16(h, method_);
+    put16(h, e.method);
     put16(h, kDosTime);
     put16(h, kDosDate);
     put32(h, e.crc);
     put32(h, clamp32(e.compressed_size));
     put32(h, clamp32(e.size));
     put16(h, static_cast<uint16_t>(e.name.size()));
+  }
+
+  // Always with a ZIP64 extra field, as np.savez writes it (force_zip64), so the header's size does
+  // not change when it is rewritten with the final sizes.
+  std::string local_header(const ZipEntry& e) const {
+    std::string h;
+    put32(h, kLocalHeaderSignature);
+    put_common_fields(h, e);
     put16(h, 4 + 16);  // extra field length
     h += e.name;
     put16(h, kZip64ExtraId);
@@ -464,7 +453,7 @@ class ZipWriter {
 
   io::OutputFile& out_;
   uint16_t method_;
-  std::vector<Entry> entries_;
+  std::vector<ZipEntry> entries_;
 };
 
 }  // namespace
