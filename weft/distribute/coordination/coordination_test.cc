@@ -1,0 +1,350 @@
+// The coordination service and its clients in one process, over real gRPC on 127.0.0.1. A raw
+// gRPC stub plays the misbehaving parties: a call without the token, a task that stops sending
+// heartbeats, a task whose connection breaks, a task that restarts. (Tasks in separate processes
+// that are killed or stopped are the multi-worker tests' subject.)
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include "weft/core/errors.h"
+#include "weft/distribute/coordination/client.h"
+#include "weft/distribute/coordination/coordination.pb.h"
+#include "weft/distribute/coordination/service.h"
+
+namespace weft::distribute::coordination {
+namespace {
+
+namespace pb = ::weft::coordination;
+using std::chrono::milliseconds;
+using testing::HasSubstr;
+
+constexpr const char* kToken = "0123456789abcdef";
+
+CoordinationOptions options(std::string token = kToken) {
+  CoordinationOptions o;
+  o.token = std::move(token);
+  o.heartbeat_interval = milliseconds(100);
+  o.heartbeat_timeout = milliseconds(1000);
+  return o;
+}
+
+struct Cluster {
+  explicit Cluster(int tasks) {
+    std::vector<std::string> names;
+    for (int i = 0; i < tasks; ++i) names.push_back("worker:" + std::to_string(i));
+    service = std::make_unique<CoordinationService>("127.0.0.1:0", names, options());
+    for (const auto& n : names) {
+      clients.push_back(
+          std::make_unique<CoordinationClient>(n, "worker:0", service->address(), options()));
+    }
+  }
+  void connect_all() {
+    for (auto& c : clients) c->connect(milliseconds(5000));
+  }
+  std::unique_ptr<CoordinationService> service;
+  std::vector<std::unique_ptr<CoordinationClient>> clients;
+};
+
+// A unary call with raw bytes, outside the client: returns the status the service answered.
+grpc::Status raw_call(const std::string& address, const std::string& method,
+                      const std::string& payload, const char* token) {
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  if (token != nullptr) ctx.AddMetadata("weft-cluster-token", token);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Slice slice(payload);
+  grpc::ByteBuffer request(&slice, 1), response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, "/weft.coordination.Coordination/" + method, grpc::StubOptions(), &request,
+                 &response, [&](grpc::Status s) { done.set_value(s); });
+  return done.get_future().get();
+}
+
+pb::Caller caller(const std::string& task, uint64_t incarnation) {
+  pb::Caller c;
+  c.set_task(task);
+  c.set_incarnation(incarnation);
+  return c;
+}
+
+TEST(Coordination, KeyValueWaitsForTheKeyAndTimesOutNamingIt) {
+  Cluster cluster(2);
+  cluster.connect_all();
+  auto& a = *cluster.clients[0];
+  auto& b = *cluster.clients[1];
+  auto later = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(milliseconds(200));
+    a.insert_key_value("gloo/rank0", "127.0.0.1:5000");
+  });
+  EXPECT_EQ(b.get_key_value("gloo/rank0", milliseconds(5000)), "127.0.0.1:5000");
+  later.get();
+  EXPECT_EQ(b.try_get_key_value("gloo/rank0"), "127.0.0.1:5000");
+  EXPECT_EQ(b.try_get_key_value("absent"), std::nullopt);
+  a.insert_key_value("gloo/rank0", "overwritten");
+  EXPECT_EQ(b.get_key_value("gloo/rank0", milliseconds(100)), "overwritten");
+
+  auto start = std::chrono::steady_clock::now();
+  try {
+    b.get_key_value("never", milliseconds(300));
+    FAIL() << "no DeadlineExceeded";
+  } catch (const DeadlineExceeded& e) {
+    EXPECT_THAT(e.what(), HasSubstr("key 'never' was not set within 300 ms"));
+    EXPECT_THAT(e.what(), HasSubstr("worker:1"));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(2000));
+  EXPECT_THROW(a.insert_key_value(std::string(2000, 'k'), "v"), InvalidArgument);
+  EXPECT_THROW(a.insert_key_value("big", std::string(kMaxValueBytes + 1, 'v')), InvalidArgument);
+  for (auto& c : cluster.clients) EXPECT_EQ(c->failure(), "");
+}
+
+TEST(Coordination, BarrierPassesWhenAllArriveAndNamesWhoIsMissing) {
+  Cluster cluster(3);
+  cluster.connect_all();
+  std::vector<std::future<void>> arrivals;
+  for (auto& c : cluster.clients) {
+    arrivals.push_back(std::async(std::launch::async,
+                                  [&c] { c->wait_at_barrier("epoch 1", milliseconds(5000)); }));
+  }
+  for (auto& f : arrivals) EXPECT_NO_THROW(f.get());
+
+  auto first = std::async(std::launch::async, [&] {
+    cluster.clients[0]->wait_at_barrier("epoch 2", milliseconds(400));
+  });
+  try {
+    cluster.clients[2]->wait_at_barrier("epoch 2", milliseconds(400));
+    FAIL() << "no DeadlineExceeded";
+  } catch (const DeadlineExceeded& e) {
+    EXPECT_THAT(e.what(), HasSubstr("barrier 'epoch 2' timed out after 400 ms waiting for worker:1"));
+  }
+  EXPECT_THROW(first.get(), DeadlineExceeded);
+}
+
+TEST(Coordination, AReportedErrorEndsEveryPendingWaitNamingTheTask) {
+  Cluster cluster(3);
+  cluster.connect_all();
+  std::promise<std::string> told;
+  cluster.clients[2]->on_failure([&](const std::string& f) { told.set_value(f); });
+  auto waiting = std::async(std::launch::async, [&] {
+    return cluster.clients[2]->get_key_value("never", milliseconds(30000));
+  });
+  auto at_barrier = std::async(std::launch::async, [&] {
+    cluster.clients[0]->wait_at_barrier("step", milliseconds(30000));
+  });
+  std::this_thread::sleep_for(milliseconds(200));
+  auto start = std::chrono::steady_clock::now();
+  cluster.clients[1]->report_error("InvalidArgument: matmul: shapes [2,3] and [4,5]");
+  const std::string expected = "task worker:1 failed: InvalidArgument: matmul: shapes [2,3] and [4,5]";
+  try {
+    waiting.get();
+    FAIL() << "the wait did not end";
+  } catch (const Unavailable& e) {
+    EXPECT_THAT(e.what(), HasSubstr(expected));
+  }
+  EXPECT_THROW(at_barrier.get(), Unavailable);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(2000));
+  auto f = told.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(f.get(), expected);
+  EXPECT_EQ(cluster.service->failure(), expected);
+  // Later calls answer the same, and the failure reaches a client that was not waiting.
+  EXPECT_THROW(cluster.clients[0]->insert_key_value("k", "v"), Unavailable);
+  for (int i = 0; i < 50 && cluster.clients[0]->failure().empty(); ++i) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(cluster.clients[0]->failure(), expected);
+}
+
+TEST(Coordination, ATaskWhoseConnectionBreaksIsNamedAtOnce) {
+  CoordinationService service("127.0.0.1:0", {"worker:0", "worker:1"}, options());
+  CoordinationClient survivor("worker:0", "worker:0", service.address(), options());
+  survivor.connect(milliseconds(5000));
+  // worker:1 registers and holds its watch open, as a client does, then its connection breaks
+  // (what the service sees when the process is killed).
+  pb::RegisterRequest reg;
+  *reg.mutable_caller() = caller("worker:1", 7);
+  ASSERT_TRUE(raw_call(service.address(), "Register", reg.SerializeAsString(), kToken).ok());
+  auto channel = grpc::CreateChannel(service.address(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("weft-cluster-token", kToken);
+  pb::WatchRequest watch;
+  *watch.mutable_caller() = caller("worker:1", 7);
+  grpc::Slice slice(watch.SerializeAsString());
+  grpc::ByteBuffer request(&slice, 1), response;
+  std::promise<grpc::Status> ended;
+  stub.UnaryCall(&ctx, "/weft.coordination.Coordination/Watch", grpc::StubOptions(), &request,
+                 &response, [&](grpc::Status s) { ended.set_value(s); });
+  auto waiting = std::async(std::launch::async,
+                            [&] { return survivor.get_key_value("never", milliseconds(30000)); });
+  std::this_thread::sleep_for(milliseconds(300));
+  auto start = std::chrono::steady_clock::now();
+  ctx.TryCancel();
+  try {
+    waiting.get();
+    FAIL() << "the wait did not end";
+  } catch (const Unavailable& e) {
+    EXPECT_THAT(e.what(), HasSubstr("task worker:1 failed: its connection to the coordination "
+                                    "service broke"));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(2000));
+  ended.get_future().wait();
+}
+
+TEST(Coordination, ATaskThatStopsSendingHeartbeatsIsDeclaredFailed) {
+  CoordinationService service("127.0.0.1:0", {"worker:0", "worker:1"}, options());
+  CoordinationClient survivor("worker:0", "worker:0", service.address(), options());
+  survivor.connect(milliseconds(5000));
+  pb::RegisterRequest reg;
+  *reg.mutable_caller() = caller("worker:1", 9);
+  ASSERT_TRUE(raw_call(service.address(), "Register", reg.SerializeAsString(), kToken).ok());
+  auto start = std::chrono::steady_clock::now();
+  try {
+    survivor.wait_at_barrier("never full", milliseconds(30000));
+    FAIL() << "the barrier did not end";
+  } catch (const Unavailable& e) {
+    EXPECT_THAT(e.what(), HasSubstr("task worker:1 failed: no heartbeat for"));
+  }
+  auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, milliseconds(900));  // heartbeat_timeout is 1000 ms
+  EXPECT_LT(waited, milliseconds(3000));
+}
+
+TEST(Coordination, ARestartedTaskFailsTheCluster) {
+  Cluster cluster(2);
+  cluster.connect_all();
+  pb::RegisterRequest again;
+  *again.mutable_caller() = caller("worker:1", 12345);  // a new process: a new incarnation
+  grpc::Status s = raw_call(cluster.service->address(), "Register", again.SerializeAsString(),
+                            kToken);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::ABORTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("task worker:1 failed: it restarted"));
+  EXPECT_THROW(cluster.clients[0]->get_key_value("k", milliseconds(1000)), Unavailable);
+}
+
+TEST(Coordination, TheTokenIsCheckedBeforeThePayloadIsParsed) {
+  CoordinationService service("127.0.0.1:0", {"worker:0"}, options());
+  const std::string garbage = "\xff\xff\xff\xff not a protobuf";
+  for (const char* method : {"Register", "Set", "Get", "Barrier", "Watch", "Heartbeat",
+                             "ReportError", "Leave"}) {
+    SCOPED_TRACE(method);
+    grpc::Status none = raw_call(service.address(), method, garbage, nullptr);
+    EXPECT_EQ(none.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(none.error_message(), "the call carries no cluster token");
+    grpc::Status wrong = raw_call(service.address(), method, garbage, "0123456789abcdeX");
+    EXPECT_EQ(wrong.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(wrong.error_message(), "the call's cluster token is wrong");
+    grpc::Status parsed = raw_call(service.address(), method, garbage, kToken);
+    EXPECT_EQ(parsed.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(parsed.error_message(), "malformed request");
+  }
+  CoordinationClient intruder("worker:0", "worker:0", service.address(), options("wrong token"));
+  try {
+    intruder.connect(milliseconds(5000));
+    FAIL() << "a wrong token was accepted";
+  } catch (const FailedPrecondition& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the call's cluster token is wrong"));
+  }
+  EXPECT_THROW(CoordinationService("127.0.0.1:0", {"worker:0"}, options("")), InvalidArgument);
+  EXPECT_THROW(CoordinationClient("worker:0", "worker:0", service.address(), options("")),
+               InvalidArgument);
+}
+
+TEST(Coordination, TheServiceListensOnlyOnItsOwnAddress) {
+  CoordinationService service("127.0.0.2:0", {"worker:0"}, options());
+  EXPECT_EQ(service.address(), "127.0.0.2:" + std::to_string(service.port()));
+  CoordinationClient elsewhere("worker:0", "worker:0",
+                               "127.0.0.1:" + std::to_string(service.port()), options());
+  EXPECT_THROW(elsewhere.connect(milliseconds(500)), DeadlineExceeded);
+  CoordinationClient right("worker:0", "worker:0", service.address(), options());
+  EXPECT_NO_THROW(right.connect(milliseconds(5000)));
+}
+
+TEST(Coordination, UnknownTasksAndAddressesAreRefusedNamingThem) {
+  CoordinationService service("127.0.0.1:0", {"worker:0", "worker:1"}, options());
+  CoordinationClient stranger("worker:7", "worker:0", service.address(), options());
+  try {
+    stranger.connect(milliseconds(5000));
+    FAIL() << "an unknown task was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("unknown task 'worker:7'; the cluster's tasks are worker:0, "
+                                    "worker:1"));
+  }
+  EXPECT_THROW(CoordinationService("127.0.0.1:0", {"worker:0", "worker:0"}, options()),
+               InvalidArgument);
+  EXPECT_THROW(CoordinationService("192.0.2.1:0", {"worker:0"}, options()), Unavailable);
+}
+
+TEST(Coordination, ShutdownMeetsEveryTaskThenLeaves) {
+  Cluster cluster(2);
+  cluster.connect_all();
+  auto other = std::async(std::launch::async,
+                          [&] { cluster.clients[1]->shutdown(milliseconds(5000)); });
+  cluster.clients[0]->shutdown(milliseconds(5000));
+  other.get();
+  EXPECT_TRUE(cluster.service->wait_for_tasks_to_leave(milliseconds(2000)));
+  EXPECT_EQ(cluster.service->failure(), "");
+}
+
+// Certificates made with openssl for 127.0.0.1: a CA, the service's, and a client's.
+class CoordinationTls : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("weft_tls_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    const std::string d = dir_.string();
+    const std::string script =
+        "cd " + d + " && ( "
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=weft-test-ca "
+        "-keyout ca.key -out ca.pem && "
+        "for who in server client; do "
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=$who -keyout $who.key -out $who.csr && "
+        "printf 'subjectAltName=IP:127.0.0.1\\n' > $who.ext && "
+        "openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-extfile $who.ext -out $who.pem; done ) > log 2>&1";
+    ASSERT_EQ(std::system(script.c_str()), 0) << "openssl failed, see " << d << "/log";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string file(const char* name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(CoordinationTls, MutualTlsAcceptsSignedClientsAndRefusesOthers) {
+  CoordinationOptions served = options();
+  served.tls = {file("server.pem"), file("server.key"), file("ca.pem")};
+  CoordinationService service("127.0.0.1:0", {"worker:0"}, served);
+
+  CoordinationOptions signed_client = options();
+  signed_client.tls = {file("client.pem"), file("client.key"), file("ca.pem")};
+  CoordinationClient good("worker:0", "worker:0", service.address(), signed_client);
+  good.connect(milliseconds(5000));
+  good.insert_key_value("k", "v");
+  EXPECT_EQ(good.get_key_value("k", milliseconds(1000)), "v");
+
+  CoordinationOptions no_cert = options();
+  no_cert.tls.ca_file = file("ca.pem");
+  CoordinationClient anonymous("worker:0", "worker:0", service.address(), no_cert);
+  EXPECT_THROW(anonymous.connect(milliseconds(1500)), DeadlineExceeded);
+  CoordinationClient plain("worker:0", "worker:0", service.address(), options());
+  EXPECT_THROW(plain.connect(milliseconds(1500)), DeadlineExceeded);
+
+  CoordinationOptions missing = options();
+  missing.tls = {file("absent.pem"), file("server.key"), ""};
+  try {
+    CoordinationService("127.0.0.1:0", {"worker:0"}, missing);
+    FAIL() << "a missing certificate was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--tls-cert " + file("absent.pem")));
+  }
+}
+
+}  // namespace
+}  // namespace weft::distribute::coordination

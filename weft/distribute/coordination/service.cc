@@ -1,0 +1,528 @@
+#include "weft/distribute/coordination/service.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "weft/core/errors.h"
+#include "weft/distribute/coordination/coordination.grpc.pb.h"
+#include "weft/distribute/coordination/internal/grpc_glue.h"
+
+namespace weft::distribute::coordination {
+namespace {
+
+namespace pb = ::weft::coordination;
+using Clock = std::chrono::steady_clock;
+using grpc::Status;
+using grpc::StatusCode;
+
+// Every method raw: the handler gets the request's bytes and checks the token before parsing.
+using RawService = pb::Coordination::WithRawCallbackMethod_Register<
+    pb::Coordination::WithRawCallbackMethod_Heartbeat<
+        pb::Coordination::WithRawCallbackMethod_ReportError<
+            pb::Coordination::WithRawCallbackMethod_Set<
+                pb::Coordination::WithRawCallbackMethod_Get<
+                    pb::Coordination::WithRawCallbackMethod_Barrier<
+                        pb::Coordination::WithRawCallbackMethod_Watch<
+                            pb::Coordination::WithRawCallbackMethod_Leave<
+                                pb::Coordination::Service>>>>>>>>;
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+long long millis(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+}  // namespace
+
+class CoordinationService::Impl final : public RawService {
+ public:
+  Impl(const std::string& address, std::vector<std::string> tasks, CoordinationOptions options)
+      : options_(std::move(options)) {
+    internal::quiet_grpc_logs();
+    WEFT_CHECK(!options_.token.empty(), InvalidArgument)
+        << "coordination service: the cluster token is empty (set " << kTokenEnvironmentVariable
+        << "; weft launch makes one)";
+    WEFT_CHECK(!tasks.empty(), InvalidArgument) << "coordination service: no tasks";
+    for (const auto& t : tasks) {
+      WEFT_CHECK(tasks_.emplace(t, TaskState{}).second, InvalidArgument)
+          << "coordination service: task " << t << " named twice";
+      task_order_.push_back(t);
+    }
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort(address, internal::server_credentials(options_.tls), &port);
+    builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
+    builder.SetMaxSendMessageSize(static_cast<int>(kMaxMessageBytes));
+    builder.RegisterService(this);
+    server_ = builder.BuildAndStart();
+    WEFT_CHECK(server_ != nullptr && port != 0, Unavailable)
+        << "coordination service: cannot listen on " << address
+        << " (is the address this host's own, and the port free?)";
+    address_ = address.substr(0, address.rfind(':') + 1) + std::to_string(port);
+    port_ = port;
+    monitor_ = std::thread([this] { monitor(); });
+  }
+
+  ~Impl() override {
+    std::vector<Completion> done;
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      for (auto& w : waiters_) {
+        complete(w, Status(StatusCode::UNAVAILABLE, "the coordination service is stopping"), {},
+                 &done);
+      }
+      waiters_.clear();
+    }
+    cv_.notify_all();
+    finish(done);
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server_->Wait();
+    monitor_.join();
+  }
+
+  const std::string& address() const { return address_; }
+  int port() const { return port_; }
+
+  bool wait_for_tasks_to_leave(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, timeout, [&] { return !failure_.empty() || all_left(); });
+    return all_left();
+  }
+
+  std::string failure() const {
+    std::lock_guard lock(mu_);
+    return failure_;
+  }
+
+  // ---- the calls ----------------------------------------------------------------------------
+  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                     grpc::ByteBuffer* out) override {
+    return handle<pb::RegisterRequest>(ctx, in, out, [&](const pb::RegisterRequest& r, Reply& reply) {
+      const auto& caller = r.caller();
+      auto it = tasks_.find(caller.task());
+      if (it == tasks_.end()) return reply.error(unknown_task(caller.task()));
+      TaskState& task = it->second;
+      if (!failure_.empty()) return reply.error(Status(StatusCode::ABORTED, failure_));
+      if (task.registered && task.incarnation != caller.incarnation()) {
+        fail_task(caller.task(), "it restarted (it registered again with a new incarnation)",
+                  reply.completions);
+        return reply.error(Status(StatusCode::ABORTED, failure_));
+      }
+      task.registered = true;
+      task.incarnation = caller.incarnation();
+      task.last_heartbeat = Clock::now();
+      reply.ok(pb::Empty{});
+    });
+  }
+
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx,
+                                      const grpc::ByteBuffer* in, grpc::ByteBuffer* out) override {
+    return handle<pb::HeartbeatRequest>(ctx, in, out, [&](const auto& r, Reply& reply) {
+      if (!admitted(r.caller(), reply)) return;
+      tasks_[r.caller().task()].last_heartbeat = Clock::now();
+      reply.ok(pb::Empty{});
+    });
+  }
+
+  grpc::ServerUnaryReactor* ReportError(grpc::CallbackServerContext* ctx,
+                                        const grpc::ByteBuffer* in,
+                                        grpc::ByteBuffer* out) override {
+    return handle<pb::ReportErrorRequest>(ctx, in, out, [&](const auto& r, Reply& reply) {
+      if (tasks_.count(r.caller().task()) == 0) return reply.error(unknown_task(r.caller().task()));
+      fail_task(r.caller().task(), r.message(), reply.completions);
+      reply.ok(pb::Empty{});
+    });
+  }
+
+  grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                grpc::ByteBuffer* out) override {
+    return handle<pb::SetRequest>(ctx, in, out, [&](const pb::SetRequest& r, Reply& reply) {
+      if (!admitted(r.caller(), reply) || !key_fits(r.key(), reply)) return;
+      if (r.value().size() > kMaxValueBytes) {
+        return reply.error(Status(StatusCode::INVALID_ARGUMENT,
+                                  "value of " + std::to_string(r.value().size()) +
+                                      " bytes is over the limit of " +
+                                      std::to_string(kMaxValueBytes)));
+      }
+      kv_[r.key()] = r.value();
+      pb::GetResponse answer;
+      answer.set_value(r.value());
+      for (auto it = waiters_.begin(); it != waiters_.end();) {
+        if ((*it)->kind == Waiter::kGet && (*it)->key == r.key()) {
+          complete(*it, Status::OK, answer.SerializeAsString(), &reply.completions);
+          it = waiters_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      reply.ok(pb::Empty{});
+    });
+  }
+
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                grpc::ByteBuffer* out) override {
+    return handle<pb::GetRequest>(ctx, in, out, [&](const pb::GetRequest& r, Reply& reply) {
+      if (!admitted(r.caller(), reply) || !key_fits(r.key(), reply)) return;
+      auto it = kv_.find(r.key());
+      if (it != kv_.end()) {
+        pb::GetResponse answer;
+        answer.set_value(it->second);
+        return reply.ok(answer);
+      }
+      if (r.timeout_ms() == 0) {
+        return reply.error(Status(StatusCode::NOT_FOUND, "key '" + r.key() + "' is not set"));
+      }
+      reply.wait(Waiter::kGet, r.caller().task(), r.key(), r.timeout_ms());
+    });
+  }
+
+  grpc::ServerUnaryReactor* Barrier(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                    grpc::ByteBuffer* out) override {
+    return handle<pb::BarrierRequest>(ctx, in, out, [&](const pb::BarrierRequest& r, Reply& reply) {
+      if (!admitted(r.caller(), reply) || !key_fits(r.id(), reply)) return;
+      auto& arrived = barriers_[r.id()];
+      arrived.insert(r.caller().task());
+      if (arrived.size() < tasks_.size()) {
+        return reply.wait(Waiter::kBarrier, r.caller().task(), r.id(), r.timeout_ms());
+      }
+      barriers_.erase(r.id());
+      for (auto it = waiters_.begin(); it != waiters_.end();) {
+        if ((*it)->kind == Waiter::kBarrier && (*it)->key == r.id()) {
+          complete(*it, Status::OK, pb::Empty{}.SerializeAsString(), &reply.completions);
+          it = waiters_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      reply.ok(pb::Empty{});
+    });
+  }
+
+  grpc::ServerUnaryReactor* Watch(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                  grpc::ByteBuffer* out) override {
+    return handle<pb::WatchRequest>(ctx, in, out, [&](const pb::WatchRequest& r, Reply& reply) {
+      pb::WatchResponse answer;
+      answer.set_failure(failure_);
+      if (!failure_.empty()) return reply.ok(answer);
+      if (!admitted(r.caller(), reply)) return;
+      reply.wait(Waiter::kWatch, r.caller().task(), "", 0);
+    });
+  }
+
+  grpc::ServerUnaryReactor* Leave(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                  grpc::ByteBuffer* out) override {
+    return handle<pb::LeaveRequest>(ctx, in, out, [&](const pb::LeaveRequest& r, Reply& reply) {
+      auto it = tasks_.find(r.caller().task());
+      if (it == tasks_.end()) return reply.error(unknown_task(r.caller().task()));
+      if (it->second.incarnation == r.caller().incarnation()) it->second.left = true;
+      // Its watch ends quietly: the task is going away on purpose.
+      for (auto w = waiters_.begin(); w != waiters_.end();) {
+        if ((*w)->kind == Waiter::kWatch && (*w)->task == r.caller().task()) {
+          complete(*w, Status::OK, pb::WatchResponse{}.SerializeAsString(), &reply.completions);
+          w = waiters_.erase(w);
+        } else {
+          ++w;
+        }
+      }
+      reply.ok(pb::Empty{});
+    });
+  }
+
+ private:
+  struct TaskState {
+    bool registered = false;
+    bool left = false;
+    uint64_t incarnation = 0;
+    Clock::time_point last_heartbeat;
+  };
+  // A call the service answers later: a get of a key not yet set, a barrier not yet full, a watch.
+  struct Waiter {
+    enum Kind { kGet, kBarrier, kWatch } kind;
+    grpc::ServerUnaryReactor* reactor;
+    grpc::ByteBuffer* response;
+    std::string task;
+    std::string key;  // the key, or the barrier's id
+    Clock::time_point deadline;
+    long long timeout_ms;
+    bool done = false;
+  };
+  // An answer decided under the lock, sent after it is released (gRPC may call back inline).
+  struct Completion {
+    std::shared_ptr<Waiter> waiter;
+    Status status;
+    std::string body;
+  };
+
+  class Call final : public grpc::ServerUnaryReactor {
+   public:
+    explicit Call(Impl* service) : service_(service) {}
+    void OnCancel() override { service_->cancelled(this); }
+    void OnDone() override { delete this; }
+
+   private:
+    Impl* service_;
+  };
+
+  // What a handler decides: answer now, or wait.
+  struct Reply {
+    Impl* service;
+    Call* call;
+    grpc::ByteBuffer* out;
+    std::vector<Completion> completions;
+    std::optional<Status> status;
+    std::string body;
+    void ok(const google::protobuf::Message& m) {
+      status = Status::OK;
+      body = m.SerializeAsString();
+    }
+    void error(Status s) { status = std::move(s); }
+    void wait(Waiter::Kind kind, const std::string& task, const std::string& key,
+              uint64_t timeout_ms) {
+      auto w = std::make_shared<Waiter>();
+      w->kind = kind;
+      w->reactor = call;
+      w->response = out;
+      w->task = task;
+      w->key = key;
+      w->timeout_ms = static_cast<long long>(std::min<uint64_t>(timeout_ms, 1ull << 40));
+      w->deadline = kind == Waiter::kWatch
+                        ? Clock::time_point::max()
+                        : Clock::now() + std::chrono::milliseconds(w->timeout_ms);
+      service->waiters_.push_back(std::move(w));
+    }
+  };
+
+  template <typename Request, typename Handler>
+  grpc::ServerUnaryReactor* handle(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                   grpc::ByteBuffer* out, Handler&& handler) {
+    auto* call = new Call(this);
+    // The token first: a call without the right one is refused before its bytes are parsed.
+    const auto& metadata = ctx->client_metadata();
+    auto token = metadata.find(internal::kTokenMetadataKey);
+    if (token == metadata.end()) {
+      call->Finish(Status(StatusCode::UNAUTHENTICATED, "the call carries no cluster token"));
+      return call;
+    }
+    if (!internal::tokens_equal({token->second.data(), token->second.size()}, options_.token)) {
+      call->Finish(Status(StatusCode::UNAUTHENTICATED, "the call's cluster token is wrong"));
+      return call;
+    }
+    Request request;
+    std::vector<grpc::Slice> slices;
+    std::string bytes;
+    if (in->Dump(&slices).ok()) {
+      for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    if (!request.ParseFromString(bytes)) {
+      call->Finish(Status(StatusCode::INVALID_ARGUMENT, "malformed request"));
+      return call;
+    }
+    Reply reply{this, call, out, {}, std::nullopt, {}};
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) {
+        reply.error(Status(StatusCode::UNAVAILABLE, "the coordination service is stopping"));
+      } else {
+        handler(request, reply);
+      }
+    }
+    cv_.notify_all();
+    finish(reply.completions);
+    if (reply.status) {
+      if (reply.status->ok()) *out = bytes_buffer(reply.body);
+      call->Finish(*reply.status);
+    }
+    return call;
+  }
+
+  static grpc::ByteBuffer bytes_buffer(const std::string& body) {
+    grpc::Slice slice(body);
+    return grpc::ByteBuffer(&slice, 1);
+  }
+
+  // Under the lock: whether `caller` may call (registered, this incarnation, not left, and the
+  // cluster has not failed); else sets reply's error.
+  bool admitted(const pb::Caller& caller, Reply& reply) {
+    auto it = tasks_.find(caller.task());
+    if (it == tasks_.end()) {
+      reply.error(unknown_task(caller.task()));
+    } else if (!it->second.registered || it->second.incarnation != caller.incarnation()) {
+      reply.error(Status(StatusCode::FAILED_PRECONDITION,
+                         "task " + caller.task() + " (this incarnation) has not registered"));
+    } else if (it->second.left) {
+      reply.error(Status(StatusCode::FAILED_PRECONDITION,
+                         "task " + caller.task() + " has left the cluster"));
+    } else if (!failure_.empty()) {
+      reply.error(Status(StatusCode::ABORTED, failure_));
+    } else {
+      return true;
+    }
+    return false;
+  }
+
+  bool key_fits(const std::string& key, Reply& reply) {
+    if (key.size() <= kMaxKeyBytes) return true;
+    reply.error(Status(StatusCode::INVALID_ARGUMENT,
+                       "key of " + std::to_string(key.size()) + " bytes is over the limit of " +
+                           std::to_string(kMaxKeyBytes)));
+    return false;
+  }
+
+  Status unknown_task(const std::string& task) const {
+    return Status(StatusCode::INVALID_ARGUMENT,
+                  "unknown task '" + task + "'; the cluster's tasks are " + join(task_order_));
+  }
+
+  bool all_left() const {
+    return std::all_of(tasks_.begin(), tasks_.end(), [](const auto& t) { return t.second.left; });
+  }
+
+  // Under the lock: the cluster has failed. Every pending get and barrier ends naming the task,
+  // every watch is answered, and every later call answers the same.
+  void fail_task(const std::string& task, const std::string& why, std::vector<Completion>& out) {
+    if (!failure_.empty()) return;
+    failure_ = "task " + task + " failed: " + why;
+    pb::WatchResponse watch;
+    watch.set_failure(failure_);
+    for (auto& w : waiters_) {
+      if (w->kind == Waiter::kWatch) {
+        complete(w, Status::OK, watch.SerializeAsString(), &out);
+      } else {
+        complete(w, Status(StatusCode::ABORTED, failure_), {}, &out);
+      }
+    }
+    waiters_.clear();
+    cv_.notify_all();
+  }
+
+  static void complete(const std::shared_ptr<Waiter>& w, Status status, std::string body,
+                       std::vector<Completion>* out) {
+    if (w->done) return;
+    w->done = true;
+    out->push_back({w, std::move(status), std::move(body)});
+  }
+
+  static void finish(std::vector<Completion>& done) {
+    for (auto& c : done) {
+      if (c.status.ok()) *c.waiter->response = bytes_buffer(c.body);
+      c.waiter->reactor->Finish(c.status);
+    }
+    done.clear();
+  }
+
+  // gRPC cancelled a pending call: its client gave up, or its process died. A broken watch of a
+  // task that has not left means the task is gone.
+  void cancelled(Call* call) {
+    std::vector<Completion> done;
+    {
+      std::lock_guard lock(mu_);
+      auto it = std::find_if(waiters_.begin(), waiters_.end(),
+                             [&](const auto& w) { return w->reactor == call; });
+      if (it == waiters_.end()) return;
+      std::shared_ptr<Waiter> w = *it;
+      waiters_.erase(it);
+      complete(w, Status(StatusCode::CANCELLED, "cancelled"), {}, &done);
+      if (w->kind == Waiter::kWatch && !stopping_ && !tasks_[w->task].left) {
+        fail_task(w->task,
+                  "its connection to the coordination service broke (the process exited or was "
+                  "killed)",
+                  done);
+      }
+    }
+    finish(done);
+  }
+
+  // Ends waits that pass their deadline, and declares failed a task whose heartbeats stopped.
+  void monitor() {
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      auto now = Clock::now();
+      auto next = now + std::max<Clock::duration>(options_.heartbeat_interval / 2,
+                                                  std::chrono::milliseconds(50));
+      std::vector<Completion> done;
+      for (auto it = waiters_.begin(); it != waiters_.end();) {
+        auto& w = **it;
+        if (w.deadline > now) {
+          next = std::min(next, w.deadline);
+          ++it;
+          continue;
+        }
+        std::string why;
+        if (w.kind == Waiter::kGet) {
+          why = "key '" + w.key + "' was not set within " + std::to_string(w.timeout_ms) + " ms";
+        } else {
+          auto& arrived = barriers_[w.key];
+          std::vector<std::string> missing;
+          for (const auto& t : task_order_) {
+            if (arrived.count(t) == 0) missing.push_back(t);
+          }
+          arrived.erase(w.task);
+          if (arrived.empty()) barriers_.erase(w.key);
+          why = "barrier '" + w.key + "' timed out after " + std::to_string(w.timeout_ms) +
+                " ms waiting for " + join(missing);
+        }
+        complete(*it, Status(StatusCode::DEADLINE_EXCEEDED, why), {}, &done);
+        it = waiters_.erase(it);
+      }
+      for (auto& [name, task] : tasks_) {
+        if (!task.registered || task.left || !failure_.empty()) continue;
+        auto silent = now - task.last_heartbeat;
+        if (silent > options_.heartbeat_timeout) {
+          fail_task(name,
+                    "no heartbeat for " + std::to_string(millis(silent)) +
+                        " ms (the process is stopped, hung or cut off)",
+                    done);
+        }
+      }
+      if (!done.empty()) {
+        lock.unlock();
+        finish(done);
+        lock.lock();
+        continue;
+      }
+      cv_.wait_until(lock, next);
+    }
+  }
+
+  CoordinationOptions options_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  int port_ = 0;
+  std::thread monitor_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::map<std::string, TaskState> tasks_;
+  std::vector<std::string> task_order_;
+  std::map<std::string, std::string> kv_;
+  std::map<std::string, std::set<std::string>> barriers_;  // id → tasks that arrived
+  std::vector<std::shared_ptr<Waiter>> waiters_;
+  std::string failure_;
+};
+
+CoordinationService::CoordinationService(const std::string& address,
+                                         std::vector<std::string> tasks,
+                                         CoordinationOptions options)
+    : impl_(std::make_unique<Impl>(address, std::move(tasks), std::move(options))) {}
+CoordinationService::~CoordinationService() = default;
+std::string CoordinationService::address() const { return impl_->address(); }
+int CoordinationService::port() const { return impl_->port(); }
+bool CoordinationService::wait_for_tasks_to_leave(std::chrono::milliseconds timeout) {
+  return impl_->wait_for_tasks_to_leave(timeout);
+}
+std::string CoordinationService::failure() const { return impl_->failure(); }
+
+}  // namespace weft::distribute::coordination
