@@ -1,0 +1,516 @@
+#include "weft/distribute/collective/gloo_communicator.h"
+
+#include <gloo/allreduce.h>
+#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "weft/core/config.h"
+#include "weft/core/errors.h"
+#include "weft/distribute/collective/internal/reduce.h"
+
+namespace weft::distribute::collective {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+// Gloo's rendezvous store over the coordination service's key-value store.
+class CoordinationStore : public gloo::rendezvous::Store {
+ public:
+  CoordinationStore(coordination::CoordinationClient& client, std::string prefix,
+                    milliseconds timeout)
+      : client_(client), prefix_(std::move(prefix)), timeout_(timeout) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    client_.insert_key_value(prefix_ + key, std::string(data.begin(), data.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    std::string v = client_.get_key_value(prefix_ + key, timeout_);
+    return {v.begin(), v.end()};
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys, const milliseconds& timeout) override {
+    for (const auto& k : keys) client_.get_key_value(prefix_ + k, timeout);
+  }
+
+ private:
+  coordination::CoordinationClient& client_;
+  std::string prefix_;
+  milliseconds timeout_;
+};
+
+enum class Kind : uint32_t { kAllReduce = 1, kBroadcast, kAllGather, kReduceScatter, kBarrier };
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::kAllReduce: return "all_reduce";
+    case Kind::kBroadcast: return "broadcast";
+    case Kind::kAllGather: return "all_gather";
+    case Kind::kReduceScatter: return "reduce_scatter";
+    case Kind::kBarrier: return "barrier";
+  }
+  return "?";
+}
+
+// What a collective call is, sent to the peers it meets: ranks that disagree on any field fail.
+struct Header {
+  uint64_t sequence = 0;
+  uint32_t kind = 0;
+  uint32_t dtype = 0;
+  uint32_t op = 0;  // the reduction, or the broadcast's root
+  int32_t rank = 0;
+  int32_t ndim = 0;
+  int32_t unused = 0;
+  int64_t dims[8] = {};
+
+  bool agrees(const Header& o) const {
+    return sequence == o.sequence && kind == o.kind && dtype == o.dtype && op == o.op &&
+           ndim == o.ndim && std::equal(dims, dims + 8, o.dims);
+  }
+  std::string describe() const {
+    std::ostringstream s;
+    s << kind_name(static_cast<Kind>(kind)) << " #" << sequence;
+    if (static_cast<Kind>(kind) == Kind::kBarrier) return s.str();
+    s << " of " << dtype_name(static_cast<DType>(dtype)) << " [";
+    for (int i = 0; i < ndim && i < 8; ++i) s << (i ? ", " : "") << dims[i];
+    if (ndim > 8) s << ", ...";
+    s << "]";
+    if (static_cast<Kind>(kind) == Kind::kBroadcast) s << " from root " << op;
+    if (static_cast<Kind>(kind) == Kind::kAllReduce ||
+        static_cast<Kind>(kind) == Kind::kReduceScatter) {
+      s << " (" << reduction_name(static_cast<Reduction>(op)) << ")";
+    }
+    return s.str();
+  }
+};
+static_assert(sizeof(Header) == 96);
+
+bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+template <typename T>
+void run_halving_doubling(const std::shared_ptr<gloo::Context>& context, void* data,
+                          std::size_t n, Reduction op) {
+  const gloo::ReductionFunction<T>* fn = gloo::ReductionFunction<T>::sum;
+  if (op == Reduction::MAX) fn = gloo::ReductionFunction<T>::max;
+  if (op == Reduction::MIN) fn = gloo::ReductionFunction<T>::min;
+  gloo::AllreduceHalvingDoubling<T> algorithm(context, {static_cast<T*>(data)},
+                                              static_cast<int>(n), fn);
+  algorithm.run();
+}
+
+}  // namespace
+
+class GlooCommunicator::Impl {
+ public:
+  Impl(coordination::CoordinationClient& client, std::vector<std::string> tasks, int rank,
+       const std::string& hostname, milliseconds timeout, const std::string& name)
+      : client_(client), tasks_(std::move(tasks)), rank_(rank), timeout_(timeout) {
+    WEFT_CHECK(rank_ >= 0 && rank_ < static_cast<int>(tasks_.size()), InvalidArgument)
+        << "GlooCommunicator: rank " << rank_ << " is not one of the " << tasks_.size()
+        << " ranks";
+    gloo::transport::tcp::attr attr;
+    attr.hostname = hostname;
+    try {
+      device_ = gloo::transport::tcp::CreateDevice(attr);
+    } catch (const gloo::Exception& e) {
+      WEFT_FAIL(Unavailable) << "GlooCommunicator: task " << tasks_[rank_]
+                             << " cannot listen on " << hostname << ": " << e.what();
+    }
+    context_ = std::make_shared<gloo::rendezvous::Context>(rank_, size());
+    context_->setTimeout(timeout_);
+    CoordinationStore store(client_, name + "/", timeout_);
+    try {
+      context_->connectFullMesh(store, device_);
+    } catch (const weft::Error&) {
+      throw;  // the store's errors already say what happened (a deadline, a failed task)
+    } catch (const gloo::Exception& e) {
+      lost("connecting the ranks", -1, e.what());
+    }
+    // When any task fails, end this rank's waits at once instead of at their deadline.
+    auto state = abort_;
+    client_.on_failure([state](const std::string& failure) { state->abort(failure); });
+  }
+
+  int size() const { return static_cast<int>(tasks_.size()); }
+  int rank() const { return rank_; }
+  const std::string& task(int r) const { return tasks_[static_cast<size_t>(r)]; }
+
+  Implementation auto_implementation(std::size_t bytes) const {
+    // Measured with `weft bench allreduce` (docs/benchmarks.md, "All-reduce between processes").
+    if (size() <= 2 || power_of_two(size())) {
+      return bytes <= kRecursiveDoublingUpTo ? Implementation::RECURSIVE_DOUBLING
+                                             : Implementation::RING;
+    }
+    return Implementation::RING;
+  }
+
+  void all_reduce(void* data, const Shape& shape, DType dtype, Reduction op,
+                  const CommunicationOptions& options) {
+    internal::check_collective_dtype(dtype, "all_reduce");
+    std::lock_guard lock(mu_);
+    Header h = header(Kind::kAllReduce, shape, dtype, static_cast<uint32_t>(op));
+    std::size_t n = static_cast<std::size_t>(num_elements(shape));
+    std::size_t bytes = n * dtype_size(dtype);
+    Implementation impl = options.implementation;
+    if (impl == Implementation::AUTO) impl = auto_implementation(bytes);
+    // The fixed tree under op determinism (DISTRIBUTED.md §2); with two ranks every algorithm
+    // adds the same two values.
+    if (config::op_determinism_enabled() && size() > 2) impl = Implementation::RECURSIVE_DOUBLING;
+    if (impl == Implementation::HALVING_DOUBLING &&
+        (dtype == kFloat16 || dtype == kBFloat16)) {
+      impl = Implementation::RING;
+    }
+    milliseconds timeout = wait_limit(options);
+    guarded(h, [&] {
+      if (impl == Implementation::RECURSIVE_DOUBLING) {
+        recursive_doubling(h, data, n, dtype, op, timeout);
+        return;
+      }
+      check_agreement(h, timeout);
+      if (size() == 1 || n == 0) return;
+      if (impl == Implementation::RING) {
+        gloo::AllreduceOptions o(context_);
+        o.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+        set_output(o, data, n, dtype);
+        o.setReduceFunction([dtype, op](void* out, const void* a, const void* b, size_t count) {
+          internal::combine(out, a, b, count, dtype, op);
+        });
+        o.setTag(tag(h));
+        o.setTimeout(timeout);
+        gloo::allreduce(o);
+      } else {
+        switch (dtype) {
+          case kFloat32: run_halving_doubling<float>(context_, data, n, op); break;
+          case kFloat64: run_halving_doubling<double>(context_, data, n, op); break;
+          case kInt32: run_halving_doubling<int32_t>(context_, data, n, op); break;
+          default: run_halving_doubling<int64_t>(context_, data, n, op); break;
+        }
+      }
+    });
+    if (op == Reduction::MEAN) internal::divide(data, n, dtype, size());
+  }
+
+  void broadcast(void* data, const Shape& shape, DType dtype, int root,
+                 const CommunicationOptions& options) {
+    internal::check_collective_dtype(dtype, "broadcast");
+    WEFT_CHECK(root >= 0 && root < size(), InvalidArgument)
+        << "broadcast: root " << root << " is not one of the " << size() << " ranks";
+    std::lock_guard lock(mu_);
+    Header h = header(Kind::kBroadcast, shape, dtype, static_cast<uint32_t>(root));
+    std::size_t bytes = static_cast<std::size_t>(num_elements(shape)) * dtype_size(dtype);
+    milliseconds timeout = wait_limit(options);
+    guarded(h, [&] {
+      check_agreement(h, timeout);
+      if (size() == 1 || bytes == 0) return;
+      // A binomial tree from the root: at distance d, the ranks that have the data (relative
+      // rank below d) send it to relative rank + d.
+      const int relative = (rank_ - root + size()) % size();
+      for (int d = 1, round = 0; d < size(); d *= 2, ++round) {
+        uint64_t slot = (h.sequence << 16) | 0x4000 | round;
+        if (relative < d && relative + d < size()) {
+          transfer((relative + d + root) % size(), data, -1, nullptr, bytes, slot, timeout,
+                   h.describe());
+        } else if (relative >= d && relative < 2 * d) {
+          transfer(-1, nullptr, (relative - d + root) % size(), data, bytes, slot, timeout,
+                   h.describe());
+        }
+      }
+    });
+  }
+
+  void all_gather(const void* in, void* out, const Shape& shape, DType dtype,
+                  const CommunicationOptions& options) {
+    internal::check_collective_dtype(dtype, "all_gather");
+    std::lock_guard lock(mu_);
+    Header h = header(Kind::kAllGather, shape, dtype, 0);
+    std::size_t bytes = static_cast<std::size_t>(num_elements(shape)) * dtype_size(dtype);
+    milliseconds timeout = wait_limit(options);
+    guarded(h, [&] {
+      check_agreement(h, timeout);
+      if (bytes == 0) return;
+      if (size() == 1) {
+        std::memcpy(out, in, bytes);
+        return;
+      }
+      gather_bytes(in, out, bytes, (h.sequence << 16) | 0x8000, timeout, h.describe());
+    });
+  }
+
+  void reduce_scatter(const void* in, void* out, const Shape& shape, DType dtype, Reduction op,
+                      const CommunicationOptions& options) {
+    internal::check_collective_dtype(dtype, "reduce_scatter");
+    std::size_t n = static_cast<std::size_t>(num_elements(shape));
+    // Every rank's block of the all-reduced whole (Gloo offers no reduce-scatter in this API).
+    std::vector<char> whole(n * size() * dtype_size(dtype));
+    std::memcpy(whole.data(), in, whole.size());
+    Shape all = shape;
+    if (all.empty()) all.push_back(1);
+    all[0] *= size();
+    all_reduce(whole.data(), all, dtype, op, options);
+    std::memcpy(out, whole.data() + rank_ * n * dtype_size(dtype), n * dtype_size(dtype));
+  }
+
+  void barrier(const CommunicationOptions& options) {
+    std::lock_guard lock(mu_);
+    Header h = header(Kind::kBarrier, {}, kFloat32, 0);
+    milliseconds timeout = wait_limit(options);
+    guarded(h, [&] { check_agreement(h, timeout); });
+  }
+
+ private:
+  // Up to this size, all-reduces use recursive doubling (log2(P) full exchanges); larger ones
+  // Gloo's ring. Measured with `weft bench allreduce` (docs/benchmarks.md).
+  static constexpr std::size_t kRecursiveDoublingUpTo = std::size_t{256} << 10;
+
+  // Ends this rank's waits when the cluster fails (on the coordination client's thread). Only
+  // weft's own algorithms wait on buffers it can abort; Gloo's own (RING, HALVING_DOUBLING) end at
+  // their deadline or when a peer's connection closes.
+  struct AbortState {
+    std::mutex mu;
+    std::string failure;
+    std::vector<gloo::transport::UnboundBuffer*> waiting;
+    void abort(const std::string& why) {
+      std::lock_guard lock(mu);
+      failure = why;
+      for (auto* b : waiting) {
+        b->abortWaitRecv();
+        b->abortWaitSend();
+      }
+    }
+  };
+
+  Header header(Kind kind, const Shape& shape, DType dtype, uint32_t op) {
+    Header h;
+    h.sequence = ++sequence_;
+    h.kind = static_cast<uint32_t>(kind);
+    h.dtype = static_cast<uint32_t>(dtype);
+    h.op = op;
+    h.rank = rank_;
+    h.ndim = static_cast<int32_t>(shape.size());
+    for (size_t i = 0; i < shape.size() && i < 8; ++i) h.dims[i] = shape[i];
+    return h;
+  }
+  static uint32_t tag(const Header& h) { return static_cast<uint32_t>(h.sequence & 0x7fffffff); }
+
+  milliseconds wait_limit(const CommunicationOptions& options) const {
+    if (options.timeout_seconds <= 0) return timeout_;
+    return milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000));
+  }
+
+  template <typename T>
+  static void set_output(T& o, void* data, std::size_t n, DType dtype) {
+    if (dtype_size(dtype) == 8) {
+      o.template setOutput<int64_t>(static_cast<int64_t*>(data), n);
+    } else if (dtype_size(dtype) == 4) {
+      o.template setOutput<int32_t>(static_cast<int32_t*>(data), n);
+    } else {
+      o.template setOutput<int16_t>(static_cast<int16_t*>(data), n);
+    }
+  }
+
+  // Runs a collective's body, turning what Gloo throws into weft's errors naming the peer.
+  template <typename F>
+  void guarded(const Header& h, F&& body) {
+    {
+      std::lock_guard lock(abort_->mu);
+      if (!abort_->failure.empty()) throw Unavailable(abort_->failure);
+    }
+    try {
+      body();
+    } catch (const weft::Error& e) {
+      if (e.code() == ErrorCode::kInvalidArgument) client_.report_error(e.what());
+      throw;
+    } catch (const gloo::Exception& e) {
+      lost(h.describe(), -1, e.what());
+    }
+  }
+
+  // A peer is gone or silent. The coordination service usually knows why (its error, or that
+  // its process died) a moment later: wait for that, briefly, and report it; else report what
+  // the transport saw.
+  [[noreturn]] void lost(const std::string& what, int peer, const std::string& transport) {
+    auto until = Clock::now() + milliseconds(2000);
+    std::string failure;
+    while ((failure = client_.failure()).empty() && Clock::now() < until) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    if (!failure.empty()) throw Unavailable(failure + " (seen by " + task(rank_) + " in " + what + ")");
+    std::string who = peer >= 0 ? task(peer) + " (rank " + std::to_string(peer) + ")" : "a peer";
+    bool timed_out = transport.find("Timed out") != std::string::npos;
+    std::string message = task(rank_) + ": " + what + (timed_out ? " timed out waiting for " :
+                                                                   " lost ") + who + ": " + transport;
+    client_.report_error(message);
+    if (timed_out) throw DeadlineExceeded(message);
+    throw Unavailable(message);
+  }
+
+  // Sends `send` to `peer` and receives as many bytes from it into `recv`, waiting at most
+  // `timeout`; ends early when the cluster fails.
+  void exchange(int peer, const void* send, void* recv, std::size_t bytes, uint64_t slot,
+                milliseconds timeout, const std::string& what) {
+    transfer(peer, send, peer, recv, bytes, slot, timeout, what);
+  }
+
+  // Sends `send` to `to` while it receives as many bytes from `from` into `recv` (either side
+  // skipped when its rank is negative).
+  void transfer(int to, const void* send, int from, void* recv, std::size_t bytes, uint64_t slot,
+                milliseconds timeout, const std::string& what) {
+    char none;
+    auto out = context_->createUnboundBuffer(to >= 0 ? const_cast<void*>(send) : &none,
+                                             to >= 0 ? bytes : 0);
+    auto in = context_->createUnboundBuffer(from >= 0 ? recv : &none, from >= 0 ? bytes : 0);
+    const int peer = from >= 0 ? from : to;
+    {
+      std::lock_guard lock(abort_->mu);
+      if (!abort_->failure.empty()) throw Unavailable(abort_->failure);
+      abort_->waiting = {out.get(), in.get()};
+    }
+    bool completed = true;
+    std::string error;
+    try {
+      if (from >= 0) in->recv(from, slot);
+      if (to >= 0) out->send(to, slot);
+      completed = (from < 0 || in->waitRecv(nullptr, timeout)) &&
+                  (to < 0 || out->waitSend(nullptr, timeout));
+    } catch (const gloo::Exception& e) {
+      error = e.what();
+    }
+    std::string failure;
+    {
+      std::lock_guard lock(abort_->mu);
+      abort_->waiting.clear();
+      failure = abort_->failure;
+    }
+    if (!completed) throw Unavailable(failure + " (seen by " + task(rank_) + " in " + what + ")");
+    if (!error.empty()) lost(what, peer, error);
+  }
+
+  // Recursive doubling: at distance d = 1, 2, 4, ... each rank exchanges its partial result with
+  // rank ^ d and combines. Every rank ends with ((r0+r1)+(r2+r3))+... : the same bits everywhere,
+  // the fixed tree of DISTRIBUTED.md §2. Ranks that are not a power of two: every rank gathers
+  // every buffer and combines them in that tree itself.
+  void recursive_doubling(const Header& h, void* data, std::size_t n, DType dtype, Reduction op,
+                          milliseconds timeout) {
+    const std::size_t bytes = n * dtype_size(dtype);
+    if (!power_of_two(size())) {
+      check_agreement(h, timeout);
+      std::vector<char> all(bytes * size());
+      gather_bytes(data, all.data(), bytes, (h.sequence << 16) | 0x8000, timeout, h.describe());
+      tree_combine(all.data(), bytes, size(), n, dtype, op);
+      std::memcpy(data, all.data(), bytes);
+      return;
+    }
+    std::vector<char> theirs(bytes);
+    for (int d = 1, round = 0; d < size(); d *= 2, ++round) {
+      int peer = rank_ ^ d;
+      uint64_t slot = (h.sequence << 16) | (2 * round);
+      Header their_header;
+      exchange(peer, &h, &their_header, sizeof(Header), slot, timeout, h.describe());
+      if (!their_header.agrees(h)) mismatch(h, their_header);
+      if (bytes == 0) continue;
+      exchange(peer, data, theirs.data(), bytes, slot | 1, timeout, h.describe());
+      // The lower rank's value on the left: addition is commutative, so this only fixes MAX/MIN
+      // ties between -0 and +0 the same way on both sides.
+      if (rank_ < peer) {
+        internal::combine(data, data, theirs.data(), n, dtype, op);
+      } else {
+        internal::combine(data, theirs.data(), data, n, dtype, op);
+      }
+    }
+  }
+
+  // Combines `parts` buffers laid end to end, pairwise in a fixed tree, into the first.
+  static void tree_combine(char* base, std::size_t bytes, int parts, std::size_t n, DType dtype,
+                           Reduction op) {
+    for (int d = 1; d < parts; d *= 2) {
+      for (int i = 0; i + d < parts; i += 2 * d) {
+        internal::combine(base + i * bytes, base + i * bytes, base + (i + d) * bytes, n, dtype, op);
+      }
+    }
+  }
+
+  // A ring: in step k each rank passes the block it got in step k-1 to its right and receives
+  // its left's. Slots `slot` ... `slot` + P - 2.
+  void gather_bytes(const void* in, void* out, std::size_t bytes, uint64_t slot,
+                    milliseconds timeout, const std::string& what) {
+    char* blocks = static_cast<char*>(out);
+    std::memcpy(blocks + rank_ * bytes, in, bytes);
+    const int right = (rank_ + 1) % size(), left = (rank_ + size() - 1) % size();
+    for (int k = 0; k + 1 < size(); ++k) {
+      int send_block = (rank_ - k + size()) % size();
+      int recv_block = (rank_ - k - 1 + 2 * size()) % size();
+      transfer(right, blocks + send_block * bytes, left, blocks + recv_block * bytes, bytes,
+               slot + k, timeout, what);
+    }
+  }
+
+  // Every rank gathers every rank's header; all fail alike, naming the first rank that differs
+  // from rank 0. It is also the barrier.
+  void check_agreement(const Header& h, milliseconds timeout) {
+    if (size() == 1) return;
+    std::vector<Header> all(size());
+    gather_bytes(&h, all.data(), sizeof(Header), h.sequence << 16, timeout, h.describe());
+    for (int r = 1; r < size(); ++r) {
+      if (!all[r].agrees(all[0])) mismatch(all[0], all[r]);
+    }
+  }
+
+  [[noreturn]] void mismatch(const Header& a, const Header& b) {
+    const Header& lo = a.rank < b.rank ? a : b;
+    const Header& hi = a.rank < b.rank ? b : a;
+    std::string message = "collectives disagree: rank " + std::to_string(lo.rank) + " (" +
+                          task(lo.rank) + ") called " + lo.describe() + ", rank " +
+                          std::to_string(hi.rank) + " (" + task(hi.rank) + ") called " +
+                          hi.describe();
+    throw InvalidArgument(message);
+  }
+
+  coordination::CoordinationClient& client_;
+  std::vector<std::string> tasks_;
+  int rank_;
+  milliseconds timeout_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::shared_ptr<AbortState> abort_ = std::make_shared<AbortState>();
+  std::mutex mu_;  // one collective at a time
+  uint64_t sequence_ = 0;
+};
+
+GlooCommunicator::GlooCommunicator(coordination::CoordinationClient& client,
+                                   std::vector<std::string> tasks, int rank,
+                                   const std::string& hostname, milliseconds timeout,
+                                   const std::string& name)
+    : impl_(std::make_unique<Impl>(client, std::move(tasks), rank, hostname, timeout, name)) {}
+GlooCommunicator::~GlooCommunicator() = default;
+int GlooCommunicator::rank() const { return impl_->rank(); }
+int GlooCommunicator::size() const { return impl_->size(); }
+std::string GlooCommunicator::task_of(int rank) const { return impl_->task(rank); }
+void GlooCommunicator::all_reduce(void* data, const Shape& shape, DType dtype, Reduction op,
+                                  const CommunicationOptions& options) {
+  impl_->all_reduce(data, shape, dtype, op, options);
+}
+void GlooCommunicator::broadcast(void* data, const Shape& shape, DType dtype, int root,
+                                 const CommunicationOptions& options) {
+  impl_->broadcast(data, shape, dtype, root, options);
+}
+void GlooCommunicator::all_gather(const void* in, void* out, const Shape& shape, DType dtype,
+                                  const CommunicationOptions& options) {
+  impl_->all_gather(in, out, shape, dtype, options);
+}
+void GlooCommunicator::reduce_scatter(const void* in, void* out, const Shape& shape, DType dtype,
+                                      Reduction op, const CommunicationOptions& options) {
+  impl_->reduce_scatter(in, out, shape, dtype, op, options);
+}
+void GlooCommunicator::barrier(const CommunicationOptions& options) { impl_->barrier(options); }
+Implementation GlooCommunicator::auto_implementation(std::size_t bytes) const {
+  return impl_->auto_implementation(bytes);
+}
+
+}  // namespace weft::distribute::collective

@@ -1,0 +1,55 @@
+// The Communicator between processes over Gloo's TCP transport (libgloo). Ranks find each other
+// through the coordination service's key-value store (each rank publishes the address its Gloo
+// device listens on, an OS-picked port on its task's host), and every rank's failure reaches the
+// others through it.
+//
+//   coordination::CoordinationClient client("worker:1", "worker:0", chief_address, {.token = t});
+//   client.connect(std::chrono::seconds(60));
+//   collective::GlooCommunicator comm(client, {"worker:0", "worker:1"}, /*rank=*/1, "10.0.0.2");
+//   weft::Tensor sum = collective::all_reduce(comm, partial);
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/distribute/collective/communicator.h"
+#include "weft/distribute/coordination/client.h"
+
+namespace weft::distribute::collective {
+
+class GlooCommunicator : public Communicator {
+ public:
+  // Connects the ranks `tasks` (rank r is tasks[r]; this process is `rank`), listening on
+  // `hostname`, each pair of ranks by one TCP connection. `name` keeps the keys of two
+  // communicators of one cluster apart. `timeout` bounds the rendezvous and, unless a call's
+  // options say otherwise, each wait of a collective. `client` must outlive the communicator.
+  GlooCommunicator(coordination::CoordinationClient& client, std::vector<std::string> tasks,
+                   int rank, const std::string& hostname,
+                   std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                   const std::string& name = "gloo");
+  ~GlooCommunicator() override;
+
+  int rank() const override;
+  int size() const override;
+  std::string task_of(int rank) const override;
+  void all_reduce(void* data, const Shape& shape, DType dtype, Reduction op,
+                  const CommunicationOptions& options) override;
+  void broadcast(void* data, const Shape& shape, DType dtype, int root,
+                 const CommunicationOptions& options) override;
+  void all_gather(const void* in, void* out, const Shape& shape, DType dtype,
+                  const CommunicationOptions& options) override;
+  void reduce_scatter(const void* in, void* out, const Shape& shape, DType dtype, Reduction op,
+                      const CommunicationOptions& options) override;
+  void barrier(const CommunicationOptions& options) override;
+
+  // The algorithm AUTO picks for an all-reduce of `bytes` on this communicator.
+  Implementation auto_implementation(std::size_t bytes) const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weft::distribute::collective

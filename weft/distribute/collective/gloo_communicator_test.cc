@@ -1,0 +1,208 @@
+// GlooCommunicator with its ranks on threads of one process: each rank has its own coordination
+// client and its own Gloo device, and they meet over real TCP on 127.0.0.1. (Ranks in separate
+// processes, killed or stopped, are the multi-worker command tests' subject.)
+#include "weft/distribute/collective/gloo_communicator.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "weft/core/config.h"
+#include "weft/core/errors.h"
+#include "weft/core/half.h"
+#include "weft/distribute/coordination/service.h"
+#include "weft/ops/cast.h"
+
+namespace weft::distribute::collective {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::HasSubstr;
+
+struct Ranks {
+  explicit Ranks(int n, milliseconds timeout = milliseconds(10000)) {
+    coordination::CoordinationOptions o;
+    o.token = "test-token";
+    o.heartbeat_interval = milliseconds(200);
+    std::vector<std::string> tasks;
+    for (int i = 0; i < n; ++i) tasks.push_back("worker:" + std::to_string(i));
+    service = std::make_unique<coordination::CoordinationService>("127.0.0.1:0", tasks, o);
+    comms.resize(static_cast<size_t>(n));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) {
+      clients.push_back(std::make_unique<coordination::CoordinationClient>(
+          tasks[static_cast<size_t>(r)], "worker:0", service->address(), o));
+    }
+    for (int r = 0; r < n; ++r) {
+      threads.emplace_back([&, r, tasks] {
+        clients[static_cast<size_t>(r)]->connect(milliseconds(10000));
+        comms[static_cast<size_t>(r)] = std::make_unique<GlooCommunicator>(
+            *clients[static_cast<size_t>(r)], tasks, r, "127.0.0.1", timeout);
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  // Runs fn(rank, communicator) on every rank at once; returns each rank's result.
+  template <typename F>
+  auto each(F fn) {
+    using R = decltype(fn(0, *comms[0]));
+    std::vector<std::future<R>> futures;
+    for (int r = 0; r < static_cast<int>(comms.size()); ++r) {
+      futures.push_back(std::async(std::launch::async, [&, r] { return fn(r, *comms[r]); }));
+    }
+    std::vector<R> out;
+    for (auto& f : futures) out.push_back(f.get());
+    return out;
+  }
+  std::unique_ptr<coordination::CoordinationService> service;
+  std::vector<std::unique_ptr<coordination::CoordinationClient>> clients;
+  std::vector<std::unique_ptr<GlooCommunicator>> comms;
+};
+
+template <typename T>
+Tensor values_of(int rank, int64_t n) {
+  std::vector<T> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(static_cast<T>((rank + 1) * 10 + i % 7));
+  return Tensor::from_vector(v, {n});
+}
+
+TEST(GlooCommunicator, AllReduceEveryOpDtypeAndAlgorithm) {
+  Ranks ranks(3);
+  for (Implementation impl : {Implementation::AUTO, Implementation::RECURSIVE_DOUBLING,
+                              Implementation::RING, Implementation::HALVING_DOUBLING}) {
+    for (Reduction op : {Reduction::SUM, Reduction::MEAN, Reduction::MAX, Reduction::MIN}) {
+      SCOPED_TRACE(std::string(implementation_name(impl)) + " " + reduction_name(op));
+      auto out = ranks.each([&](int r, Communicator& c) {
+        return all_reduce(c, values_of<double>(r, 1000), op, {.implementation = impl})
+            .to_vector<double>();
+      });
+      for (int64_t i = 0; i < 1000; ++i) {
+        double a = 10 + i % 7, b = 20 + i % 7, cc = 30 + i % 7;
+        double want = op == Reduction::SUM    ? a + b + cc
+                      : op == Reduction::MEAN ? (a + b + cc) / 3
+                      : op == Reduction::MAX  ? cc
+                                              : a;
+        for (int r = 0; r < 3; ++r) ASSERT_EQ(out[r][i], want) << "rank " << r << " element " << i;
+      }
+    }
+  }
+  for (DType dtype : {kFloat32, kFloat16, kBFloat16, kInt32, kInt64}) {
+    SCOPED_TRACE(std::string(dtype_name(dtype)));
+    auto out = ranks.each([&](int r, Communicator& c) {
+      return all_reduce(c, cast(values_of<double>(r, 100000), dtype)).to_vector<double>();
+    });
+    for (int64_t i = 0; i < 100000; i += 997) {
+      for (int r = 0; r < 3; ++r) ASSERT_EQ(out[r][i], 60 + 3 * (i % 7));
+    }
+  }
+  auto b = ranks.each([](int r, Communicator& c) {
+    return broadcast(c, values_of<float>(r, 3), /*root=*/2).to_vector<float>();
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(b[r], (std::vector<float>{30, 31, 32})) << "rank " << r;
+  EXPECT_THROW(ranks.comms[0]->all_reduce(nullptr, {1}, kBool, Reduction::SUM, {}),
+               InvalidArgument);
+}
+
+TEST(GlooCommunicator, BroadcastGatherScatterAndBarrier) {
+  Ranks ranks(2);
+  auto b = ranks.each([](int r, Communicator& c) {
+    return broadcast(c, values_of<float>(r, 5), /*root=*/1).to_vector<float>();
+  });
+  EXPECT_EQ(b[0], (std::vector<float>{20, 21, 22, 23, 24}));
+  EXPECT_EQ(b[1], b[0]);
+  auto g = ranks.each([](int r, Communicator& c) {
+    return all_gather(c, values_of<int64_t>(r, 2)).to_vector<int64_t>();
+  });
+  EXPECT_EQ(g[0], (std::vector<int64_t>{10, 11, 20, 21}));
+  EXPECT_EQ(g[1], g[0]);
+  auto s = ranks.each([](int r, Communicator& c) {
+    return reduce_scatter(c, values_of<int32_t>(r, 4)).to_vector<int32_t>();
+  });
+  EXPECT_EQ(s[0], (std::vector<int32_t>{30, 32}));
+  EXPECT_EQ(s[1], (std::vector<int32_t>{34, 36}));
+  ranks.each([](int, Communicator& c) {
+    barrier(c);
+    return 0;
+  });
+}
+
+// Under op determinism four ranks sum in the fixed tree ((r0+r1)+(r2+r3)), whatever AUTO would
+// have picked, and every rank gets the same bits.
+TEST(GlooCommunicator, DeterministicSumIsTheFixedTree) {
+  Ranks ranks(4);
+  config::enable_op_determinism();
+  std::vector<std::vector<float>> inputs(4);
+  for (int r = 0; r < 4; ++r) {
+    for (int i = 0; i < 300000; ++i) inputs[r].push_back(std::sin(float(i * (r + 1))) * 1e3f);
+  }
+  auto out = ranks.each([&](int r, Communicator& c) {
+    return all_reduce(c, Tensor::from_vector(inputs[r], {300000})).to_vector<float>();
+  });
+  config::disable_op_determinism();
+  for (int i = 0; i < 300000; ++i) {
+    float want = (inputs[0][i] + inputs[1][i]) + (inputs[2][i] + inputs[3][i]);
+    for (int r = 0; r < 4; ++r) ASSERT_EQ(out[r][i], want) << "rank " << r << " element " << i;
+  }
+}
+
+TEST(GlooCommunicator, MismatchedCallsFailEveryRankNamingBothRanksAndShapes) {
+  for (Implementation impl : {Implementation::RECURSIVE_DOUBLING, Implementation::RING}) {
+    Ranks ranks(2);
+    auto errors = ranks.each([&](int r, Communicator& c) -> std::string {
+      try {
+        all_reduce(c, Tensor::empty({r == 0 ? 10 : 12, 3}), Reduction::SUM,
+                   {.implementation = impl});
+      } catch (const Error& e) {
+        return e.what();
+      }
+      return "no error";
+    });
+    for (const auto& e : errors) {
+      EXPECT_THAT(e, HasSubstr("rank 0 (worker:0) called all_reduce #1 of float32 [10, 3] (sum), "
+                               "rank 1 (worker:1) called all_reduce #1 of float32 [12, 3] (sum)"));
+    }
+  }
+}
+
+TEST(GlooCommunicator, AnErrorOnOneRankEndsTheOthersWaitsNamingIt) {
+  Ranks ranks(3, milliseconds(30000));
+  auto start = std::chrono::steady_clock::now();
+  auto errors = ranks.each([&](int r, Communicator& c) -> std::string {
+    try {
+      if (r == 2) {
+        std::this_thread::sleep_for(milliseconds(300));
+        ranks.clients[2]->report_error("InvalidArgument: rank 2's bad batch");
+        return "reported";
+      }
+      all_reduce(c, Tensor::empty({1000}), Reduction::SUM,
+                 {.implementation = Implementation::RECURSIVE_DOUBLING});
+    } catch (const Unavailable& e) {
+      return e.what();
+    }
+    return "no error";
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(5000));
+  EXPECT_THAT(errors[0], HasSubstr("task worker:2 failed: InvalidArgument: rank 2's bad batch"));
+  EXPECT_THAT(errors[1], HasSubstr("task worker:2 failed: InvalidArgument: rank 2's bad batch"));
+}
+
+TEST(GlooCommunicator, ARankThatNeverComesIsNamedAtTheDeadline) {
+  Ranks ranks(2, milliseconds(30000));
+  auto start = std::chrono::steady_clock::now();
+  try {
+    all_reduce(*ranks.comms[0], Tensor::empty({10}), Reduction::SUM,
+               {.implementation = Implementation::RECURSIVE_DOUBLING, .timeout_seconds = 0.5});
+    FAIL() << "no error";
+  } catch (const DeadlineExceeded& e) {
+    EXPECT_THAT(e.what(), HasSubstr("all_reduce #1 of float32 [10] (sum) timed out waiting for "
+                                    "worker:1 (rank 1)"));
+  }
+  auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, milliseconds(500));
+  EXPECT_LT(waited, milliseconds(4000));
+}
+
+}  // namespace
+}  // namespace weft::distribute::collective
