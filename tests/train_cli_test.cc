@@ -181,8 +181,13 @@ TEST_F(TrainCli, BadInputGivesOneLineAndNonZeroExit) {
   one_line(run("train --model transformer"), "transformer");
   one_line(run("train --mixed-precision fp8"), "fp8");
   one_line(run("train --lr-schedule linear"), "linear");
-  one_line(run("train --strategy multi_worker --quiet"),
-           "--strategy multi_worker is not supported");
+  one_line(run("train --strategy parameter_server --quiet"),
+           "--strategy parameter_server is not supported");
+  // A malformed cluster fails at start, before any data is read.
+  one_line(shell("TF_CONFIG='{\"cluster\": {\"worker\": [\"a:1\"]}, \"task\": {\"type\": "
+                 "\"worker\", \"index\": 3}}' " WEFT_BINARY_DIR "/weft train --strategy "
+                 "multi_worker --dataset /nonexistent --quiet"),
+           "task.index 3 is out of range");
   one_line(run("train --replicas 2 --quiet"), "--replicas 2 needs --strategy mirrored");
 
   fs::path bad = dir_ / "bad";

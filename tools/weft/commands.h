@@ -7,6 +7,7 @@ namespace weft::cli {
 
 void add_info(CLI::App& app);
 void add_inspect(CLI::App& app);
+void add_launch(CLI::App& app);
 void add_train(CLI::App& app);
 
 }  // namespace weft::cli

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   weft::cli::add_info(app);
   weft::cli::add_inspect(app);
+  weft::cli::add_launch(app);
   weft::cli::add_train(app);
   try {
     app.parse(argc, argv);
@@ -18,6 +19,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::RuntimeError& e) {  // a command's own exit status (weft launch)
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "weft: %s\n", e.what());
     return e.get_exit_code() != 0 ? e.get_exit_code() : 2;

@@ -3,6 +3,7 @@
 // directory), evaluates it, and writes --metrics-json.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -10,6 +11,7 @@
 #include "weft/core/config.h"
 #include "weft/data/datasets.h"
 #include "weft/distribute/mirrored_strategy.h"
+#include "weft/distribute/multi_worker_mirrored_strategy.h"
 #include "weft/nn/model.h"
 #include "weft/nn/models.h"
 #include "weft/ops/creation.h"
@@ -70,18 +72,28 @@ data::datasets::TrainTest load_dataset(const std::string& name) {
 }
 
 // The strategy the model is made and trained under: --strategy mirrored puts --replicas replicas
-// on as many logical CPU devices.
+// on as many logical CPU devices; multi_worker joins the cluster TF_CONFIG describes, with
+// --replicas replicas in this process (weft launch --replicas-per-worker sets the default).
 distribute::Strategy make_strategy(const TrainFlags& f) {
-  WEFT_CHECK(f.strategy == "default" || f.strategy == "mirrored", FailedPrecondition)
-      << "--strategy " << f.strategy
-      << " is not supported by this version of weft; use --strategy default (one replica) or "
-         "mirrored (--replicas on threads)";
-  WEFT_CHECK(f.replicas == 1 || f.strategy == "mirrored", InvalidArgument)
-      << "--replicas " << f.replicas << " needs --strategy mirrored";
+  WEFT_CHECK(f.strategy != "parameter_server", FailedPrecondition)
+      << "--strategy parameter_server is not supported by this version of weft; use "
+         "multi_worker (synchronous, across processes), mirrored (replicas on threads) or default";
+  WEFT_CHECK(f.replicas == 1 || f.strategy != "default", InvalidArgument)
+      << "--replicas " << f.replicas << " needs --strategy mirrored or multi_worker";
   if (f.strategy == "default") return distribute::Strategy();
+  if (f.strategy == "multi_worker") {
+    WEFT_CHECK(f.backup_dir.empty(), FailedPrecondition)
+        << "--backup-dir with --strategy multi_worker is not supported by this version of weft "
+           "(a cluster cannot resume from a backup yet); use --checkpoint-dir, which the chief "
+           "writes";
+    return distribute::MultiWorkerMirroredStrategy({.replicas_per_worker = f.replicas});
+  }
   config::set_logical_cpu_devices(f.replicas);
   return distribute::MirroredStrategy();
 }
+
+void train_under(const TrainFlags& f, const distribute::Strategy& strategy,
+                 std::chrono::steady_clock::time_point start);
 
 void run(const TrainFlags& f) {
   WEFT_CHECK(f.epochs >= 1 && f.batch_size >= 1 && f.lr > 0, InvalidArgument)
@@ -98,6 +110,22 @@ void run(const TrainFlags& f) {
   }
 
   auto start = std::chrono::steady_clock::now();
+  // The cluster first: a malformed TF_CONFIG fails before any data is read.
+  distribute::Strategy strategy = make_strategy(f);
+  try {
+    train_under(f, strategy, start);
+  } catch (const std::exception& e) {
+    // Every other worker's wait ends naming this task and the error (fit's steps report their
+    // own; this covers what fails between them, such as reading the data).
+    if (f.strategy == "multi_worker") {
+      static_cast<const distribute::MultiWorkerMirroredStrategy&>(strategy).report_error(e.what());
+    }
+    throw;
+  }
+}
+
+void train_under(const TrainFlags& f, const distribute::Strategy& strategy,
+                 std::chrono::steady_clock::time_point start) {
   data::datasets::TrainTest data = load_dataset(f.dataset);
   // A shuffle buffer as large as the data: a full reshuffle every epoch, as Keras's fit does.
   data::Dataset train =
@@ -110,7 +138,10 @@ void run(const TrainFlags& f) {
   WEFT_ASSERT(steps_per_epoch >= 0) << "a training set of unknown size: " << steps_per_epoch;
   int64_t total_steps = std::max<int64_t>(1, f.epochs * steps_per_epoch);
 
-  distribute::Strategy strategy = make_strategy(f);
+  // In a cluster only the chief shows progress and writes files; the others train quietly.
+  int workers = strategy.num_replicas_in_sync() / strategy.extended().num_local_replicas();
+  bool chief = strategy.extended().first_local_replica() == 0;
+  bool quiet = f.quiet || !chief;
   nn::Model model;
   {
     auto scope = strategy.scope();
@@ -128,30 +159,30 @@ void run(const TrainFlags& f) {
     if (f.save_freq != "epoch") save_freq = std::stoll(f.save_freq);
     callbacks.push_back(train::BackupAndRestore(f.backup_dir, save_freq));
   }
-  if (!f.checkpoint_dir.empty())
+  if (!f.checkpoint_dir.empty() && chief)
     callbacks.push_back(train::ModelCheckpoint(f.checkpoint_dir, {.monitor = "val_loss"}));
-  if (!f.logdir.empty()) callbacks.push_back(train::TensorBoard(f.logdir, 100));
+  if (!f.logdir.empty() && chief) callbacks.push_back(train::TensorBoard(f.logdir, 100));
 
   auto fit_start = std::chrono::steady_clock::now();
   train::History history = model.fit(train, {.epochs = f.epochs,
                                              .validation_data = test,
                                              .callbacks = callbacks,
-                                             .verbose = f.quiet ? 0 : 1});
+                                             .verbose = quiet ? 0 : 1});
   double fit_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - fit_start).count();
   std::map<std::string, double> result = model.evaluate(test);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!f.quiet) {
+  if (!quiet) {
     std::printf("test loss %.4f, test accuracy %.4f, weights %s\n", result["loss"],
                 result["accuracy"], model.weights_fingerprint().c_str());
   }
-  if (!f.metrics_json.empty()) {
+  if (!f.metrics_json.empty() && chief) {
     int64_t steps = model.optimizer().iterations().value().item<int64_t>();
     nlohmann::json j = {
         {"model", f.model},
         {"dataset", f.dataset},
         {"strategy", f.strategy},
-        {"workers", 1},
+        {"workers", workers},
         {"replicas", strategy.num_replicas_in_sync()},
         {"epochs", f.epochs},
         {"steps", steps},
@@ -175,6 +206,8 @@ void run(const TrainFlags& f) {
 
 void add_train(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
+  // weft launch --replicas-per-worker R sets the default of --replicas for its workers.
+  if (const char* r = std::getenv("WEFT_REPLICAS_PER_WORKER")) flags->replicas = std::atoi(r);
   auto* cmd = app.add_subcommand("train", "Train a model (the main job)");
   cmd->add_option("--model", flags->model, "mlp (784-700-500-10) or cnn")
       ->check(CLI::IsMember({"mlp", "cnn"}));
@@ -193,8 +226,8 @@ void add_train(CLI::App& app) {
   cmd->add_option("--strategy", flags->strategy)
       ->check(CLI::IsMember({"default", "mirrored", "multi_worker", "parameter_server"}));
   cmd->add_option("--replicas", flags->replicas,
-                  "local replicas (threads) for --strategy mirrored, each on its share of the "
-                  "cores")
+                  "local replicas (threads) for --strategy mirrored or multi_worker, each on its "
+                  "share of the cores")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--mixed-precision", flags->mixed_precision)
       ->check(CLI::IsMember({"off", "bf16", "f16"}));

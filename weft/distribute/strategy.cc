@@ -69,8 +69,8 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value,
         << "Strategy::reduce: replica 0's value has shape " << shape_str(value[0].shape())
         << ", replica " << r << "'s " << shape_str(value[r].shape());
   }
-  Tensor total = tree_sum(value.values());
-  return op == ReduceOp::SUM ? total : div(total, static_cast<double>(value.num_replicas()));
+  Tensor total = impl_->sum_across_workers(tree_sum(value.values()));
+  return op == ReduceOp::SUM ? total : div(total, static_cast<double>(num_replicas_in_sync()));
 }
 
 Tensor Strategy::gather(const PerReplica<Tensor>& value, int64_t axis) const {
@@ -94,7 +94,9 @@ Tensor compute_average_loss(const Tensor& per_example_loss,
   return div(sum(per_example_loss), static_cast<double>(global));
 }
 
-DistributedElement split_batch(const data::Element& batch, int replicas, int64_t step) {
+DistributedElement split_batch(const data::Element& batch, int replicas, int64_t step, int first,
+                               int count) {
+  if (count == 0) count = replicas - first;
   WEFT_CHECK(!batch.empty() && batch[0].rank() >= 1, InvalidArgument)
       << "distributed dataset: an element must hold batched tensors (a first axis to cut among "
          "replicas)";
@@ -106,7 +108,7 @@ DistributedElement split_batch(const data::Element& batch, int replicas, int64_t
   }
   std::vector<data::Element> parts;
   std::vector<BatchSlice> slices;
-  for (int r = 0; r < replicas; ++r) {
+  for (int r = first; r < first + count; ++r) {
     auto [lo, hi] = row_range(rows, replicas, r);
     data::Element part;
     for (const Tensor& t : batch) part.push_back(slice(t, {Slice{lo, hi}}));
@@ -116,20 +118,33 @@ DistributedElement split_batch(const data::Element& batch, int replicas, int64_t
   return DistributedElement(std::move(parts), std::move(slices));
 }
 
-DistributedDataset Strategy::experimental_distribute_dataset(const data::Dataset& dataset) const {
-  return DistributedDataset(dataset, num_replicas_in_sync(), false);
+DistributedElement Strategy::split(const data::Element& batch, int64_t step) const {
+  return split_batch(batch, num_replicas_in_sync(), step, impl_->first_local_replica(),
+                     impl_->num_local_replicas());
 }
 
+DistributedDataset Strategy::experimental_distribute_dataset(const data::Dataset& dataset) const {
+  return DistributedDataset(dataset, num_replicas_in_sync(), impl_->first_local_replica(),
+                            impl_->num_local_replicas(), false);
+}
+
+// In a cluster each worker's pipeline makes the elements of its own replicas: input pipeline k
+// of num_workers.
 DistributedDataset Strategy::distribute_datasets_from_function(
     const std::function<data::Dataset(const InputContext&)>& fn) const {
-  InputContext ctx{1, 0, num_replicas_in_sync()};
-  return DistributedDataset(fn(ctx), num_replicas_in_sync(), true);
+  int local = impl_->num_local_replicas();
+  InputContext ctx{num_replicas_in_sync() / local, impl_->first_local_replica() / local,
+                   num_replicas_in_sync()};
+  return DistributedDataset(fn(ctx), num_replicas_in_sync(), impl_->first_local_replica(), local,
+                            true);
 }
 
 DistributedDataset::Iterator DistributedDataset::begin() const {
   Iterator it;
   it.it_ = dataset_.begin();
   it.replicas_ = replicas_;
+  it.first_ = first_;
+  it.local_ = local_;
   it.per_replica_elements_ = per_replica_elements_;
   return it;
 }
@@ -167,7 +182,7 @@ std::optional<DistributedElement> DistributedDataset::Iterator::read() {
   std::optional<DistributedElement> out;
   if (!per_replica_elements_) {
     std::optional<data::Element> batch = it_.next();
-    if (batch) out = split_batch(*batch, replicas_, step_++);
+    if (batch) out = split_batch(*batch, replicas_, step_++, first_, local_);
     return out;
   }
   // One element per replica; a step needs all of them (a short last step is dropped whole, so
@@ -175,7 +190,7 @@ std::optional<DistributedElement> DistributedDataset::Iterator::read() {
   std::vector<data::Element> parts;
   std::vector<BatchSlice> slices;
   int64_t offset = 0;
-  for (int r = 0; r < replicas_; ++r) {
+  for (int r = 0; r < local_; ++r) {
     std::optional<data::Element> e = it_.next();
     if (!e) return out;
     int64_t rows = !e->empty() && (*e)[0].rank() >= 1 ? (*e)[0].dim(0) : 1;
@@ -183,7 +198,14 @@ std::optional<DistributedElement> DistributedDataset::Iterator::read() {
     offset += rows;
     parts.push_back(std::move(*e));
   }
-  for (BatchSlice& s : slices) s.global_batch_size = offset;
+  // Every worker's pipeline is taken to make as many rows as this one (the slices' positions
+  // and the global batch size count the workers before this one that way).
+  int workers = replicas_ / local_;
+  int64_t before = offset * (first_ / local_);
+  for (BatchSlice& s : slices) {
+    s.first_example += before;
+    s.global_batch_size = offset * workers;
+  }
   ++step_;
   out.emplace(std::move(parts), std::move(slices));
   return out;

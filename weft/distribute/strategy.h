@@ -42,6 +42,12 @@ class StrategyImpl {
   // How variables made inside scope() are created (none by default: in one process replicas
   // share one storage per variable).
   virtual std::optional<VariableCreator> variable_creator() const { return std::nullopt; }
+  // The replicas this process runs, [first_local_replica(), + num_local_replicas()) of the
+  // num_replicas_in_sync() of the whole cluster; run_replicas(fn) calls fn(0 ... local - 1).
+  virtual int num_local_replicas() const { return num_replicas_in_sync(); }
+  virtual int first_local_replica() const { return 0; }
+  // The element-wise sum of `value` over the cluster's processes (this process alone: value).
+  virtual Tensor sum_across_workers(const Tensor& value) const { return value; }
 };
 
 // tf.distribute.InputContext: what distribute_datasets_from_function tells each input pipeline.
@@ -62,6 +68,7 @@ class Strategy {
   Strategy();
   explicit Strategy(std::shared_ptr<StrategyImpl> impl) : impl_(std::move(impl)) {}
 
+  // Across the whole cluster; this process runs experimental_local_results' count of them.
   int num_replicas_in_sync() const { return impl_->num_replicas_in_sync(); }
   std::string name() const { return impl_->name(); }
   StrategyImpl& extended() const { return *impl_; }
@@ -90,8 +97,13 @@ class Strategy {
   }
 
   // Each element of `dataset` is a global batch; each replica gets a contiguous slice of its
-  // rows, cut as evenly as it goes (row_range), so a partial last batch is shared out too.
+  // rows, cut as evenly as it goes (row_range), so a partial last batch is shared out too. In a
+  // cluster every worker reads the same global batches and keeps its replicas' rows (auto-shard
+  // policy DATA), so the position of the iterator is the same on every worker.
   DistributedDataset experimental_distribute_dataset(const data::Dataset& dataset) const;
+  // One global batch cut for this process's replicas (as experimental_distribute_dataset cuts
+  // each element); `step` is the global batch's number.
+  DistributedElement split(const data::Element& batch, int64_t step) const;
   // fn makes the dataset of one input pipeline, whose elements are per-replica batches; replica
   // r of a step gets the step's r-th element.
   DistributedDataset distribute_datasets_from_function(
@@ -143,6 +155,8 @@ class DistributedDataset {
     friend class DistributedDataset;
     data::Dataset::Iterator it_;
     int replicas_ = 1;
+    int first_ = 0;  // the first of this process's replicas, and how many it runs
+    int local_ = 1;
     bool per_replica_elements_ = false;  // distribute_datasets_from_function
     int64_t step_ = 0;
     std::optional<DistributedElement> current_;  // read by operator* or ==, not yet consumed
@@ -155,17 +169,24 @@ class DistributedDataset {
 
  private:
   friend class Strategy;
-  DistributedDataset(data::Dataset dataset, int replicas, bool per_replica_elements)
+  DistributedDataset(data::Dataset dataset, int replicas, int first, int local,
+                     bool per_replica_elements)
       : dataset_(std::move(dataset)),
         replicas_(replicas),
+        first_(first),
+        local_(local),
         per_replica_elements_(per_replica_elements) {}
   data::Dataset dataset_;
   int replicas_;
+  int first_;
+  int local_;
   bool per_replica_elements_;
 };
 
-// Cuts one global batch into `replicas` contiguous row slices (row_range).
-DistributedElement split_batch(const data::Element& batch, int replicas, int64_t step);
+// Cuts one global batch into `replicas` contiguous row slices (row_range) and keeps `count` of
+// them from `first` on (count 0: all of them).
+DistributedElement split_batch(const data::Element& batch, int replicas, int64_t step,
+                               int first = 0, int count = 0);
 
 namespace internal {
 template <typename T>
@@ -189,7 +210,7 @@ inline const BatchSlice* slice_of(const DistributedElement& v, int r) {
 template <typename F, typename... Args>
 auto Strategy::run(F&& fn, const Args&... args) const {
   using Result = std::invoke_result_t<F&, decltype(internal::replica_value(args, 0))...>;
-  int n = num_replicas_in_sync();
+  int n = impl_->num_local_replicas();
   auto call = [&]([[maybe_unused]] int r) {
     StrategyScope in_scope(*this);  // replica threads see this strategy and its variable creator
     const BatchSlice* slice = nullptr;

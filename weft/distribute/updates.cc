@@ -5,6 +5,7 @@
 #include "weft/autodiff/tape.h"
 #include "weft/core/parallel.h"
 #include "weft/ops/cast.h"
+#include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 
 namespace weft::distribute {
@@ -99,7 +100,9 @@ void tree_sum_into(const std::vector<Tensor>& values, const Tensor& out) {
   });
 }
 
-void merge_updates(const std::vector<std::vector<autodiff::UpdateCollector::Update>>& leaves) {
+void merge_updates(const std::vector<std::vector<autodiff::UpdateCollector::Update>>& leaves,
+                   const std::function<Tensor(const Tensor&)>& across_workers,
+                   bool first_worker) {
   using Update = autodiff::UpdateCollector::Update;
   std::vector<const std::vector<Update>*> used;
   for (const auto& leaf : leaves) {
@@ -131,7 +134,16 @@ void merge_updates(const std::vector<std::vector<autodiff::UpdateCollector::Upda
     } else {
       merged.value = tree_sum(values);
     }
-    if (auto* up = autodiff::UpdateCollector::current()) {
+    auto* up = autodiff::UpdateCollector::current();
+    if (across_workers && up == nullptr) {
+      bool only_first = var.aggregation() == VariableAggregation::ONLY_FIRST_REPLICA;
+      Tensor mine = only_first && !first_worker ? zeros_like(merged.value) : merged.value;
+      merged.value = across_workers(mine);
+      merged.count = static_cast<int64_t>(
+          across_workers(Tensor::from_vector(std::vector<double>{double(merged.count)}))
+              .item<double>());
+    }
+    if (up != nullptr) {
       up->record(std::move(merged));
     } else if (var.aggregation() == VariableAggregation::MEAN) {
       Variable(var).assign(div(merged.value, static_cast<double>(merged.count)));

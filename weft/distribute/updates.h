@@ -3,6 +3,8 @@
 // over the parts in order, and variable updates combined by each variable's aggregation.
 #pragma once
 
+#include <functional>
+
 #include <vector>
 
 #include "weft/autodiff/variable.h"
@@ -23,6 +25,11 @@ void tree_sum_into(const std::vector<Tensor>& values, const Tensor& out);
 // updated the same variables in the same order (FailedPrecondition naming the first that
 // differs). The result goes up to the calling thread's UpdateCollector when it has one (another
 // level combines it), and is written otherwise: MEAN divides the sum by the number of values.
-void merge_updates(const std::vector<std::vector<autodiff::UpdateCollector::Update>>& leaves);
+//
+// In a cluster, `across_workers` sums a tensor over the workers: the values written are then the
+// whole cluster's (for ONLY_FIRST_REPLICA, the first worker's), the same on every worker.
+void merge_updates(const std::vector<std::vector<autodiff::UpdateCollector::Update>>& leaves,
+                   const std::function<Tensor(const Tensor&)>& across_workers = {},
+                   bool first_worker = true);
 
 }  // namespace weft::distribute

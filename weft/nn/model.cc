@@ -274,6 +274,20 @@ std::map<std::string, double> merge_logs(ModelImpl& m, metrics::Mean& loss_track
   for (const PartialLogs& p : replicas) {
     for (const auto& [name, part] : p) total[name] += part;
   }
+  if (m.strategy.extended().num_local_replicas() < m.strategy.num_replicas_in_sync()) {
+    // The other workers' partials too, in one sum of (total, count) pairs.
+    std::vector<std::string> names{"loss"};
+    for (metrics::Metric& metric : m.compiled_metrics) names.push_back(metric.name());
+    std::vector<double> packed;
+    for (const auto& n : names) {
+      packed.push_back(total[n].total);
+      packed.push_back(total[n].count);
+    }
+    std::vector<double> all = m.strategy.extended()
+                                  .sum_across_workers(Tensor::from_vector(packed))
+                                  .to_vector<double>();
+    for (size_t i = 0; i < names.size(); ++i) total[names[i]] = {all[2 * i], all[2 * i + 1]};
+  }
   loss_tracker.merge_state(total["loss"]);
   std::map<std::string, double> logs{{"loss", loss_tracker.result()}};
   for (metrics::Metric& metric : m.compiled_metrics) {
@@ -374,8 +388,8 @@ void check_compiled(const ModelImpl& m, const char* what) {
 }  // namespace
 
 std::map<std::string, double> Model::train_on_batch(const std::vector<Tensor>& batch) {
-  return train_on_distributed(distribute::split_batch(
-      batch, model().strategy.num_replicas_in_sync(),
+  return train_on_distributed(model().strategy.split(
+      batch,
       model().optimizer.defined() ? model().optimizer.iterations().value().item<int64_t>() : 0));
 }
 
@@ -392,7 +406,7 @@ std::map<std::string, double> Model::test_on_batch(const std::vector<Tensor>& ba
   check_compiled(m, "evaluation");
   distribute::PerReplica<PartialLogs> parts =
       m.strategy.run([this](const data::Element& e) { return test_step(e); },
-                     distribute::split_batch(batch, m.strategy.num_replicas_in_sync(), 0));
+                     m.strategy.split(batch, 0));
   return merge_logs(m, m.test_loss, parts.values());
 }
 
@@ -414,7 +428,7 @@ std::vector<Tensor> Model::predict(const data::Dataset& dataset) {
   for (const data::Element& batch : dataset) {
     distribute::PerReplica<std::vector<Tensor>> outs =
         m.strategy.run([this](const data::Element& e) { return predict_step(e); },
-                       distribute::split_batch(batch, m.strategy.num_replicas_in_sync(), 0));
+                       m.strategy.split(batch, 0));
     for (const std::vector<Tensor>& replica : outs.values()) {
       for (size_t i = 0; i < replica.size(); ++i) parts[i].push_back(replica[i]);
     }

@@ -62,8 +62,6 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
       if (kept) pending.reset();
     }
   }
-  int replicas = m.strategy.num_replicas_in_sync();
-
   m.stop_training = false;
   int64_t unsized_steps = 0;  // steps so far, when an epoch's size is unknown
   train::History history;
@@ -90,7 +88,7 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
       }
       for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
       int64_t global_step = steps ? epoch * *steps + step : unsized_steps++;
-      logs = train_on_distributed(distribute::split_batch(*batch, replicas, global_step));
+      logs = train_on_distributed(m.strategy.split(*batch, global_step));
       for (const train::Callback& c : callbacks) {
         c.impl().set_batch_examples((*batch)[0].dim(0));
         c.impl().on_train_batch_end(step, logs);

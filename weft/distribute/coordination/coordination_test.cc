@@ -122,7 +122,9 @@ TEST(Coordination, BarrierPassesWhenAllArriveAndNamesWhoIsMissing) {
     cluster.clients[2]->wait_at_barrier("epoch 2", milliseconds(400));
     FAIL() << "no DeadlineExceeded";
   } catch (const DeadlineExceeded& e) {
-    EXPECT_THAT(e.what(), HasSubstr("barrier 'epoch 2' timed out after 400 ms waiting for worker:1"));
+    // worker:1 never comes (worker:0 may have given up already on a loaded machine).
+    EXPECT_THAT(e.what(), HasSubstr("barrier 'epoch 2' timed out after 400 ms waiting for "));
+    EXPECT_THAT(e.what(), testing::EndsWith("worker:1"));
   }
   EXPECT_THROW(first.get(), DeadlineExceeded);
 }

@@ -8,6 +8,7 @@
 #include "weft/distribute/updates.h"
 #include "weft/distribute/values.h"
 #include "weft/ops/cast.h"
+#include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/shape_ops.h"
 
@@ -28,8 +29,8 @@ thread_local const ReplicaGroup* this_threads_group = nullptr;
 class ReplicaGroup::Context : public ReplicaContext {
  public:
   Context(ReplicaGroup* group, int id) : group_(group), id_(id) {}
-  int replica_id_in_sync_group() const override { return id_; }
-  int num_replicas_in_sync() const override { return group_->size(); }
+  int replica_id_in_sync_group() const override { return group_->first_replica() + id_; }
+  int num_replicas_in_sync() const override { return group_->global_size(); }
   std::vector<Tensor> all_reduce(ReduceOp op, const std::vector<Tensor>& values) override {
     return group_->all_reduce(id_, op, values);
   }
@@ -74,8 +75,9 @@ struct ReplicaGroup::Call {
   }
 };
 
-ReplicaGroup::ReplicaGroup(int replicas, int total_threads)
-    : total_threads_(std::max(1, total_threads)),
+ReplicaGroup::ReplicaGroup(int replicas, int total_threads, std::optional<Workers> workers)
+    : workers_(std::move(workers)),
+      total_threads_(std::max(1, total_threads)),
       threads_per_replica_(std::max(1, total_threads / replicas)),
       done_(static_cast<size_t>(replicas)),
       calls_(static_cast<size_t>(replicas)),
@@ -85,6 +87,8 @@ ReplicaGroup::ReplicaGroup(int replicas, int total_threads)
   for (int r = 0; r < replicas; ++r) contexts_.push_back(std::make_unique<Context>(this, r));
   for (int r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { worker(r); });
 }
+
+bool ReplicaGroup::on_replica_thread() { return this_threads_group != nullptr; }
 
 ReplicaGroup::~ReplicaGroup() {
   {
@@ -129,7 +133,48 @@ void ReplicaGroup::run(const std::function<void(int)>& fn) {
     WEFT_FAIL(FailedPrecondition) << failure_;
   }
   lock.unlock();
-  merge_updates(updates_);
+  if (workers_) {
+    merge_updates(updates_, [this](const Tensor& v) { return sum_across_workers(v); },
+                  workers_->first_replica == 0);
+  } else {
+    merge_updates(updates_);
+  }
+}
+
+Tensor ReplicaGroup::sum_across_workers(const Tensor& value) const {
+  if (!workers_) return value;
+  return collective::all_reduce(*workers_->comm, value, collective::Reduction::SUM,
+                                workers_->options);
+}
+
+void ReplicaGroup::reduce_across_workers(ReduceOp op, std::vector<Tensor>& outputs) {
+  // Which values some worker has, with their dtype and shape: a worker whose replicas had no
+  // rows passes zeros of the others' shape.
+  constexpr size_t kFields = 10;  // dtype + 1 (0: undefined), rank, up to 8 dimensions
+  std::vector<int64_t> meta(outputs.size() * kFields, 0);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& t = outputs[i];
+    if (!t.defined()) continue;
+    WEFT_CHECK(t.rank() <= 8, InvalidArgument)
+        << "all_reduce across workers: values of rank " << t.rank() << " (at most 8)";
+    meta[i * kFields] = static_cast<int64_t>(t.dtype()) + 1;
+    meta[i * kFields + 1] = t.rank();
+    for (int64_t d = 0; d < t.rank(); ++d) meta[i * kFields + 2 + d] = t.dim(d);
+  }
+  collective::CommunicationOptions options = workers_->options;
+  workers_->comm->all_reduce(meta.data(), {static_cast<int64_t>(meta.size())}, kInt64,
+                             collective::Reduction::MAX, options);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const int64_t* m = &meta[i * kFields];
+    if (m[0] == 0) continue;
+    if (!outputs[i].defined()) {
+      outputs[i] = zeros(Shape(m + 2, m + 2 + m[1]), static_cast<DType>(m[0] - 1));
+    }
+    Tensor& out = outputs[i];
+    workers_->comm->all_reduce(out.raw_data(), out.shape(), out.dtype(),
+                               collective::Reduction::SUM, options);
+    if (op == ReduceOp::MEAN) assign_into(out, div(out, static_cast<double>(global_size())));
+  }
 }
 
 void ReplicaGroup::worker(int replica) {
@@ -272,13 +317,29 @@ std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
       if (in[i].defined()) parts.push_back(slice(in[i], {Slice{lo, hi}}));
     }
     Tensor share = slice(reshape(round.outputs[i], {-1}), {Slice{lo, hi}});
-    if (op == ReduceOp::SUM) {
+    if (op == ReduceOp::SUM || workers_) {  // across workers: the mean is taken at the end
       tree_sum_into(parts, share);
     } else {
       assign_into(share, div(tree_sum(parts), static_cast<double>(size())));
     }
   }
-  meet(replica, Call{kind + " (end)", sequence, {}}, {});
+  std::function<void(std::vector<Call>&)> across;
+  if (workers_) {
+    across = [&](std::vector<Call>&) {  // on the last replica to arrive, under the lock
+      try {
+        reduce_across_workers(op, round_.outputs);
+      } catch (...) {
+        fail(std::current_exception(), "replica " + std::to_string(replica) +
+                                           " failed in " + kind + " across workers");
+        throw Aborted{};
+      }
+    };
+  }
+  meet(replica, Call{kind + " (end)", sequence, {}}, across);
+  if (workers_) {
+    std::lock_guard lock(mu_);
+    return round_.outputs;  // values no local replica had are now the workers' sum
+  }
   return round.outputs;
 }
 

@@ -11,25 +11,45 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "weft/autodiff/variable.h"
 #include "weft/core/replica_context.h"
+#include "weft/distribute/collective/communicator.h"
 
 namespace weft::distribute::internal {
+
+// The other processes of a cluster, when the group is one worker's replicas: its replicas are
+// [first_replica, first_replica + replicas) of global_replicas, and `comm` joins the workers.
+struct Workers {
+  collective::Communicator* comm = nullptr;
+  int first_replica = 0;
+  int global_replicas = 1;
+  collective::CommunicationOptions options;
+};
 
 class ReplicaGroup {
  public:
   // Each replica's kernels get total_threads / replicas threads (at least one); a merge_call,
-  // while the other replicas wait, gets all of them.
-  ReplicaGroup(int replicas, int total_threads);
+  // while the other replicas wait, gets all of them. With `workers`, all_reduce and the
+  // variable updates of a step also combine every worker's (after this group's own, so the sums
+  // keep the fixed tree of DISTRIBUTED.md §2), and merge_call runs on every worker.
+  ReplicaGroup(int replicas, int total_threads, std::optional<Workers> workers = std::nullopt);
   ~ReplicaGroup();
   ReplicaGroup(const ReplicaGroup&) = delete;
   ReplicaGroup& operator=(const ReplicaGroup&) = delete;
 
+  // True on a thread that runs a replica of some group.
+  static bool on_replica_thread();
+
   int size() const { return static_cast<int>(contexts_.size()); }
+  int global_size() const { return workers_ ? workers_->global_replicas : size(); }
+  int first_replica() const { return workers_ ? workers_->first_replica : 0; }
+  // The element-wise sum of `value` over the workers (this process alone: value).
+  Tensor sum_across_workers(const Tensor& value) const;
   // Runs fn(r) on replica r's thread for every r, and returns when all have; then writes the
   // variable updates the replicas recorded, combined (weft/distribute/updates.h). Rethrows the
   // first failure: a replica's exception, or FailedPrecondition for replicas that disagreed. One
@@ -56,6 +76,10 @@ class ReplicaGroup {
   void worker(int replica);
   int finished() const { return static_cast<int>(std::count(done_.begin(), done_.end(), true)); }
 
+  // The cluster's part of an all_reduce, on the outputs this group reduced (their sum).
+  void reduce_across_workers(ReduceOp op, std::vector<Tensor>& outputs);
+
+  std::optional<Workers> workers_;
   std::vector<std::unique_ptr<Context>> contexts_;
   std::vector<std::thread> threads_;
   int total_threads_;

@@ -1,0 +1,319 @@
+// `weft launch -n N [--replicas-per-worker R] -- CMD...`: a local cluster (DISTRIBUTED.md §3).
+// Starts N processes of CMD with posix_spawn, each with its TF_CONFIG (workers on 127.0.0.1 at
+// ports the OS picked), the cluster token and a disjoint set of CPUs; prefixes each line of their
+// output with the task's name; forwards SIGINT and SIGTERM; when one fails, stops the others and
+// exits with the failing task's status, naming it.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tools/weft/commands.h"
+#include "weft/core/errors.h"
+#include "weft/core/hex.h"
+#include "weft/distribute/coordination/options.h"
+
+extern char** environ;
+
+namespace weft::cli {
+namespace {
+
+struct LaunchFlags {
+  int workers = 2;
+  int replicas_per_worker = 1;
+  std::vector<std::string> command;
+};
+
+std::atomic<int> forwarded_signal{0};
+void on_signal(int sig) { forwarded_signal = sig; }
+
+// A port the OS picks on 127.0.0.1 (free when this returns; the child binds it moments later).
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  WEFT_CHECK(fd >= 0, Unavailable) << "weft launch: socket: " << std::strerror(errno);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+            ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  WEFT_CHECK(ok, Unavailable) << "weft launch: cannot pick a port on 127.0.0.1: "
+                              << std::strerror(errno);
+  return ntohs(addr.sin_port);
+}
+
+std::string make_token() {
+  unsigned char bytes[16];
+  std::ifstream random("/dev/urandom", std::ios::binary);
+  random.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
+  WEFT_CHECK(random.good(), Unavailable) << "weft launch: cannot read /dev/urandom";
+  return hex_bytes(bytes, sizeof(bytes));
+}
+
+// The CPUs this process may use, shared out: child i gets an even, disjoint share (shares wrap
+// around when there are more children than CPUs).
+std::vector<cpu_set_t> cpu_shares(int n) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  sched_getaffinity(0, sizeof(mine), &mine);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mine)) cpus.push_back(c);
+  }
+  std::vector<cpu_set_t> shares(static_cast<size_t>(n));
+  for (auto& s : shares) CPU_ZERO(&s);
+  int count = static_cast<int>(cpus.size());
+  for (int i = 0; i < n; ++i) {
+    if (count >= n) {
+      for (int k = count * i / n; k < count * (i + 1) / n; ++k) CPU_SET(cpus[k], &shares[i]);
+    } else {
+      CPU_SET(cpus[static_cast<size_t>(i % count)], &shares[i]);
+    }
+  }
+  return shares;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
+  }
+  return "ended with status " + std::to_string(status);
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+struct Child {
+  std::string task;
+  pid_t pid = -1;
+  int out_fd = -1;  // the read end of its stdout+stderr
+  std::string partial;
+  std::string last_line;  // the last line it wrote
+  bool running = true;
+  int status = 0;
+};
+
+// Prints each complete line the child wrote, prefixed "[worker:1] ".
+void relay(Child& c, bool flush_all) {
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(c.out_fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    c.partial.append(buf, static_cast<size_t>(n));
+  }
+  size_t start = 0, nl;
+  while ((nl = c.partial.find('\n', start)) != std::string::npos) {
+    c.last_line.assign(c.partial, start, nl - start);
+    std::printf("[%s] %s\n", c.task.c_str(), c.last_line.c_str());
+    start = nl + 1;
+  }
+  c.partial.erase(0, start);
+  if (flush_all && !c.partial.empty()) {
+    c.last_line = c.partial;
+    std::printf("[%s] %s\n", c.task.c_str(), c.partial.c_str());
+    c.partial.clear();
+  }
+  std::fflush(stdout);
+}
+
+int launch(const LaunchFlags& f) {
+  WEFT_CHECK(!f.command.empty(), InvalidArgument)
+      << "weft launch: no command; usage: weft launch -n N -- weft train --strategy multi_worker";
+  std::vector<std::string> addresses;
+  for (int i = 0; i < f.workers; ++i) addresses.push_back("127.0.0.1:" + std::to_string(free_port()));
+  const std::string token = make_token();
+  std::vector<cpu_set_t> shares = cpu_shares(f.workers);
+  // `weft` as the command means this very program, wherever it is installed.
+  std::string program = f.command[0];
+  if (program == "weft") {
+    char self[4096];
+    ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) program.assign(self, static_cast<size_t>(n));
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  std::vector<Child> children(static_cast<size_t>(f.workers));
+  for (int i = 0; i < f.workers; ++i) {
+    Child& c = children[static_cast<size_t>(i)];
+    c.task = "worker:" + std::to_string(i);
+    nlohmann::json tf_config = {{"cluster", {{"worker", addresses}}},
+                                {"task", {{"type", "worker"}, {"index", i}}}};
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) {
+      std::string v = *e;
+      if (v.rfind("TF_CONFIG=", 0) == 0 || v.rfind("WEFT_CLUSTER_TOKEN=", 0) == 0 ||
+          v.rfind("WEFT_REPLICAS_PER_WORKER=", 0) == 0) {
+        continue;
+      }
+      env_strings.push_back(v);
+    }
+    env_strings.push_back("TF_CONFIG=" + tf_config.dump());
+    env_strings.push_back(std::string(distribute::coordination::kTokenEnvironmentVariable) + "=" +
+                          token);
+    env_strings.push_back("WEFT_REPLICAS_PER_WORKER=" + std::to_string(f.replicas_per_worker));
+    std::vector<char*> envp, argv;
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> args = f.command;
+    args[0] = program;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    int pipe_fds[2];
+    WEFT_CHECK(::pipe2(pipe_fds, O_CLOEXEC) == 0, Unavailable)
+        << "weft launch: pipe: " << std::strerror(errno);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
+    // The child's CPUs: set on this thread around the spawn (the child inherits them).
+    cpu_set_t before;
+    sched_getaffinity(0, sizeof(before), &before);
+    sched_setaffinity(0, sizeof(cpu_set_t), &shares[static_cast<size_t>(i)]);
+    int rc = posix_spawnp(&c.pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
+    sched_setaffinity(0, sizeof(before), &before);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(pipe_fds[1]);
+    WEFT_CHECK(rc == 0, InvalidArgument)
+        << "weft launch: cannot start " << program << ": " << std::strerror(rc);
+    c.out_fd = pipe_fds[0];
+    ::fcntl(c.out_fd, F_SETFL, O_NONBLOCK);
+  }
+
+  // Children are reaped as they exit, in that order, so that the first to fail is the one named
+  // (the others usually fail moments later because of it).
+  std::mutex exits_mu;
+  std::vector<std::pair<pid_t, int>> exits;
+  std::thread reaper([&] {
+    for (int left = f.workers; left > 0;) {
+      int status = 0;
+      pid_t pid = ::waitpid(-1, &status, 0);
+      if (pid < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      std::lock_guard lock(exits_mu);
+      exits.emplace_back(pid, status);
+      --left;
+    }
+  });
+  using TimePoint = std::chrono::steady_clock::time_point;
+  int failed = -1;  // the child named as the failure
+  // After a failure that names another task, how long to wait for that task to exit.
+  TimePoint grace_deadline = TimePoint::max();
+  bool stopping = false;
+  auto stop_deadline = std::chrono::steady_clock::time_point::max();
+  auto running = [&] {
+    int n = 0;
+    for (auto& c : children) n += c.running;
+    return n;
+  };
+  auto announce_and_stop = [&] {
+    Child& c = children[static_cast<size_t>(failed)];
+    std::fprintf(stderr, "weft launch: %s (pid %d) %s; stopping the other workers\n",
+                 c.task.c_str(), static_cast<int>(c.pid), describe_status(c.status).c_str());
+    stopping = true;
+    stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (auto& other : children) {
+      if (other.running) ::kill(other.pid, SIGTERM);
+    }
+  };
+  while (running() > 0) {
+    std::vector<pollfd> fds;
+    for (auto& c : children) fds.push_back({c.out_fd, POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 100);
+    for (auto& c : children) relay(c, false);
+    if (int sig = forwarded_signal.exchange(0)) {
+      for (auto& c : children) {
+        if (c.running) ::kill(c.pid, sig);
+      }
+    }
+    std::vector<std::pair<pid_t, int>> exited;
+    {
+      std::lock_guard lock(exits_mu);
+      exited.swap(exits);
+    }
+    for (auto [pid, status] : exited) {
+      size_t i = 0;
+      while (i < children.size() && children[i].pid != pid) ++i;
+      if (i == children.size()) continue;
+      Child& c = children[i];
+      c.running = false;
+      c.status = status;
+      relay(c, true);
+      bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (!ok && !stopping) {
+        // A worker that failed only because another did says so ("task worker:1 failed: ...");
+        // name the one that failed first for a reason of its own, when it has exited too.
+        bool because_of_another = c.last_line.find("task worker:") != std::string::npos &&
+                                  c.last_line.find(" failed: ") != std::string::npos;
+        if (failed < 0 || !because_of_another) failed = static_cast<int>(i);
+        if (!because_of_another && grace_deadline == TimePoint::max()) grace_deadline = TimePoint::min();
+        if (grace_deadline == TimePoint::max()) {
+          grace_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        }
+      }
+    }
+    if (!stopping && failed >= 0 && std::chrono::steady_clock::now() >= grace_deadline) {
+      announce_and_stop();
+    }
+    if (stopping && std::chrono::steady_clock::now() > stop_deadline) {
+      for (auto& c : children) {
+        if (c.running) ::kill(c.pid, SIGKILL);
+      }
+      stop_deadline = std::chrono::steady_clock::time_point::max();
+    }
+  }
+  if (failed >= 0 && !stopping) announce_and_stop();
+  reaper.join();
+  for (auto& c : children) ::close(c.out_fd);
+  if (failed >= 0) return exit_code_of(children[static_cast<size_t>(failed)].status);
+  return 0;
+}
+
+}  // namespace
+
+void add_launch(CLI::App& app) {
+  auto flags = std::make_shared<LaunchFlags>();
+  auto* cmd = app.add_subcommand(
+      "launch", "Run a command as a local cluster of N workers (TF_CONFIG set for each)");
+  cmd->add_option("-n,--workers", flags->workers, "number of worker processes")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--replicas-per-worker", flags->replicas_per_worker,
+                  "replicas (threads) in each worker: the default of weft train's --replicas")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("command", flags->command, "the command each worker runs, after --")
+      ->required();
+  cmd->callback([flags] {
+    int code = launch(*flags);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace weft::cli

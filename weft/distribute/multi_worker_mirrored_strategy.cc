@@ -1,0 +1,192 @@
+#include "weft/distribute/multi_worker_mirrored_strategy.h"
+
+#include <cstdlib>
+#include <exception>
+#include <memory>
+
+#include "weft/core/config.h"
+#include "weft/core/errors.h"
+#include "weft/distribute/collective/gloo_communicator.h"
+#include "weft/distribute/coordination/client.h"
+#include "weft/distribute/coordination/service.h"
+#include "weft/distribute/internal/replica_group.h"
+
+namespace weft::distribute {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr milliseconds kDefaultCollectiveTimeout{30000};
+
+// The training tasks in rank order: the chief first, then the workers.
+std::vector<std::string> training_tasks(const ClusterSpec& cluster) {
+  std::vector<std::string> tasks;
+  for (const char* job : {"chief", "worker"}) {
+    for (int i = 0; i < cluster.num_tasks(job); ++i) {
+      tasks.push_back(std::string(job) + ":" + std::to_string(i));
+    }
+  }
+  return tasks;
+}
+
+std::string address_of(const ClusterSpec& cluster, const std::string& task) {
+  auto colon = task.find(':');
+  return cluster.task_address(task.substr(0, colon), std::stoi(task.substr(colon + 1)));
+}
+
+class MultiWorkerImpl : public StrategyImpl {
+ public:
+  MultiWorkerImpl(const cluster_resolver::TFConfigClusterResolver& resolver,
+                  MultiWorkerOptions options)
+      : options_(std::move(options)) {
+    WEFT_CHECK(options_.replicas_per_worker >= 1, InvalidArgument)
+        << "MultiWorkerMirroredStrategy: replicas_per_worker must be at least 1, got "
+        << options_.replicas_per_worker;
+    const ClusterSpec& cluster = resolver.cluster_spec();
+    if (!cluster.empty()) {
+      tasks_ = training_tasks(cluster);
+      task_ = resolver.task_type() + ":" + std::to_string(resolver.task_id());
+      auto me = std::find(tasks_.begin(), tasks_.end(), task_);
+      WEFT_CHECK(me != tasks_.end(), InvalidArgument)
+          << "MultiWorkerMirroredStrategy runs on the chief and worker tasks; TF_CONFIG's task "
+             "is "
+          << task_;
+      rank_ = static_cast<int>(me - tasks_.begin());
+    } else {
+      tasks_ = {task_};
+    }
+    if (tasks_.size() > 1) connect(cluster);
+    int local = options_.replicas_per_worker;
+    std::optional<internal::Workers> workers;
+    if (comm_) {
+      collective::CommunicationOptions o = options_.communication;
+      workers = internal::Workers{comm_.get(), rank_ * local, num_workers() * local, o};
+    }
+    group_ = std::make_unique<internal::ReplicaGroup>(local, config::num_threads(), workers);
+  }
+
+  ~MultiWorkerImpl() override {
+    group_.reset();
+    if (client_) {
+      if (std::uncaught_exceptions() > 0) {
+        // Leaving while an error unwinds: the others must not wait for this task.
+        client_->report_error("it stopped with an error");
+      } else {
+        try {
+          client_->shutdown(milliseconds(30000));
+        } catch (const std::exception&) {
+          // The cluster failed or a task never came: the error was reported where it happened.
+        }
+      }
+    }
+    comm_.reset();
+    if (service_) service_->wait_for_tasks_to_leave(milliseconds(10000));
+    client_.reset();
+    service_.reset();
+  }
+
+  int num_replicas_in_sync() const override { return group_->global_size(); }
+  int num_local_replicas() const override { return group_->size(); }
+  int first_local_replica() const override { return group_->first_replica(); }
+  std::string name() const override { return "multi_worker"; }
+
+  void run_replicas(const std::function<void(int)>& fn) override {
+    try {
+      group_->run(fn);
+    } catch (const std::exception& e) {
+      report_error(e.what());
+      throw;
+    }
+  }
+
+  Tensor sum_across_workers(const Tensor& value) const override {
+    return group_->sum_across_workers(value);
+  }
+
+  // Variables start with the chief's values. Only those made outside the replicas' threads:
+  // slots that optimizers make in a merge step start as zeros everywhere.
+  std::optional<VariableCreator> variable_creator() const override {
+    if (!comm_) return std::nullopt;
+    collective::Communicator* comm = comm_.get();
+    collective::CommunicationOptions o = options_.communication;
+    return [comm, o](const VariableArgs& args,
+                     const std::function<Variable(const VariableArgs&)>& next) {
+      Variable v = next(args);
+      if (!internal::ReplicaGroup::on_replica_thread()) {
+        v.assign(collective::broadcast(*comm, v.value(), /*root=*/0, o));
+      }
+      return v;
+    };
+  }
+
+  void report_error(const std::string& message) const {
+    if (client_) client_->report_error(message);
+  }
+
+  int num_workers() const { return static_cast<int>(tasks_.size()); }
+  int rank() const { return rank_; }
+  const std::string& task() const { return task_; }
+
+ private:
+  void connect(const ClusterSpec& cluster) {
+    coordination::CoordinationOptions co = options_.coordination;
+    if (co.token.empty()) {
+      const char* env = std::getenv(coordination::kTokenEnvironmentVariable);
+      co.token = env != nullptr ? env : "";
+    }
+    WEFT_CHECK(!co.token.empty(), InvalidArgument)
+        << "MultiWorkerMirroredStrategy: " << coordination::kTokenEnvironmentVariable
+        << " is not set; every task of the cluster needs the same token (weft launch sets it; "
+           "by hand, e.g. export "
+        << coordination::kTokenEnvironmentVariable << "=$(openssl rand -hex 16) on every host)";
+    const std::string& chief = tasks_[0];
+    const std::string own_address = address_of(cluster, task_);
+    if (rank_ == 0) {
+      service_ = std::make_unique<coordination::CoordinationService>(own_address, tasks_, co);
+    }
+    client_ = std::make_unique<coordination::CoordinationClient>(
+        task_, chief, address_of(cluster, chief), co);
+    client_->connect(options_.startup_timeout);
+    std::string why;
+    HostPort own = parse_host_port(own_address, &why);
+    std::string host = own.host;
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    milliseconds timeout =
+        options_.communication.timeout_seconds > 0
+            ? milliseconds(static_cast<int64_t>(options_.communication.timeout_seconds * 1000))
+            : kDefaultCollectiveTimeout;
+    comm_ = std::make_unique<collective::GlooCommunicator>(*client_, tasks_, rank_, host,
+                                                           timeout);
+  }
+
+  MultiWorkerOptions options_;
+  std::vector<std::string> tasks_;
+  std::string task_ = "worker:0";
+  int rank_ = 0;
+  std::unique_ptr<coordination::CoordinationService> service_;
+  std::unique_ptr<coordination::CoordinationClient> client_;
+  std::unique_ptr<collective::GlooCommunicator> comm_;
+  std::unique_ptr<internal::ReplicaGroup> group_;
+};
+
+MultiWorkerImpl& impl_of(const Strategy& s) { return static_cast<MultiWorkerImpl&>(s.extended()); }
+
+}  // namespace
+
+MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions options)
+    : MultiWorkerMirroredStrategy(cluster_resolver::TFConfigClusterResolver(),
+                                  std::move(options)) {}
+
+MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
+    const cluster_resolver::TFConfigClusterResolver& resolver, MultiWorkerOptions options)
+    : Strategy(std::make_shared<MultiWorkerImpl>(resolver, std::move(options))) {}
+
+int MultiWorkerMirroredStrategy::num_workers() const { return impl_of(*this).num_workers(); }
+int MultiWorkerMirroredStrategy::worker_index() const { return impl_of(*this).rank(); }
+bool MultiWorkerMirroredStrategy::is_chief() const { return impl_of(*this).rank() == 0; }
+std::string MultiWorkerMirroredStrategy::task() const { return impl_of(*this).task(); }
+void MultiWorkerMirroredStrategy::report_error(const std::string& message) const {
+  impl_of(*this).report_error(message);
+}
+
+}  // namespace weft::distribute

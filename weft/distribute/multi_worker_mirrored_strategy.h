@@ -1,0 +1,58 @@
+// MultiWorkerMirroredStrategy (tf.distribute.MultiWorkerMirroredStrategy): synchronous training
+// across processes and hosts. Every process runs the same program and learns its role from
+// TF_CONFIG; each runs `replicas_per_worker` replicas on threads, and gradients meet in an
+// all-reduce across the cluster (weft/distribute/collective). The chief (the "chief" task, else
+// worker 0) serves the coordination service the others register with; a task that fails is
+// named to every other task, whose training then stops with that error.
+//
+//   // TF_CONFIG='{"cluster": {"worker": ["10.0.0.1:2222", "10.0.0.2:2222"]},
+//   //             "task": {"type": "worker", "index": 0}}'   WEFT_CLUSTER_TOKEN=<same on all>
+//   weft::distribute::MultiWorkerMirroredStrategy strategy;
+//   { auto scope = strategy.scope(); model = build_model(); model.compile(...); }
+//   model.fit(train_ds, {.epochs = 3});   // each global batch cut among all workers' replicas
+//
+// Without TF_CONFIG it is one worker (its local replicas only). Variables made in scope() start
+// with the chief's values (a broadcast), so every worker holds the same weights throughout.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "weft/distribute/cluster/tf_config.h"
+#include "weft/distribute/collective/communicator.h"
+#include "weft/distribute/coordination/options.h"
+#include "weft/distribute/strategy.h"
+
+namespace weft::distribute {
+
+struct MultiWorkerOptions {
+  // Replicas on threads in each worker, each with its share of the process's cores.
+  int replicas_per_worker = 1;
+  // How gradients are all-reduced (implementation, pack size, each wait's timeout: 30 s unless
+  // set).
+  collective::CommunicationOptions communication;
+  // The control plane; an empty token is read from WEFT_CLUSTER_TOKEN.
+  coordination::CoordinationOptions coordination;
+  // How long a task waits at start for the chief's service and the other tasks.
+  std::chrono::milliseconds startup_timeout{60000};
+};
+
+class MultiWorkerMirroredStrategy : public Strategy {
+ public:
+  // The cluster from TF_CONFIG.
+  explicit MultiWorkerMirroredStrategy(MultiWorkerOptions options = {});
+  MultiWorkerMirroredStrategy(const cluster_resolver::TFConfigClusterResolver& resolver,
+                              MultiWorkerOptions options = {});
+
+  int num_workers() const;
+  // This process's rank among the workers (the chief is 0).
+  int worker_index() const;
+  bool is_chief() const;
+  // This process's task ("worker:1"; "worker:0" in a single process).
+  std::string task() const;
+  // Tells every other task that this one failed with `message` (training code calls it when it
+  // fails outside strategy.run, which reports its own failures).
+  void report_error(const std::string& message) const;
+};
+
+}  // namespace weft::distribute
