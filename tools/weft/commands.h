@@ -5,6 +5,7 @@
 
 namespace weft::cli {
 
+void add_bench(CLI::App& app);
 void add_info(CLI::App& app);
 void add_inspect(CLI::App& app);
 void add_launch(CLI::App& app);

@@ -9,6 +9,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"weft: train neural networks, from one core to a cluster"};
   app.require_subcommand(1);
+  weft::cli::add_bench(app);
   weft::cli::add_info(app);
   weft::cli::add_inspect(app);
   weft::cli::add_launch(app);

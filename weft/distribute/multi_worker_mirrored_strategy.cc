@@ -6,7 +6,7 @@
 
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
-#include "weft/distribute/collective/gloo_communicator.h"
+#include "weft/distribute/collective/tcp_communicator.h"
 #include "weft/distribute/coordination/client.h"
 #include "weft/distribute/coordination/service.h"
 #include "weft/distribute/internal/replica_group.h"
@@ -155,7 +155,7 @@ class MultiWorkerImpl : public StrategyImpl {
         options_.communication.timeout_seconds > 0
             ? milliseconds(static_cast<int64_t>(options_.communication.timeout_seconds * 1000))
             : kDefaultCollectiveTimeout;
-    comm_ = std::make_unique<collective::GlooCommunicator>(*client_, tasks_, rank_, host,
+    comm_ = std::make_unique<collective::TcpCommunicator>(*client_, tasks_, rank_, host,
                                                            timeout);
   }
 
@@ -165,7 +165,7 @@ class MultiWorkerImpl : public StrategyImpl {
   int rank_ = 0;
   std::unique_ptr<coordination::CoordinationService> service_;
   std::unique_ptr<coordination::CoordinationClient> client_;
-  std::unique_ptr<collective::GlooCommunicator> comm_;
+  std::unique_ptr<collective::TcpCommunicator> comm_;
   std::unique_ptr<internal::ReplicaGroup> group_;
 };
 

@@ -20,7 +20,8 @@ const char* implementation_name(Implementation implementation) {
     case Implementation::AUTO: return "AUTO";
     case Implementation::RECURSIVE_DOUBLING: return "RECURSIVE_DOUBLING";
     case Implementation::RING: return "RING";
-    case Implementation::HALVING_DOUBLING: return "HALVING_DOUBLING";
+    case Implementation::GLOO_RING: return "GLOO_RING";
+    case Implementation::GLOO_HALVING_DOUBLING: return "GLOO_HALVING_DOUBLING";
   }
   return "?";
 }

@@ -1,7 +1,7 @@
 // Collectives between processes (DISTRIBUTED.md §3): a small Communicator interface and free
 // functions with an options object, in the style of Gloo's allreduce(opts).
 //
-//   auto& comm = ...;  // e.g. GlooCommunicator (gloo_communicator.h), one per process
+//   auto& comm = ...;  // e.g. TcpCommunicator (tcp_communicator.h), one per process
 //   weft::Tensor total = collective::all_reduce(comm, partial, collective::Reduction::SUM);
 //   weft::Tensor w0 = collective::broadcast(comm, w, /*root=*/0);
 //
@@ -31,9 +31,11 @@ const char* reduction_name(Reduction op);
 // message size and number of ranks, from crossovers measured with `weft bench allreduce`.
 enum class Implementation {
   AUTO,
-  RECURSIVE_DOUBLING,  // log2(P) full exchanges: the fewest messages; the deterministic tree
-  RING,                // Gloo's ring: each rank sends 2(P-1)/P of the data; large messages
-  HALVING_DOUBLING,    // Gloo's halving-doubling (float32, float64, int32, int64)
+  RECURSIVE_DOUBLING,     // log2(P) full exchanges: the fewest messages; the deterministic tree
+  RING,                   // reduce-scatter then all-gather around the ranks: each rank sends and
+                          // combines 2(P-1)/P of the data; large messages
+  GLOO_RING,              // Gloo's own ring, on Gloo's transport (for comparison)
+  GLOO_HALVING_DOUBLING,  // Gloo's halving-doubling (float32, float64, int32, int64)
 };
 const char* implementation_name(Implementation implementation);
 

@@ -155,6 +155,7 @@ class CoordinationClient::Impl {
   }
 
   const std::string& task() const { return task_; }
+  const CoordinationOptions& options() const { return options_; }
 
  private:
   std::unique_ptr<grpc::ClientContext> context(Clock::time_point deadline) const {
@@ -309,5 +310,6 @@ void CoordinationClient::on_failure(std::function<void(const std::string&)> fn) 
 }
 void CoordinationClient::shutdown(milliseconds timeout) { impl_->shutdown(timeout); }
 const std::string& CoordinationClient::task() const { return impl_->task(); }
+const CoordinationOptions& CoordinationClient::options() const { return impl_->options(); }
 
 }  // namespace weft::distribute::coordination

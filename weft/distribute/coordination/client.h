@@ -61,6 +61,7 @@ class CoordinationClient {
   void shutdown(std::chrono::milliseconds timeout);
 
   const std::string& task() const;
+  const CoordinationOptions& options() const;
 
  private:
   class Impl;

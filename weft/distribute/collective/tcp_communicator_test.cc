@@ -1,7 +1,7 @@
-// GlooCommunicator with its ranks on threads of one process: each rank has its own coordination
+// TcpCommunicator with its ranks on threads of one process: each rank has its own coordination
 // client and its own Gloo device, and they meet over real TCP on 127.0.0.1. (Ranks in separate
 // processes, killed or stopped, are the multi-worker command tests' subject.)
-#include "weft/distribute/collective/gloo_communicator.h"
+#include "weft/distribute/collective/tcp_communicator.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -38,7 +38,7 @@ struct Ranks {
     for (int r = 0; r < n; ++r) {
       threads.emplace_back([&, r, tasks] {
         clients[static_cast<size_t>(r)]->connect(milliseconds(10000));
-        comms[static_cast<size_t>(r)] = std::make_unique<GlooCommunicator>(
+        comms[static_cast<size_t>(r)] = std::make_unique<TcpCommunicator>(
             *clients[static_cast<size_t>(r)], tasks, r, "127.0.0.1", timeout);
       });
     }
@@ -58,7 +58,7 @@ struct Ranks {
   }
   std::unique_ptr<coordination::CoordinationService> service;
   std::vector<std::unique_ptr<coordination::CoordinationClient>> clients;
-  std::vector<std::unique_ptr<GlooCommunicator>> comms;
+  std::vector<std::unique_ptr<TcpCommunicator>> comms;
 };
 
 template <typename T>
@@ -68,10 +68,11 @@ Tensor values_of(int rank, int64_t n) {
   return Tensor::from_vector(v, {n});
 }
 
-TEST(GlooCommunicator, AllReduceEveryOpDtypeAndAlgorithm) {
+TEST(TcpCommunicator, AllReduceEveryOpDtypeAndAlgorithm) {
   Ranks ranks(3);
   for (Implementation impl : {Implementation::AUTO, Implementation::RECURSIVE_DOUBLING,
-                              Implementation::RING, Implementation::HALVING_DOUBLING}) {
+                              Implementation::RING, Implementation::GLOO_RING,
+                              Implementation::GLOO_HALVING_DOUBLING}) {
     for (Reduction op : {Reduction::SUM, Reduction::MEAN, Reduction::MAX, Reduction::MIN}) {
       SCOPED_TRACE(std::string(implementation_name(impl)) + " " + reduction_name(op));
       auto out = ranks.each([&](int r, Communicator& c) {
@@ -105,7 +106,7 @@ TEST(GlooCommunicator, AllReduceEveryOpDtypeAndAlgorithm) {
                InvalidArgument);
 }
 
-TEST(GlooCommunicator, BroadcastGatherScatterAndBarrier) {
+TEST(TcpCommunicator, BroadcastGatherScatterAndBarrier) {
   Ranks ranks(2);
   auto b = ranks.each([](int r, Communicator& c) {
     return broadcast(c, values_of<float>(r, 5), /*root=*/1).to_vector<float>();
@@ -130,7 +131,7 @@ TEST(GlooCommunicator, BroadcastGatherScatterAndBarrier) {
 
 // Under op determinism four ranks sum in the fixed tree ((r0+r1)+(r2+r3)), whatever AUTO would
 // have picked, and every rank gets the same bits.
-TEST(GlooCommunicator, DeterministicSumIsTheFixedTree) {
+TEST(TcpCommunicator, DeterministicSumIsTheFixedTree) {
   Ranks ranks(4);
   config::enable_op_determinism();
   std::vector<std::vector<float>> inputs(4);
@@ -147,8 +148,9 @@ TEST(GlooCommunicator, DeterministicSumIsTheFixedTree) {
   }
 }
 
-TEST(GlooCommunicator, MismatchedCallsFailEveryRankNamingBothRanksAndShapes) {
-  for (Implementation impl : {Implementation::RECURSIVE_DOUBLING, Implementation::RING}) {
+TEST(TcpCommunicator, MismatchedCallsFailEveryRankNamingBothRanksAndShapes) {
+  for (Implementation impl : {Implementation::RECURSIVE_DOUBLING, Implementation::RING,
+                              Implementation::GLOO_RING}) {
     Ranks ranks(2);
     auto errors = ranks.each([&](int r, Communicator& c) -> std::string {
       try {
@@ -166,7 +168,7 @@ TEST(GlooCommunicator, MismatchedCallsFailEveryRankNamingBothRanksAndShapes) {
   }
 }
 
-TEST(GlooCommunicator, AnErrorOnOneRankEndsTheOthersWaitsNamingIt) {
+TEST(TcpCommunicator, AnErrorOnOneRankEndsTheOthersWaitsNamingIt) {
   Ranks ranks(3, milliseconds(30000));
   auto start = std::chrono::steady_clock::now();
   auto errors = ranks.each([&](int r, Communicator& c) -> std::string {
@@ -188,7 +190,7 @@ TEST(GlooCommunicator, AnErrorOnOneRankEndsTheOthersWaitsNamingIt) {
   EXPECT_THAT(errors[1], HasSubstr("task worker:2 failed: InvalidArgument: rank 2's bad batch"));
 }
 
-TEST(GlooCommunicator, ARankThatNeverComesIsNamedAtTheDeadline) {
+TEST(TcpCommunicator, ARankThatNeverComesIsNamedAtTheDeadline) {
   Ranks ranks(2, milliseconds(30000));
   auto start = std::chrono::steady_clock::now();
   try {

@@ -1,4 +1,4 @@
-#include "weft/distribute/collective/gloo_communicator.h"
+#include "weft/distribute/collective/tcp_communicator.h"
 
 #include <gloo/allreduce.h>
 #include <gloo/allreduce_halving_doubling.h>
@@ -15,6 +15,8 @@
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/collective/internal/reduce.h"
+#include "weft/distribute/collective/internal/socket_mesh.h"
+#include "weft/distribute/values.h"
 
 namespace weft::distribute::collective {
 namespace {
@@ -107,25 +109,29 @@ void run_halving_doubling(const std::shared_ptr<gloo::Context>& context, void* d
 
 }  // namespace
 
-class GlooCommunicator::Impl {
+class TcpCommunicator::Impl {
  public:
   Impl(coordination::CoordinationClient& client, std::vector<std::string> tasks, int rank,
-       const std::string& hostname, milliseconds timeout, const std::string& name)
+       const std::string& hostname, const std::string& token, milliseconds timeout,
+       const std::string& name)
       : client_(client), tasks_(std::move(tasks)), rank_(rank), timeout_(timeout) {
     WEFT_CHECK(rank_ >= 0 && rank_ < static_cast<int>(tasks_.size()), InvalidArgument)
-        << "GlooCommunicator: rank " << rank_ << " is not one of the " << tasks_.size()
+        << "TcpCommunicator: rank " << rank_ << " is not one of the " << tasks_.size()
         << " ranks";
+    // weft's own connections first (its algorithms), then Gloo's (Gloo's algorithms).
+    mesh_ = std::make_shared<internal::SocketMesh>(client_, rank_, size(), hostname, token,
+                                                   name + "/weft", timeout_);
     gloo::transport::tcp::attr attr;
     attr.hostname = hostname;
     try {
       device_ = gloo::transport::tcp::CreateDevice(attr);
     } catch (const gloo::Exception& e) {
-      WEFT_FAIL(Unavailable) << "GlooCommunicator: task " << tasks_[rank_]
+      WEFT_FAIL(Unavailable) << "TcpCommunicator: task " << tasks_[rank_]
                              << " cannot listen on " << hostname << ": " << e.what();
     }
     context_ = std::make_shared<gloo::rendezvous::Context>(rank_, size());
     context_->setTimeout(timeout_);
-    CoordinationStore store(client_, name + "/", timeout_);
+    CoordinationStore store(client_, name + "/gloo/", timeout_);
     try {
       context_->connectFullMesh(store, device_);
     } catch (const weft::Error&) {
@@ -134,8 +140,15 @@ class GlooCommunicator::Impl {
       lost("connecting the ranks", -1, e.what());
     }
     // When any task fails, end this rank's waits at once instead of at their deadline.
-    auto state = abort_;
-    client_.on_failure([state](const std::string& failure) { state->abort(failure); });
+    std::weak_ptr<internal::SocketMesh> mesh = mesh_;
+    auto failure = failure_;
+    client_.on_failure([mesh, failure](const std::string& why) {
+      {
+        std::lock_guard lock(failure->mu);
+        failure->text = why;
+      }
+      if (auto m = mesh.lock()) m->abort();
+    });
   }
 
   int size() const { return static_cast<int>(tasks_.size()); }
@@ -163,9 +176,9 @@ class GlooCommunicator::Impl {
     // The fixed tree under op determinism (DISTRIBUTED.md §2); with two ranks every algorithm
     // adds the same two values.
     if (config::op_determinism_enabled() && size() > 2) impl = Implementation::RECURSIVE_DOUBLING;
-    if (impl == Implementation::HALVING_DOUBLING &&
+    if (impl == Implementation::GLOO_HALVING_DOUBLING &&
         (dtype == kFloat16 || dtype == kBFloat16)) {
-      impl = Implementation::RING;
+      impl = Implementation::GLOO_RING;
     }
     milliseconds timeout = wait_limit(options);
     guarded(h, [&] {
@@ -173,9 +186,13 @@ class GlooCommunicator::Impl {
         recursive_doubling(h, data, n, dtype, op, timeout);
         return;
       }
+      if (impl == Implementation::RING) {
+        ring(h, data, n, dtype, op, timeout);
+        return;
+      }
       check_agreement(h, timeout);
       if (size() == 1 || n == 0) return;
-      if (impl == Implementation::RING) {
+      if (impl == Implementation::GLOO_RING) {
         gloo::AllreduceOptions o(context_);
         o.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
         set_output(o, data, n, dtype);
@@ -212,13 +229,17 @@ class GlooCommunicator::Impl {
       // A binomial tree from the root: at distance d, the ranks that have the data (relative
       // rank below d) send it to relative rank + d.
       const int relative = (rank_ - root + size()) % size();
-      for (int d = 1, round = 0; d < size(); d *= 2, ++round) {
-        uint64_t slot = (h.sequence << 16) | 0x4000 | round;
+      auto deadline = Clock::now() + timeout;
+      int d = 1;  // the distance at which this rank starts sending: 1 for the root
+      if (relative > 0) {
+        while (2 * d <= relative) d *= 2;  // it receives at distance d, from relative - d
+        transfer(-1, nullptr, 0, (relative - d + root) % size(), data, bytes, deadline,
+                 h.describe());
+        d *= 2;
+      }
+      for (; d < size(); d *= 2) {
         if (relative < d && relative + d < size()) {
-          transfer((relative + d + root) % size(), data, -1, nullptr, bytes, slot, timeout,
-                   h.describe());
-        } else if (relative >= d && relative < 2 * d) {
-          transfer(-1, nullptr, (relative - d + root) % size(), data, bytes, slot, timeout,
+          transfer((relative + d + root) % size(), data, bytes, -1, nullptr, 0, deadline,
                    h.describe());
         }
       }
@@ -239,7 +260,7 @@ class GlooCommunicator::Impl {
         std::memcpy(out, in, bytes);
         return;
       }
-      gather_bytes(in, out, bytes, (h.sequence << 16) | 0x8000, timeout, h.describe());
+      gather_bytes(in, out, bytes, Clock::now() + timeout, h.describe());
     });
   }
 
@@ -269,22 +290,15 @@ class GlooCommunicator::Impl {
   // Gloo's ring. Measured with `weft bench allreduce` (docs/benchmarks.md).
   static constexpr std::size_t kRecursiveDoublingUpTo = std::size_t{256} << 10;
 
-  // Ends this rank's waits when the cluster fails (on the coordination client's thread). Only
-  // weft's own algorithms wait on buffers it can abort; Gloo's own (RING, HALVING_DOUBLING) end at
-  // their deadline or when a peer's connection closes.
-  struct AbortState {
+  // The cluster's failure, once the coordination client has learned of it.
+  struct Failure {
     std::mutex mu;
-    std::string failure;
-    std::vector<gloo::transport::UnboundBuffer*> waiting;
-    void abort(const std::string& why) {
-      std::lock_guard lock(mu);
-      failure = why;
-      for (auto* b : waiting) {
-        b->abortWaitRecv();
-        b->abortWaitSend();
-      }
-    }
+    std::string text;
   };
+  std::string failure() const {
+    std::lock_guard lock(failure_->mu);
+    return failure_->text;
+  }
 
   Header header(Kind kind, const Shape& shape, DType dtype, uint32_t op) {
     Header h;
@@ -298,6 +312,9 @@ class GlooCommunicator::Impl {
     return h;
   }
   static uint32_t tag(const Header& h) { return static_cast<uint32_t>(h.sequence & 0x7fffffff); }
+  static std::string seen(const std::string& failure, const std::string& by, const std::string& what) {
+    return failure + " (seen by " + by + " in " + what + ")";
+  }
 
   milliseconds wait_limit(const CommunicationOptions& options) const {
     if (options.timeout_seconds <= 0) return timeout_;
@@ -318,10 +335,7 @@ class GlooCommunicator::Impl {
   // Runs a collective's body, turning what Gloo throws into weft's errors naming the peer.
   template <typename F>
   void guarded(const Header& h, F&& body) {
-    {
-      std::lock_guard lock(abort_->mu);
-      if (!abort_->failure.empty()) throw Unavailable(abort_->failure);
-    }
+    if (std::string f = failure(); !f.empty()) throw Unavailable(seen(f, task(rank_), h.describe()));
     try {
       body();
     } catch (const weft::Error& e) {
@@ -336,14 +350,17 @@ class GlooCommunicator::Impl {
   // its process died) a moment later: wait for that, briefly, and report it; else report what
   // the transport saw.
   [[noreturn]] void lost(const std::string& what, int peer, const std::string& transport) {
-    auto until = Clock::now() + milliseconds(2000);
+    if (peer < 0 && size() == 2) peer = 1 - rank_;  // Gloo's messages do not name the peer
+    bool timed_out = transport.find("Timed out") != std::string::npos ||
+                     transport.find("timed out") != std::string::npos;
+    // A stopped peer is only ever noticed by a deadline: nothing better is coming.
+    auto until = Clock::now() + milliseconds(timed_out ? 0 : 2000);
     std::string failure;
     while ((failure = client_.failure()).empty() && Clock::now() < until) {
       std::this_thread::sleep_for(milliseconds(20));
     }
-    if (!failure.empty()) throw Unavailable(failure + " (seen by " + task(rank_) + " in " + what + ")");
+    if (!failure.empty()) throw Unavailable(seen(failure, task(rank_), what));
     std::string who = peer >= 0 ? task(peer) + " (rank " + std::to_string(peer) + ")" : "a peer";
-    bool timed_out = transport.find("Timed out") != std::string::npos;
     std::string message = task(rank_) + ": " + what + (timed_out ? " timed out waiting for " :
                                                                    " lost ") + who + ": " + transport;
     client_.report_error(message);
@@ -351,45 +368,19 @@ class GlooCommunicator::Impl {
     throw Unavailable(message);
   }
 
-  // Sends `send` to `peer` and receives as many bytes from it into `recv`, waiting at most
-  // `timeout`; ends early when the cluster fails.
-  void exchange(int peer, const void* send, void* recv, std::size_t bytes, uint64_t slot,
-                milliseconds timeout, const std::string& what) {
-    transfer(peer, send, peer, recv, bytes, slot, timeout, what);
-  }
-
-  // Sends `send` to `to` while it receives as many bytes from `from` into `recv` (either side
-  // skipped when its rank is negative).
-  void transfer(int to, const void* send, int from, void* recv, std::size_t bytes, uint64_t slot,
-                milliseconds timeout, const std::string& what) {
-    char none;
-    auto out = context_->createUnboundBuffer(to >= 0 ? const_cast<void*>(send) : &none,
-                                             to >= 0 ? bytes : 0);
-    auto in = context_->createUnboundBuffer(from >= 0 ? recv : &none, from >= 0 ? bytes : 0);
-    const int peer = from >= 0 ? from : to;
-    {
-      std::lock_guard lock(abort_->mu);
-      if (!abort_->failure.empty()) throw Unavailable(abort_->failure);
-      abort_->waiting = {out.get(), in.get()};
-    }
-    bool completed = true;
-    std::string error;
+  // One transfer on weft's own connections (SocketMesh::transfer), its errors turned into weft's.
+  void transfer(int to, const void* send, std::size_t send_bytes, int from, void* recv,
+                std::size_t recv_bytes, Clock::time_point deadline, const std::string& what) {
     try {
-      if (from >= 0) in->recv(from, slot);
-      if (to >= 0) out->send(to, slot);
-      completed = (from < 0 || in->waitRecv(nullptr, timeout)) &&
-                  (to < 0 || out->waitSend(nullptr, timeout));
-    } catch (const gloo::Exception& e) {
-      error = e.what();
+      mesh_->transfer(to, send, send_bytes, from, recv, recv_bytes, deadline);
+    } catch (const internal::TransferError& e) {
+      if (e.kind == internal::TransferError::kAborted) {
+        throw Unavailable(seen(failure(), task(rank_), what));
+      }
+      lost(what, e.peer, e.kind == internal::TransferError::kTimedOut
+                             ? "timed out: its deadline (the timeout_seconds of the call) passed"
+                             : std::string(e.what()));
     }
-    std::string failure;
-    {
-      std::lock_guard lock(abort_->mu);
-      abort_->waiting.clear();
-      failure = abort_->failure;
-    }
-    if (!completed) throw Unavailable(failure + " (seen by " + task(rank_) + " in " + what + ")");
-    if (!error.empty()) lost(what, peer, error);
   }
 
   // Recursive doubling: at distance d = 1, 2, 4, ... each rank exchanges its partial result with
@@ -402,20 +393,21 @@ class GlooCommunicator::Impl {
     if (!power_of_two(size())) {
       check_agreement(h, timeout);
       std::vector<char> all(bytes * size());
-      gather_bytes(data, all.data(), bytes, (h.sequence << 16) | 0x8000, timeout, h.describe());
+      gather_bytes(data, all.data(), bytes, Clock::now() + timeout, h.describe());
       tree_combine(all.data(), bytes, size(), n, dtype, op);
       std::memcpy(data, all.data(), bytes);
       return;
     }
     std::vector<char> theirs(bytes);
-    for (int d = 1, round = 0; d < size(); d *= 2, ++round) {
+    auto deadline = Clock::now() + timeout;
+    for (int d = 1; d < size(); d *= 2) {
       int peer = rank_ ^ d;
-      uint64_t slot = (h.sequence << 16) | (2 * round);
       Header their_header;
-      exchange(peer, &h, &their_header, sizeof(Header), slot, timeout, h.describe());
+      transfer(peer, &h, sizeof(Header), peer, &their_header, sizeof(Header), deadline,
+               h.describe());
       if (!their_header.agrees(h)) mismatch(h, their_header);
       if (bytes == 0) continue;
-      exchange(peer, data, theirs.data(), bytes, slot | 1, timeout, h.describe());
+      transfer(peer, data, bytes, peer, theirs.data(), bytes, deadline, h.describe());
       // The lower rank's value on the left: addition is commutative, so this only fixes MAX/MIN
       // ties between -0 and +0 the same way on both sides.
       if (rank_ < peer) {
@@ -423,6 +415,43 @@ class GlooCommunicator::Impl {
       } else {
         internal::combine(data, theirs.data(), data, n, dtype, op);
       }
+    }
+  }
+
+  // Reduce-scatter then all-gather around the ring (rank r sends to r + 1): block b of the result
+  // is combined by one rank, in ring order, and then copied to the others, so every rank gets
+  // the same bits. Each rank sends and combines 2 (P - 1) / P of the data.
+  void ring(const Header& h, void* data, std::size_t n, DType dtype, Reduction op,
+            milliseconds timeout) {
+    auto deadline = Clock::now() + timeout;
+    if (size() == 1) return;
+    const int right = (rank_ + 1) % size(), left = (rank_ + size() - 1) % size();
+    // Neighbours compare their calls: when every pair of neighbours agrees, all ranks do.
+    Header theirs;
+    transfer(right, &h, sizeof(Header), left, &theirs, sizeof(Header), deadline, h.describe());
+    if (!theirs.agrees(h)) mismatch(h, theirs);
+    if (n == 0) return;
+    const std::size_t es = dtype_size(dtype);
+    char* bytes = static_cast<char*>(data);
+    auto block = [&](int b) {
+      auto [lo, hi] = row_range(static_cast<int64_t>(n), size(), (b % size() + size()) % size());
+      return std::pair<std::size_t, std::size_t>(static_cast<std::size_t>(lo) * es,
+                                                 static_cast<std::size_t>(hi - lo));
+    };
+    std::vector<char> scratch(block(0).second * es + es);
+    for (int k = 0; k + 1 < size(); ++k) {
+      auto [send_at, send_n] = block(rank_ - k);
+      auto [recv_at, recv_n] = block(rank_ - k - 1);
+      transfer(right, bytes + send_at, send_n * es, left, scratch.data(), recv_n * es, deadline,
+               h.describe());
+      // The received partial holds the ranks before this one in ring order.
+      internal::combine(bytes + recv_at, scratch.data(), bytes + recv_at, recv_n, dtype, op);
+    }
+    for (int k = 0; k + 1 < size(); ++k) {
+      auto [send_at, send_n] = block(rank_ + 1 - k);
+      auto [recv_at, recv_n] = block(rank_ - k);
+      transfer(right, bytes + send_at, send_n * es, left, bytes + recv_at, recv_n * es, deadline,
+               h.describe());
     }
   }
 
@@ -438,16 +467,18 @@ class GlooCommunicator::Impl {
 
   // A ring: in step k each rank passes the block it got in step k-1 to its right and receives
   // its left's. Slots `slot` ... `slot` + P - 2.
-  void gather_bytes(const void* in, void* out, std::size_t bytes, uint64_t slot,
-                    milliseconds timeout, const std::string& what) {
+  // A ring: in step k each rank passes the block it got in step k-1 to its right and receives
+  // its left's.
+  void gather_bytes(const void* in, void* out, std::size_t bytes, Clock::time_point deadline,
+                    const std::string& what) {
     char* blocks = static_cast<char*>(out);
     std::memcpy(blocks + rank_ * bytes, in, bytes);
     const int right = (rank_ + 1) % size(), left = (rank_ + size() - 1) % size();
     for (int k = 0; k + 1 < size(); ++k) {
       int send_block = (rank_ - k + size()) % size();
       int recv_block = (rank_ - k - 1 + 2 * size()) % size();
-      transfer(right, blocks + send_block * bytes, left, blocks + recv_block * bytes, bytes,
-               slot + k, timeout, what);
+      transfer(right, blocks + send_block * bytes, bytes, left, blocks + recv_block * bytes, bytes,
+               deadline, what);
     }
   }
 
@@ -456,7 +487,7 @@ class GlooCommunicator::Impl {
   void check_agreement(const Header& h, milliseconds timeout) {
     if (size() == 1) return;
     std::vector<Header> all(size());
-    gather_bytes(&h, all.data(), sizeof(Header), h.sequence << 16, timeout, h.describe());
+    gather_bytes(&h, all.data(), sizeof(Header), Clock::now() + timeout, h.describe());
     for (int r = 1; r < size(); ++r) {
       if (!all[r].agrees(all[0])) mismatch(all[0], all[r]);
     }
@@ -478,38 +509,40 @@ class GlooCommunicator::Impl {
   milliseconds timeout_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
-  std::shared_ptr<AbortState> abort_ = std::make_shared<AbortState>();
+  std::shared_ptr<internal::SocketMesh> mesh_;
+  std::shared_ptr<Failure> failure_ = std::make_shared<Failure>();
   std::mutex mu_;  // one collective at a time
   uint64_t sequence_ = 0;
 };
 
-GlooCommunicator::GlooCommunicator(coordination::CoordinationClient& client,
+TcpCommunicator::TcpCommunicator(coordination::CoordinationClient& client,
                                    std::vector<std::string> tasks, int rank,
                                    const std::string& hostname, milliseconds timeout,
                                    const std::string& name)
-    : impl_(std::make_unique<Impl>(client, std::move(tasks), rank, hostname, timeout, name)) {}
-GlooCommunicator::~GlooCommunicator() = default;
-int GlooCommunicator::rank() const { return impl_->rank(); }
-int GlooCommunicator::size() const { return impl_->size(); }
-std::string GlooCommunicator::task_of(int rank) const { return impl_->task(rank); }
-void GlooCommunicator::all_reduce(void* data, const Shape& shape, DType dtype, Reduction op,
+    : impl_(std::make_unique<Impl>(client, std::move(tasks), rank, hostname,
+                                   client.options().token, timeout, name)) {}
+TcpCommunicator::~TcpCommunicator() = default;
+int TcpCommunicator::rank() const { return impl_->rank(); }
+int TcpCommunicator::size() const { return impl_->size(); }
+std::string TcpCommunicator::task_of(int rank) const { return impl_->task(rank); }
+void TcpCommunicator::all_reduce(void* data, const Shape& shape, DType dtype, Reduction op,
                                   const CommunicationOptions& options) {
   impl_->all_reduce(data, shape, dtype, op, options);
 }
-void GlooCommunicator::broadcast(void* data, const Shape& shape, DType dtype, int root,
+void TcpCommunicator::broadcast(void* data, const Shape& shape, DType dtype, int root,
                                  const CommunicationOptions& options) {
   impl_->broadcast(data, shape, dtype, root, options);
 }
-void GlooCommunicator::all_gather(const void* in, void* out, const Shape& shape, DType dtype,
+void TcpCommunicator::all_gather(const void* in, void* out, const Shape& shape, DType dtype,
                                   const CommunicationOptions& options) {
   impl_->all_gather(in, out, shape, dtype, options);
 }
-void GlooCommunicator::reduce_scatter(const void* in, void* out, const Shape& shape, DType dtype,
+void TcpCommunicator::reduce_scatter(const void* in, void* out, const Shape& shape, DType dtype,
                                       Reduction op, const CommunicationOptions& options) {
   impl_->reduce_scatter(in, out, shape, dtype, op, options);
 }
-void GlooCommunicator::barrier(const CommunicationOptions& options) { impl_->barrier(options); }
-Implementation GlooCommunicator::auto_implementation(std::size_t bytes) const {
+void TcpCommunicator::barrier(const CommunicationOptions& options) { impl_->barrier(options); }
+Implementation TcpCommunicator::auto_implementation(std::size_t bytes) const {
   return impl_->auto_implementation(bytes);
 }
 

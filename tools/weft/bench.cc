@@ -1,0 +1,183 @@
+// `weft bench allreduce [--json] [--workers N]`: weft's all-reduce against Gloo's own algorithms
+// between processes, in the same processes on the same buffers, from 4 KiB to 64 MiB. Without
+// TF_CONFIG it starts itself as a local cluster (`weft launch -n N`); under a cluster each
+// process is a rank and the chief prints, per size and algorithm, the median time of one
+// all-reduce and its bus bandwidth (2 (P - 1) / P x bytes / time, NCCL's measure: the bytes each
+// rank's links carry).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tools/weft/commands.h"
+#include "weft/core/errors.h"
+#include "weft/distribute/cluster/tf_config.h"
+#include "weft/distribute/collective/tcp_communicator.h"
+#include "weft/distribute/coordination/client.h"
+#include "weft/distribute/coordination/service.h"
+
+namespace weft::cli {
+namespace {
+
+namespace collective = distribute::collective;
+namespace coordination = distribute::coordination;
+using Clock = std::chrono::steady_clock;
+
+struct BenchFlags {
+  bool json = false;
+  int workers = 2;
+  std::size_t min_bytes = 4 << 10, max_bytes = 64 << 20;
+  std::string output;  // where the chief writes the results (stdout if empty)
+};
+
+struct Row {
+  std::size_t bytes;
+  std::string implementation;
+  double seconds;  // median of one all-reduce
+};
+
+std::vector<Row> measure(collective::Communicator& comm, const BenchFlags& f) {
+  std::vector<Row> rows;
+  const std::pair<const char*, collective::Implementation> impls[] = {
+      {"AUTO", collective::Implementation::AUTO},
+      {"RECURSIVE_DOUBLING", collective::Implementation::RECURSIVE_DOUBLING},
+      {"RING", collective::Implementation::RING},
+      {"GLOO_RING", collective::Implementation::GLOO_RING},
+      {"GLOO_HALVING_DOUBLING", collective::Implementation::GLOO_HALVING_DOUBLING}};
+  std::vector<float> buffer(f.max_bytes / sizeof(float), 1.0f);
+  for (std::size_t bytes = f.min_bytes; bytes <= f.max_bytes; bytes *= 4) {
+    int64_t n = static_cast<int64_t>(bytes / sizeof(float));
+    for (const auto& [name, impl] : impls) {
+      collective::CommunicationOptions options{.implementation = impl};
+      for (int i = 0; i < 3; ++i) {
+        comm.all_reduce(buffer.data(), {n}, kFloat32, collective::Reduction::SUM, options);
+      }
+      // Every rank runs as many iterations as rank 0 decides: about 0.3 s, at least 5.
+      std::vector<double> times;
+      auto start = Clock::now();
+      for (;;) {
+        auto t0 = Clock::now();
+        comm.all_reduce(buffer.data(), {n}, kFloat32, collective::Reduction::SUM, options);
+        times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        int64_t more = times.size() < 5 ||
+                       std::chrono::duration<double>(Clock::now() - start).count() < 0.3;
+        comm.broadcast(&more, {1}, kInt64, 0, {});
+        if (!more) break;
+      }
+      std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+      rows.push_back({bytes, name, times[times.size() / 2]});
+      // Sums of ones grow each call; start each size from ones again.
+      std::fill(buffer.begin(), buffer.end(), 1.0f);
+    }
+  }
+  return rows;
+}
+
+void print(const std::vector<Row>& rows, int ranks, bool json, std::FILE* out) {
+  double factor = 2.0 * (ranks - 1) / ranks;
+  if (json) {
+    nlohmann::json doc = nlohmann::json::array();
+    for (const Row& r : rows) {
+      doc.push_back({{"bytes", r.bytes},
+                     {"implementation", r.implementation},
+                     {"ranks", ranks},
+                     {"median_seconds", r.seconds},
+                     {"bus_bandwidth_gbps", factor * r.bytes / r.seconds / 1e9}});
+    }
+    std::fprintf(out, "%s\n", doc.dump(2).c_str());
+    return;
+  }
+  std::fprintf(out, "all-reduce of float32 between %d processes: median time, bus bandwidth\n",
+               ranks);
+  std::fprintf(out, "%10s  %-24s %12s %10s\n", "bytes", "implementation", "time (us)", "GB/s");
+  for (const Row& r : rows) {
+    std::fprintf(out, "%10zu  %-24s %12.1f %10.3f\n", r.bytes, r.implementation.c_str(),
+                 r.seconds * 1e6, factor * r.bytes / r.seconds / 1e9);
+  }
+}
+
+int bench_allreduce(const BenchFlags& f, const std::vector<std::string>& self_args) {
+  distribute::cluster_resolver::TFConfigClusterResolver resolver;
+  if (resolver.cluster_spec().empty()) {
+    // Not in a cluster: run as a local cluster of f.workers processes, the chief writing the
+    // results to a file this process then prints (the launcher prefixes the workers' output).
+    char self[4096];
+    ssize_t len = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+    WEFT_CHECK(len > 0, Internal) << "weft bench: cannot find its own program";
+    char results[] = "/tmp/weft-bench-XXXXXX";
+    int fd = ::mkstemp(results);
+    WEFT_CHECK(fd >= 0, Unavailable) << "weft bench: cannot make a temporary file";
+    ::close(fd);
+    std::string command = std::string(self, static_cast<size_t>(len)) + " launch -n " +
+                          std::to_string(f.workers) + " -- weft";
+    for (const auto& a : self_args) command += " '" + a + "'";
+    command += " --output " + std::string(results);
+    int status = std::system(command.c_str());
+    if (std::FILE* in = std::fopen(results, "r")) {
+      char buf[4096];
+      while (size_t n = std::fread(buf, 1, sizeof(buf), in)) std::fwrite(buf, 1, n, stdout);
+      std::fclose(in);
+    }
+    ::unlink(results);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  }
+  std::vector<std::string> tasks;
+  for (int i = 0; i < resolver.cluster_spec().num_tasks("worker"); ++i) {
+    tasks.push_back("worker:" + std::to_string(i));
+  }
+  WEFT_CHECK(resolver.task_type() == "worker", InvalidArgument)
+      << "weft bench allreduce runs on worker tasks (a cluster of workers only)";
+  int rank = resolver.task_id();
+  const char* token = std::getenv(coordination::kTokenEnvironmentVariable);
+  coordination::CoordinationOptions co{.token = token != nullptr ? token : ""};
+  std::string chief = resolver.cluster_spec().task_address("worker", 0);
+  std::unique_ptr<coordination::CoordinationService> service;
+  if (rank == 0) service = std::make_unique<coordination::CoordinationService>(chief, tasks, co);
+  coordination::CoordinationClient client(tasks[rank], tasks[0], chief, co);
+  client.connect(std::chrono::seconds(60));
+  collective::TcpCommunicator comm(client, tasks, rank, "127.0.0.1");
+  std::vector<Row> rows = measure(comm, f);
+  if (rank == 0) {
+    std::FILE* out = f.output.empty() ? stdout : std::fopen(f.output.c_str(), "w");
+    WEFT_CHECK(out != nullptr, Unavailable) << "weft bench: cannot write " << f.output;
+    print(rows, comm.size(), f.json, out);
+    if (out != stdout) std::fclose(out);
+  }
+  client.shutdown(std::chrono::seconds(30));
+  if (service) service->wait_for_tasks_to_leave(std::chrono::seconds(10));
+  return 0;
+}
+
+}  // namespace
+
+void add_bench(CLI::App& app) {
+  auto* bench = app.add_subcommand("bench", "Benchmarks run by the weft command");
+  bench->require_subcommand(1);
+  auto flags = std::make_shared<BenchFlags>();
+  auto* allreduce = bench->add_subcommand(
+      "allreduce", "weft's all-reduce against Gloo's between local processes, 4 KiB to 64 MiB");
+  allreduce->add_flag("--json", flags->json, "print JSON rows instead of a table");
+  allreduce->add_option("--workers", flags->workers, "processes, when not run under a cluster")
+      ->check(CLI::Range(2, 64));
+  allreduce->add_option("--min-bytes", flags->min_bytes, "smallest message")
+      ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 30));
+  allreduce->add_option("--max-bytes", flags->max_bytes, "largest message")
+      ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 30));
+  allreduce->add_option("--output", flags->output, "write the results to this file");
+  allreduce->callback([flags] {
+    std::vector<std::string> args{"bench", "allreduce"};
+    if (flags->json) args.push_back("--json");
+    args.push_back("--min-bytes=" + std::to_string(flags->min_bytes));
+    args.push_back("--max-bytes=" + std::to_string(flags->max_bytes));
+    int code = bench_allreduce(*flags, args);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace weft::cli
