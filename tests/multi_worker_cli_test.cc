@@ -63,46 +63,83 @@ TEST_F(MultiWorkerCli, DeterministicWeightsDoNotDependOnProcessesOrReplicas) {
   }
 }
 
-TEST_F(MultiWorkerCli, ASigkilledWorkerIsNamedByTheOthersWithinSeconds) {
-  // Two workers by hand (not under weft launch, which would stop the survivor itself): worker 1
-  // is killed once training runs; worker 0 must exit non-zero, naming it, within 5 s.
+// Two workers started by hand (not under weft launch, which would stop the survivor itself).
+// Worker 1 runs `worker1_args`; `signal` is sent to it after `delay` seconds (none: 0). Returns
+// worker 0's exit status, its output, and how long after the signal it exited.
+struct Outcome {
+  std::string status;
+  std::string log;
+  double seconds_after_signal;
+};
+
+Outcome two_workers(const fs::path& dir, const std::string& worker0_args,
+                    const std::string& worker1_args, const char* signal, int delay) {
   int port0 = 0, port1 = 0;
-  {
-    Result ports = shell(
-        "python3 -c 'import socket\nfor _ in range(2):\n s=socket.socket(); s.bind((\"127.0.0.1\","
-        "0)); print(s.getsockname()[1]); s.close()'");
-    ASSERT_EQ(ports.status, 0) << ports.output;
-    std::istringstream in(ports.output);
-    in >> port0 >> port1;
-  }
+  Result ports = shell(
+      "python3 -c 'import socket\nfor _ in range(2):\n s=socket.socket(); s.bind((\"127.0.0.1\","
+      "0)); print(s.getsockname()[1]); s.close()'");
+  EXPECT_EQ(ports.status, 0) << ports.output;
+  std::istringstream(ports.output) >> port0 >> port1;
   auto tf_config = [&](int index) {
     return "TF_CONFIG='{\"cluster\": {\"worker\": [\"127.0.0.1:" + std::to_string(port0) +
            "\", \"127.0.0.1:" + std::to_string(port1) + "\"]}, \"task\": {\"type\": \"worker\", "
            "\"index\": " + std::to_string(index) + "}}' WEFT_CLUSTER_TOKEN=t0k3n ";
   };
   std::string weft = std::string(WEFT_BINARY_DIR) + "/weft ";
-  std::string args = train_args("--strategy multi_worker --model mlp --epochs 100000", dir_ / "x.json");
-  fs::path log0 = dir_ / "worker0.log";
-  // Worker 0 in the background, timed by the shell; worker 1 (no `timeout` around it, so that
-  // $! is its own pid) killed after 3 s of training.
-  std::string script =
-      "cd " + dir_.string() + "; (" + tf_config(0) + "timeout 120 " + weft + args + " > " +
-      log0.string() + " 2>&1; echo $? > status0; date +%s.%N > ended0) & " + tf_config(1) + weft + args + " > worker1.log 2>&1 & pid1=$!; sleep 3; date +%s.%N > "
-      "killed1; kill -9 $pid1; wait";
+  // Worker 0 in the background, timed by the shell; worker 1 without `timeout` around it, so
+  // that $! is its own pid.
+  std::string script = "cd " + dir.string() + "; (" + tf_config(0) + "timeout 120 " + weft +
+                       worker0_args + " > worker0.log 2>&1; echo $? > status0; date +%s.%N > "
+                       "ended0) & " + tf_config(1) + weft + worker1_args +
+                       " > worker1.log 2>&1 & pid1=$!; sleep " + std::to_string(delay) +
+                       "; date +%s.%N > signalled1; " +
+                       (signal ? std::string("kill -") + signal + " $pid1; " : "") +
+                       "while [ ! -e ended0 ]; do sleep 0.05; done; kill -9 $pid1; wait";
   Result r = shell(script);
-  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.status, 0) << r.output;
   auto read = [&](const char* name) {
-    std::ifstream in(dir_ / name);
-    std::string s;
-    std::getline(in, s);
-    return s;
+    std::ifstream in(dir / name);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return text;
   };
-  std::ifstream whole(log0);
-  std::string log((std::istreambuf_iterator<char>(whole)), std::istreambuf_iterator<char>());
-  EXPECT_NE(read("status0"), "0") << log;
-  EXPECT_THAT(log, HasSubstr("task worker:1 failed")) << log;
-  double waited = std::stod(read("ended0")) - std::stod(read("killed1"));
-  EXPECT_LT(waited, 5.0) << log;
+  std::string ended = read("ended0"), signalled = read("signalled1");
+  double after = ended.empty() || signalled.empty() ? 1e9 : std::stod(ended) - std::stod(signalled);
+  std::string status = read("status0");
+  if (!status.empty() && status.back() == '\n') status.pop_back();
+  return {status, read("worker0.log"), after};
+}
+
+TEST_F(MultiWorkerCli, ASigkilledWorkerIsNamedByTheOthersWithinSeconds) {
+  std::string args = train_args("--strategy multi_worker --model mlp --epochs 100000",
+                                dir_ / "x.json");
+  Outcome o = two_workers(dir_, args, args, "9", 3);
+  EXPECT_NE(o.status, "0") << o.log;
+  EXPECT_THAT(o.log, HasSubstr("task worker:1 failed: its connection to the coordination service "
+                               "broke")) << o.log;
+  EXPECT_LT(o.seconds_after_signal, 5.0) << o.log;
+}
+
+TEST_F(MultiWorkerCli, AStoppedWorkerIsNamedWhenTheCollectiveTimeoutPasses) {
+  std::string args = train_args(
+      "--strategy multi_worker --model mlp --epochs 100000 --collective-timeout 3",
+      dir_ / "x.json");
+  Outcome o = two_workers(dir_, args, args, "STOP", 3);
+  EXPECT_NE(o.status, "0") << o.log;
+  EXPECT_THAT(o.log, HasSubstr("timed out waiting for worker:1 (rank 1)")) << o.log;
+  EXPECT_LT(o.seconds_after_signal, 3.0 + 2.0) << o.log;
+  EXPECT_GT(o.seconds_after_signal, 2.5) << o.log;
+}
+
+TEST_F(MultiWorkerCli, WorkersRunningDifferentModelsFailNamingBothShapes) {
+  Outcome o = two_workers(dir_, train_args("--strategy multi_worker --model mlp", dir_ / "a.json"),
+                          train_args("--strategy multi_worker --model cnn", dir_ / "b.json"),
+                          nullptr, 0);
+  EXPECT_NE(o.status, "0") << o.log;
+  // The first variable each creates is broadcast from the chief: a kernel of 784 x 700 against
+  // the first convolution's 3 x 3 x 1 x 32.
+  EXPECT_THAT(o.log, HasSubstr("collectives disagree: rank 0 (worker:0) called broadcast #1 of "
+                               "float32 [784, 700] from root 0, rank 1 (worker:1) called broadcast "
+                               "#1 of float32 [3, 3, 1, 32] from root 0")) << o.log;
 }
 
 TEST_F(MultiWorkerCli, LaunchNamesTheFailingWorkerAndStopsTheOthers) {
@@ -124,7 +161,15 @@ TEST_F(MultiWorkerCli, LaunchNamesTheFailingWorkerAndStopsTheOthers) {
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("weft launch: worker:1 (pid ")) << r.output;
   EXPECT_THAT(r.output, HasSubstr("exited with status 1; stopping the other workers")) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("[worker:1] weft: ")) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("[worker:1] weft: FailedPrecondition: Fashion-MNIST directory "
+                                  "/nonexistent does not exist")) << r.output;
+  // worker 0 heard of it from the cluster, with worker 1's own message (unless the launcher
+  // stopped it first).
+  if (r.output.find("[worker:0] weft:") != std::string::npos) {
+    EXPECT_THAT(r.output, HasSubstr("[worker:0] weft: Unavailable: task worker:1 failed: "
+                                    "FailedPrecondition: Fashion-MNIST directory /nonexistent"))
+        << r.output;
+  }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60)) << r.output;
 }
 

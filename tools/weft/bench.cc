@@ -48,13 +48,15 @@ std::vector<Row> measure(collective::Communicator& comm, const BenchFlags& f) {
       {"AUTO", collective::Implementation::AUTO},
       {"RECURSIVE_DOUBLING", collective::Implementation::RECURSIVE_DOUBLING},
       {"RING", collective::Implementation::RING},
+      {"SHARED_MEMORY", collective::Implementation::SHARED_MEMORY},
       {"GLOO_RING", collective::Implementation::GLOO_RING},
       {"GLOO_HALVING_DOUBLING", collective::Implementation::GLOO_HALVING_DOUBLING}};
   std::vector<float> buffer(f.max_bytes / sizeof(float), 1.0f);
   for (std::size_t bytes = f.min_bytes; bytes <= f.max_bytes; bytes *= 4) {
     int64_t n = static_cast<int64_t>(bytes / sizeof(float));
     for (const auto& [name, impl] : impls) {
-      collective::CommunicationOptions options{.implementation = impl};
+      collective::CommunicationOptions options;
+      options.implementation = impl;
       for (int i = 0; i < 3; ++i) {
         comm.all_reduce(buffer.data(), {n}, kFloat32, collective::Reduction::SUM, options);
       }
@@ -135,7 +137,8 @@ int bench_allreduce(const BenchFlags& f, const std::vector<std::string>& self_ar
       << "weft bench allreduce runs on worker tasks (a cluster of workers only)";
   int rank = resolver.task_id();
   const char* token = std::getenv(coordination::kTokenEnvironmentVariable);
-  coordination::CoordinationOptions co{.token = token != nullptr ? token : ""};
+  coordination::CoordinationOptions co;
+  co.token = token != nullptr ? token : "";
   std::string chief = resolver.cluster_spec().task_address("worker", 0);
   std::unique_ptr<coordination::CoordinationService> service;
   if (rank == 0) service = std::make_unique<coordination::CoordinationService>(chief, tasks, co);

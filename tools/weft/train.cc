@@ -37,6 +37,7 @@ struct TrainFlags {
   int replicas = 1;
   bool deterministic = false, quiet = false;
   int threads = 0;
+  double collective_timeout = 0;  // seconds; 0: the strategy's default
   std::string backup_dir, save_freq = "epoch", checkpoint_dir, logdir, metrics_json;
 };
 
@@ -86,7 +87,10 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
         << "--backup-dir with --strategy multi_worker is not supported by this version of weft "
            "(a cluster cannot resume from a backup yet); use --checkpoint-dir, which the chief "
            "writes";
-    return distribute::MultiWorkerMirroredStrategy({.replicas_per_worker = f.replicas});
+    distribute::MultiWorkerOptions options;
+    options.replicas_per_worker = f.replicas;
+    options.communication.timeout_seconds = f.collective_timeout;
+    return distribute::MultiWorkerMirroredStrategy(options);
   }
   config::set_logical_cpu_devices(f.replicas);
   return distribute::MirroredStrategy();
@@ -229,6 +233,10 @@ void add_train(CLI::App& app) {
                   "local replicas (threads) for --strategy mirrored or multi_worker, each on its "
                   "share of the cores")
       ->check(CLI::Range(1, 256));
+  cmd->add_option("--collective-timeout", flags->collective_timeout,
+                  "multi_worker: seconds any wait of a collective may take before the silent "
+                  "worker is named (default 30)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--mixed-precision", flags->mixed_precision)
       ->check(CLI::IsMember({"off", "bf16", "f16"}));
   cmd->add_flag("--deterministic", flags->deterministic);

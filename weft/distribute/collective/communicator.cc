@@ -20,6 +20,7 @@ const char* implementation_name(Implementation implementation) {
     case Implementation::AUTO: return "AUTO";
     case Implementation::RECURSIVE_DOUBLING: return "RECURSIVE_DOUBLING";
     case Implementation::RING: return "RING";
+    case Implementation::SHARED_MEMORY: return "SHARED_MEMORY";
     case Implementation::GLOO_RING: return "GLOO_RING";
     case Implementation::GLOO_HALVING_DOUBLING: return "GLOO_HALVING_DOUBLING";
   }

@@ -34,6 +34,8 @@ enum class Implementation {
   RECURSIVE_DOUBLING,     // log2(P) full exchanges: the fewest messages; the deterministic tree
   RING,                   // reduce-scatter then all-gather around the ranks: each rank sends and
                           // combines 2(P-1)/P of the data; large messages
+  SHARED_MEMORY,          // ranks on one host: each copies its data into shared memory once and
+                          // reduces every rank's from there (the fixed tree)
   GLOO_RING,              // Gloo's own ring, on Gloo's transport (for comparison)
   GLOO_HALVING_DOUBLING,  // Gloo's halving-doubling (float32, float64, int32, int64)
 };

@@ -15,6 +15,7 @@
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/collective/internal/reduce.h"
+#include "weft/distribute/collective/internal/shared_memory.h"
 #include "weft/distribute/collective/internal/socket_mesh.h"
 #include "weft/distribute/values.h"
 
@@ -121,6 +122,10 @@ class TcpCommunicator::Impl {
     // weft's own connections first (its algorithms), then Gloo's (Gloo's algorithms).
     mesh_ = std::make_shared<internal::SocketMesh>(client_, rank_, size(), hostname, token,
                                                    name + "/weft", timeout_);
+    if (size() > 1 && internal::all_on_one_host(client_, rank_, size(), name + "/host", timeout_)) {
+      shm_ = std::make_shared<internal::SharedMemory>(client_, rank_, size(), name + "/shm",
+                                                      timeout_);
+    }
     gloo::transport::tcp::attr attr;
     attr.hostname = hostname;
     try {
@@ -141,13 +146,15 @@ class TcpCommunicator::Impl {
     }
     // When any task fails, end this rank's waits at once instead of at their deadline.
     std::weak_ptr<internal::SocketMesh> mesh = mesh_;
+    std::weak_ptr<internal::SharedMemory> shm = shm_;
     auto failure = failure_;
-    client_.on_failure([mesh, failure](const std::string& why) {
+    client_.on_failure([mesh, shm, failure](const std::string& why) {
       {
         std::lock_guard lock(failure->mu);
         failure->text = why;
       }
       if (auto m = mesh.lock()) m->abort();
+      if (auto s = shm.lock()) s->abort();
     });
   }
 
@@ -157,6 +164,7 @@ class TcpCommunicator::Impl {
 
   Implementation auto_implementation(std::size_t bytes) const {
     // Measured with `weft bench allreduce` (docs/benchmarks.md, "All-reduce between processes").
+    if (shm_) return Implementation::SHARED_MEMORY;
     if (size() <= 2 || power_of_two(size())) {
       return bytes <= kRecursiveDoublingUpTo ? Implementation::RECURSIVE_DOUBLING
                                              : Implementation::RING;
@@ -188,6 +196,10 @@ class TcpCommunicator::Impl {
       }
       if (impl == Implementation::RING) {
         ring(h, data, n, dtype, op, timeout);
+        return;
+      }
+      if (impl == Implementation::SHARED_MEMORY && shm_) {
+        shared_memory(h, data, n, dtype, op, timeout);
         return;
       }
       check_agreement(h, timeout);
@@ -418,6 +430,27 @@ class TcpCommunicator::Impl {
     }
   }
 
+  // Through the shared memory of one host: the fixed tree of ranks, every rank the same bits.
+  void shared_memory(const Header& h, void* data, std::size_t n, DType dtype, Reduction op,
+                     milliseconds timeout) {
+    Header mine = h, rank0, theirs;
+    mine.rank = 0;  // the headers are compared byte for byte
+    int mismatched = -1;
+    auto stalled = shm_->all_reduce(data, n, dtype, op, &mine, &mismatched, &theirs, &rank0,
+                                    Clock::now() + timeout);
+    if (mismatched >= 0) {
+      rank0.rank = 0;
+      theirs.rank = mismatched;
+      mismatch(rank0, theirs);
+    }
+    using Wait = internal::SharedMemory::Wait;
+    if (stalled.why == Wait::kAborted) throw Unavailable(seen(failure(), task(rank_), h.describe()));
+    if (stalled.why == Wait::kTimedOut) {
+      lost(h.describe(), stalled.peer, "timed out: its deadline (the timeout_seconds of the call) "
+                                       "passed");
+    }
+  }
+
   // Reduce-scatter then all-gather around the ring (rank r sends to r + 1): block b of the result
   // is combined by one rank, in ring order, and then copied to the others, so every rank gets
   // the same bits. Each rank sends and combines 2 (P - 1) / P of the data.
@@ -510,6 +543,7 @@ class TcpCommunicator::Impl {
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::shared_ptr<internal::SocketMesh> mesh_;
+  std::shared_ptr<internal::SharedMemory> shm_;  // when every rank runs on this host
   std::shared_ptr<Failure> failure_ = std::make_shared<Failure>();
   std::mutex mu_;  // one collective at a time
   uint64_t sequence_ = 0;

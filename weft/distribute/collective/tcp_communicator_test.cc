@@ -61,6 +61,13 @@ struct Ranks {
   std::vector<std::unique_ptr<TcpCommunicator>> comms;
 };
 
+CommunicationOptions options_for(Implementation impl, double timeout_seconds = 0) {
+  CommunicationOptions o;
+  o.implementation = impl;
+  o.timeout_seconds = timeout_seconds;
+  return o;
+}
+
 template <typename T>
 Tensor values_of(int rank, int64_t n) {
   std::vector<T> v;
@@ -71,12 +78,12 @@ Tensor values_of(int rank, int64_t n) {
 TEST(TcpCommunicator, AllReduceEveryOpDtypeAndAlgorithm) {
   Ranks ranks(3);
   for (Implementation impl : {Implementation::AUTO, Implementation::RECURSIVE_DOUBLING,
-                              Implementation::RING, Implementation::GLOO_RING,
-                              Implementation::GLOO_HALVING_DOUBLING}) {
+                              Implementation::RING, Implementation::SHARED_MEMORY,
+                              Implementation::GLOO_RING, Implementation::GLOO_HALVING_DOUBLING}) {
     for (Reduction op : {Reduction::SUM, Reduction::MEAN, Reduction::MAX, Reduction::MIN}) {
       SCOPED_TRACE(std::string(implementation_name(impl)) + " " + reduction_name(op));
       auto out = ranks.each([&](int r, Communicator& c) {
-        return all_reduce(c, values_of<double>(r, 1000), op, {.implementation = impl})
+        return all_reduce(c, values_of<double>(r, 1000), op, options_for(impl))
             .to_vector<double>();
       });
       for (int64_t i = 0; i < 1000; ++i) {
@@ -150,12 +157,12 @@ TEST(TcpCommunicator, DeterministicSumIsTheFixedTree) {
 
 TEST(TcpCommunicator, MismatchedCallsFailEveryRankNamingBothRanksAndShapes) {
   for (Implementation impl : {Implementation::RECURSIVE_DOUBLING, Implementation::RING,
-                              Implementation::GLOO_RING}) {
+                              Implementation::SHARED_MEMORY, Implementation::GLOO_RING}) {
     Ranks ranks(2);
     auto errors = ranks.each([&](int r, Communicator& c) -> std::string {
       try {
         all_reduce(c, Tensor::empty({r == 0 ? 10 : 12, 3}), Reduction::SUM,
-                   {.implementation = impl});
+                   options_for(impl));
       } catch (const Error& e) {
         return e.what();
       }
@@ -179,7 +186,7 @@ TEST(TcpCommunicator, AnErrorOnOneRankEndsTheOthersWaitsNamingIt) {
         return "reported";
       }
       all_reduce(c, Tensor::empty({1000}), Reduction::SUM,
-                 {.implementation = Implementation::RECURSIVE_DOUBLING});
+                 options_for(Implementation::RECURSIVE_DOUBLING));
     } catch (const Unavailable& e) {
       return e.what();
     }
@@ -195,7 +202,7 @@ TEST(TcpCommunicator, ARankThatNeverComesIsNamedAtTheDeadline) {
   auto start = std::chrono::steady_clock::now();
   try {
     all_reduce(*ranks.comms[0], Tensor::empty({10}), Reduction::SUM,
-               {.implementation = Implementation::RECURSIVE_DOUBLING, .timeout_seconds = 0.5});
+               options_for(Implementation::RECURSIVE_DOUBLING, 0.5));
     FAIL() << "no error";
   } catch (const DeadlineExceeded& e) {
     EXPECT_THAT(e.what(), HasSubstr("all_reduce #1 of float32 [10] (sum) timed out waiting for "

@@ -124,11 +124,16 @@ class CoordinationClient::Impl {
   }
 
   void report_error(const std::string& message) {
+    {
+      std::lock_guard lock(mu_);
+      if (reported_) return;  // the first error is the one the cluster hears
+      reported_ = true;
+    }
     pb::ReportErrorRequest request;
     *request.mutable_caller() = caller_;
     request.set_message(message);
     pb::Empty reply;
-    auto ctx = context(Clock::now() + kCallMargin);
+    auto ctx = context(Clock::now() + milliseconds(2000));
     // Best effort: the task is failing anyway, and the service notices its exit regardless.
     stub_->ReportError(ctx.get(), request, &reply);
   }
@@ -280,6 +285,7 @@ class CoordinationClient::Impl {
   std::condition_variable cv_;
   bool connected_ = false;
   bool leaving_ = false;
+  bool reported_ = false;
   grpc::ClientContext* watch_context_ = nullptr;
   std::string failure_;
   std::vector<std::function<void(const std::string&)>> on_failure_;

@@ -48,6 +48,7 @@ class CoordinationClient {
   // DeadlineExceeded names the tasks that did not come.
   void wait_at_barrier(const std::string& id, std::chrono::milliseconds timeout);
   // Tells the cluster this task failed: every other task's waits end naming it and `message`.
+  // Only the first report of a task is sent.
   void report_error(const std::string& message);
 
   // The first failure of the cluster this client learned of, empty while there is none.

@@ -1,0 +1,210 @@
+#include "weft/distribute/collective/internal/shared_memory.h"
+
+#include <fcntl.h>
+#include <immintrin.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "weft/core/errors.h"
+#include "weft/distribute/collective/internal/reduce.h"
+
+namespace weft::distribute::collective::internal {
+
+// The head of a rank's segment; its two buffers follow.
+struct alignas(64) SharedMemory::Control {
+  std::atomic<uint64_t> ready;  // the last step whose data and header this rank has written
+  char pad0[56];
+  std::atomic<uint64_t> done;   // the last step this rank has finished reading everyone's data
+  char pad1[56];
+  char header[2][kHeaderBytes];  // per buffer
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared counters must be lock-free");
+
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string random_hex() {
+  std::random_device device;
+  char out[17];
+  std::snprintf(out, sizeof(out), "%08x%08x", device(), device());
+  return out;
+}
+
+std::string machine_identity() {
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(boot, id);
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  return id + "/" + host;
+}
+
+}  // namespace
+
+bool all_on_one_host(coordination::CoordinationClient& client, int rank, int size,
+                     const std::string& prefix, milliseconds timeout) {
+  const std::string mine = machine_identity();
+  client.insert_key_value(prefix + "/" + std::to_string(rank), mine);
+  bool same = true;
+  for (int r = 0; r < size; ++r) {
+    same = client.get_key_value(prefix + "/" + std::to_string(r), timeout) == mine && same;
+  }
+  return same;
+}
+
+SharedMemory::Control* SharedMemory::control(int rank) const {
+  return reinterpret_cast<Control*>(segments_[static_cast<size_t>(rank)]);
+}
+
+char* SharedMemory::buffer(int rank, int parity) const {
+  return segments_[static_cast<size_t>(rank)] + sizeof(Control) +
+         static_cast<std::size_t>(parity) * kChunkBytes;
+}
+
+SharedMemory::SharedMemory(coordination::CoordinationClient& client, int rank, int size,
+                           const std::string& prefix, milliseconds timeout)
+    : rank_(rank),
+      size_(size),
+      segments_(static_cast<size_t>(size), nullptr),
+      segment_bytes_(sizeof(Control) + 2 * kChunkBytes) {
+  static_assert(sizeof(Control) % 64 == 0);
+  name_ = "/weft-" + random_hex() + "-" + std::to_string(rank);
+  int fd = ::shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  WEFT_CHECK(fd >= 0, Unavailable) << "collectives: shm_open " << name_ << ": "
+                                   << std::strerror(errno);
+  bool sized = ::ftruncate(fd, static_cast<off_t>(segment_bytes_)) == 0;
+  void* mine = sized ? ::mmap(nullptr, segment_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                     : MAP_FAILED;
+  ::close(fd);
+  if (mine == MAP_FAILED) {
+    ::shm_unlink(name_.c_str());
+    WEFT_FAIL(Unavailable) << "collectives: cannot map " << segment_bytes_
+                           << " bytes of shared memory (" << std::strerror(errno)
+                           << "); is /dev/shm large enough?";
+  }
+  segments_[static_cast<size_t>(rank)] = static_cast<char*>(mine);
+  new (mine) Control{};
+  client.insert_key_value(prefix + "/name/" + std::to_string(rank), name_);
+  for (int r = 0; r < size; ++r) {
+    if (r == rank) continue;
+    std::string name = client.get_key_value(prefix + "/name/" + std::to_string(r), timeout);
+    int peer = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+    void* p = peer >= 0 ? ::mmap(nullptr, segment_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED,
+                                 peer, 0)
+                        : MAP_FAILED;
+    if (peer >= 0) ::close(peer);
+    WEFT_CHECK(p != MAP_FAILED, Unavailable)
+        << "collectives: rank " << rank << " cannot map rank " << r << "'s shared memory "
+        << name << ": " << std::strerror(errno);
+    segments_[static_cast<size_t>(r)] = static_cast<char*>(p);
+  }
+  // Once every rank has mapped every segment the names can go: nothing is left in /dev/shm,
+  // even if a process is killed later.
+  client.insert_key_value(prefix + "/mapped/" + std::to_string(rank), "1");
+  for (int r = 0; r < size; ++r) client.get_key_value(prefix + "/mapped/" + std::to_string(r), timeout);
+  ::shm_unlink(name_.c_str());
+}
+
+SharedMemory::~SharedMemory() {
+  for (char* s : segments_) {
+    if (s != nullptr) ::munmap(s, segment_bytes_);
+  }
+}
+
+SharedMemory::Stalled SharedMemory::wait_for(int peer, const std::atomic<uint64_t>& counter,
+                                             uint64_t value, Clock::time_point deadline) {
+  for (uint64_t spins = 0;; ++spins) {
+    if (counter.load(std::memory_order_acquire) >= value) return {Wait::kDone, peer};
+    if (spins < 4096) {
+      _mm_pause();
+      continue;
+    }
+    if (aborted_.load(std::memory_order_acquire)) return {Wait::kAborted, peer};
+    if ((spins & 255) == 0 && Clock::now() >= deadline) return {Wait::kTimedOut, peer};
+    // Past a short spin, give the core away: a peer may be sharing it.
+    if (spins < 65536) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+}
+
+SharedMemory::Stalled SharedMemory::all_reduce(void* data, std::size_t n, DType dtype,
+                                               Reduction op, const void* header,
+                                               int* mismatched_rank, void* their_header,
+                                               void* rank0_header, Clock::time_point deadline) {
+  *mismatched_rank = -1;
+  const std::size_t es = dtype_size(dtype);
+  const std::size_t per_chunk = kChunkBytes / es;
+  char* out = static_cast<char*>(data);
+  std::size_t offset = 0;
+  bool first = true;
+  while (first || offset < n) {
+    const std::size_t count = std::min(per_chunk, n - offset);
+    const uint64_t step = ++step_;
+    const int parity = static_cast<int>(step & 1);
+    // This buffer was last read at step - 2: every rank must be done with it.
+    if (step > 2) {
+      for (int r = 0; r < size_; ++r) {
+        if (r == rank_) continue;
+        Stalled s = wait_for(r, control(r)->done, step - 2, deadline);
+        if (s.why != Wait::kDone) return s;
+      }
+    }
+    std::memcpy(buffer(rank_, parity), out + offset * es, count * es);
+    std::memcpy(control(rank_)->header[parity], header, kHeaderBytes);
+    control(rank_)->ready.store(step, std::memory_order_release);
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      Stalled s = wait_for(r, control(r)->ready, step, deadline);
+      if (s.why != Wait::kDone) return s;
+    }
+    if (first) {
+      const char* reference = control(0)->header[parity];
+      for (int r = 1; r < size_; ++r) {
+        if (std::memcmp(control(r)->header[parity], reference, kHeaderBytes) != 0) {
+          *mismatched_rank = r;
+          std::memcpy(their_header, control(r)->header[parity], kHeaderBytes);
+          std::memcpy(rank0_header, reference, kHeaderBytes);
+          return {Wait::kDone, r};
+        }
+      }
+    }
+    // The fixed tree over ranks: pairs at distance 1, then 2, ...; the last level writes `data`.
+    std::vector<const char*> level;
+    for (int r = 0; r < size_; ++r) level.push_back(buffer(r, parity));
+    if (size_ > 2 && scratch_.size() < static_cast<std::size_t>(size_) * count * es) {
+      scratch_.resize(static_cast<std::size_t>(size_) * kChunkBytes);
+    }
+    int slot = 0;
+    while (level.size() > 1) {
+      std::vector<const char*> next;
+      for (std::size_t i = 0; i < level.size(); i += 2) {
+        if (i + 1 == level.size()) {
+          next.push_back(level[i]);
+          continue;
+        }
+        char* dst = level.size() == 2 ? out + offset * es : scratch_.data() + (slot++) * count * es;
+        combine(dst, level[i], level[i + 1], count, dtype, op);
+        next.push_back(dst);
+      }
+      level.swap(next);
+    }
+    if (size_ == 1) std::memcpy(out + offset * es, level[0], count * es);
+    control(rank_)->done.store(step, std::memory_order_release);
+    offset += count;
+    first = false;
+  }
+  return {Wait::kDone, -1};
+}
+
+}  // namespace weft::distribute::collective::internal
