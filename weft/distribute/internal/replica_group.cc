@@ -1,6 +1,7 @@
 #include "weft/distribute/internal/replica_group.h"
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 
 #include "weft/autodiff/tape.h"
@@ -147,33 +148,73 @@ Tensor ReplicaGroup::sum_across_workers(const Tensor& value) const {
                                 workers_->options);
 }
 
-void ReplicaGroup::reduce_across_workers(ReduceOp op, std::vector<Tensor>& outputs) {
-  // Which values some worker has, with their dtype and shape: a worker whose replicas had no
-  // rows passes zeros of the others' shape.
+void ReplicaGroup::pack_across_workers(const std::vector<Call>& calls, Round& round) {
+  // Which values some worker has, with their dtype and shape.
   constexpr size_t kFields = 10;  // dtype + 1 (0: undefined), rank, up to 8 dimensions
-  std::vector<int64_t> meta(outputs.size() * kFields, 0);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const Tensor& t = outputs[i];
-    if (!t.defined()) continue;
-    WEFT_CHECK(t.rank() <= 8, InvalidArgument)
-        << "all_reduce across workers: values of rank " << t.rank() << " (at most 8)";
-    meta[i * kFields] = static_cast<int64_t>(t.dtype()) + 1;
-    meta[i * kFields + 1] = t.rank();
-    for (int64_t d = 0; d < t.rank(); ++d) meta[i * kFields + 2 + d] = t.dim(d);
+  const size_t count = calls[0].values.size();
+  std::vector<int64_t> meta(count * kFields, 0);
+  for (size_t i = 0; i < count; ++i) {
+    for (const Call& c : calls) {
+      const Tensor& t = c.values[i];
+      if (!t.defined()) continue;
+      WEFT_CHECK(t.rank() <= 8, InvalidArgument)
+          << "all_reduce across workers: values of rank " << t.rank() << " (at most 8)";
+      meta[i * kFields] = static_cast<int64_t>(t.dtype()) + 1;
+      meta[i * kFields + 1] = t.rank();
+      for (int64_t d = 0; d < t.rank(); ++d) meta[i * kFields + 2 + d] = t.dim(d);
+      break;
+    }
   }
-  collective::CommunicationOptions options = workers_->options;
   workers_->comm->all_reduce(meta.data(), {static_cast<int64_t>(meta.size())}, kInt64,
-                             collective::Reduction::MAX, options);
-  for (size_t i = 0; i < outputs.size(); ++i) {
+                             collective::Reduction::MAX, workers_->options);
+  // One flat tensor per dtype, in the order the values first appear.
+  std::vector<DType> dtypes;
+  std::vector<int64_t> totals, offsets(count, 0);
+  for (size_t i = 0; i < count; ++i) {
     const int64_t* m = &meta[i * kFields];
     if (m[0] == 0) continue;
-    if (!outputs[i].defined()) {
-      outputs[i] = zeros(Shape(m + 2, m + 2 + m[1]), static_cast<DType>(m[0] - 1));
+    DType dtype = static_cast<DType>(m[0] - 1);
+    size_t k = static_cast<size_t>(std::find(dtypes.begin(), dtypes.end(), dtype) - dtypes.begin());
+    if (k == dtypes.size()) {
+      dtypes.push_back(dtype);
+      totals.push_back(0);
     }
-    Tensor& out = outputs[i];
-    workers_->comm->all_reduce(out.raw_data(), out.shape(), out.dtype(),
-                               collective::Reduction::SUM, options);
-    if (op == ReduceOp::MEAN) assign_into(out, div(out, static_cast<double>(global_size())));
+    offsets[i] = totals[k];
+    totals[k] += num_elements(Shape(m + 2, m + 2 + m[1]));
+  }
+  for (size_t k = 0; k < dtypes.size(); ++k) {
+    round.packs.push_back(Tensor::empty({totals[k]}, dtypes[k]));
+  }
+  round.outputs.assign(count, Tensor());
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t* m = &meta[i * kFields];
+    if (m[0] == 0) continue;
+    DType dtype = static_cast<DType>(m[0] - 1);
+    size_t k = static_cast<size_t>(std::find(dtypes.begin(), dtypes.end(), dtype) - dtypes.begin());
+    Shape shape(m + 2, m + 2 + m[1]);
+    Tensor view = reshape(slice(round.packs[k], {Slice{offsets[i], offsets[i] + num_elements(shape)}}),
+                          shape);
+    bool here = std::any_of(calls.begin(), calls.end(),
+                            [&](const Call& c) { return c.values[i].defined(); });
+    if (!here) std::memset(view.raw_data(), 0, static_cast<size_t>(view.numel()) * dtype_size(dtype));
+    round.outputs[i] = view;
+  }
+}
+
+void ReplicaGroup::reduce_across_workers(ReduceOp op, Round& round) {
+  for (Tensor& pack : round.packs) {
+    const int64_t n = pack.numel();
+    const int64_t per = workers_->options.bytes_per_pack > 0
+                            ? std::max<int64_t>(1, static_cast<int64_t>(workers_->options.bytes_per_pack /
+                                                                        dtype_size(pack.dtype())))
+                            : n;
+    char* base = static_cast<char*>(pack.raw_data());
+    for (int64_t at = 0; at < n; at += per) {
+      int64_t len = std::min(per, n - at);
+      workers_->comm->all_reduce(base + at * dtype_size(pack.dtype()), {len}, pack.dtype(),
+                                 collective::Reduction::SUM, workers_->options);
+    }
+    if (op == ReduceOp::MEAN) assign_into(pack, div(pack, static_cast<double>(global_size())));
   }
 }
 
@@ -282,12 +323,22 @@ std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
   uint64_t sequence = ++sequence_[static_cast<size_t>(replica)];
   // The last to arrive keeps every replica's values, flattened, and makes the outputs; each
   // replica takes its own references before it leaves, so the next round may replace them.
-  meet(replica, Call{kind, sequence, values}, [this](std::vector<Call>& calls) {
+  meet(replica, Call{kind, sequence, values}, [&](std::vector<Call>& calls) {
     round_ = Round{};
     for (const Call& c : calls) {
       std::vector<Tensor> flat;
       for (const Tensor& v : c.values) flat.push_back(v.defined() ? reshape(v, {-1}) : Tensor());
       round_.inputs.push_back(std::move(flat));
+    }
+    if (workers_) {
+      try {
+        pack_across_workers(calls, round_);
+      } catch (...) {
+        fail(std::current_exception(), "replica " + std::to_string(replica) + " failed in " +
+                                           kind + " across workers");
+        throw Aborted{};
+      }
+      return;
     }
     for (size_t i = 0; i < calls[0].values.size(); ++i) {
       Tensor out;  // shaped as value i of the first replica that passed it
@@ -316,6 +367,7 @@ std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
     for (const std::vector<Tensor>& in : round.inputs) {
       if (in[i].defined()) parts.push_back(slice(in[i], {Slice{lo, hi}}));
     }
+    if (parts.empty()) continue;  // only other workers have it: this group's part is zeros
     Tensor share = slice(reshape(round.outputs[i], {-1}), {Slice{lo, hi}});
     if (op == ReduceOp::SUM || workers_) {  // across workers: the mean is taken at the end
       tree_sum_into(parts, share);
@@ -327,7 +379,7 @@ std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
   if (workers_) {
     across = [&](std::vector<Call>&) {  // on the last replica to arrive, under the lock
       try {
-        reduce_across_workers(op, round_.outputs);
+        reduce_across_workers(op, round_);
       } catch (...) {
         fail(std::current_exception(), "replica " + std::to_string(replica) +
                                            " failed in " + kind + " across workers");
@@ -336,10 +388,6 @@ std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
     };
   }
   meet(replica, Call{kind + " (end)", sequence, {}}, across);
-  if (workers_) {
-    std::lock_guard lock(mu_);
-    return round_.outputs;  // values no local replica had are now the workers' sum
-  }
   return round.outputs;
 }
 

@@ -71,13 +71,18 @@ class ReplicaGroup {
   struct Round {
     std::vector<std::vector<Tensor>> inputs;
     std::vector<Tensor> outputs;
+    // Across workers: the outputs are views into one flat tensor per dtype, all-reduced at once.
+    std::vector<Tensor> packs;
   };
   void fail(std::exception_ptr error, const std::string& why);
   void worker(int replica);
   int finished() const { return static_cast<int>(std::count(done_.begin(), done_.end(), true)); }
 
-  // The cluster's part of an all_reduce, on the outputs this group reduced (their sum).
-  void reduce_across_workers(ReduceOp op, std::vector<Tensor>& outputs);
+  // The cluster's part of an all_reduce: first the outputs, packed (every value some worker has,
+  // zeros where none of this group's replicas passed it), then, once this group has summed its
+  // replicas into them, the packs summed across the workers.
+  void pack_across_workers(const std::vector<Call>& calls, Round& round);
+  void reduce_across_workers(ReduceOp op, Round& round);
 
   std::optional<Workers> workers_;
   std::vector<std::unique_ptr<Context>> contexts_;
