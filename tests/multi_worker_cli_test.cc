@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 #include <fstream>
 #include <sstream>
 
@@ -109,6 +110,38 @@ Outcome two_workers(const fs::path& dir, const std::string& worker0_args,
   return {status, read("worker0.log"), after};
 }
 
+TEST_F(MultiWorkerCli, UnderMpirunTheWorkersAreMpisRanks) {
+  // Built with MPI (the default) and run by mpirun without TF_CONFIG: MPI's ranks are the workers.
+  std::string base = "--model mlp --epochs 1 --deterministic";
+  nlohmann::json one = train(0, 1, base);
+  fs::path json = dir_ / "mpirun.json";
+  Result r = shell("timeout 300 mpirun --oversubscribe -np 2 " +
+                   std::string(geteuid() == 0 ? "--allow-run-as-root " : "") + WEFT_BINARY_DIR +
+                   "/weft " + train_args("--strategy multi_worker " + base, json));
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json j = read_json(json);
+  EXPECT_EQ(j["workers"], 2);
+  EXPECT_EQ(j["weights_fingerprint"], one["weights_fingerprint"]);
+}
+
+TEST_F(MultiWorkerCli, BenchAllreduceComparesEveryAlgorithmAndMpi) {
+  Result r = shell("timeout 300 " + std::string(WEFT_BINARY_DIR) +
+                   "/weft bench allreduce --json --max-bytes 65536");
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json rows = nlohmann::json::parse(r.output.substr(r.output.find('[')));
+  std::set<std::string> seen;
+  for (const auto& row : rows) {
+    seen.insert(row["implementation"].get<std::string>());
+    EXPECT_EQ(row["ranks"], 2);
+    EXPECT_GT(row["median_seconds"].get<double>(), 0) << row.dump();
+  }
+  EXPECT_EQ(rows.size(), 3 * seen.size()) << r.output;  // 4, 16 and 64 KiB
+  for (const char* name : {"AUTO", "RECURSIVE_DOUBLING", "RING", "SHARED_MEMORY", "GLOO_RING",
+                           "GLOO_HALVING_DOUBLING", "MPI_Allreduce"}) {
+    EXPECT_TRUE(seen.count(name)) << name << " missing: " << r.output;
+  }
+}
+
 TEST_F(MultiWorkerCli, ASigkilledWorkerIsNamedByTheOthersWithinSeconds) {
   std::string args = train_args("--strategy multi_worker --model mlp --epochs 100000",
                                 dir_ / "x.json");
@@ -140,6 +173,25 @@ TEST_F(MultiWorkerCli, WorkersRunningDifferentModelsFailNamingBothShapes) {
   EXPECT_THAT(o.log, HasSubstr("collectives disagree: rank 0 (worker:0) called broadcast #1 of "
                                "float32 [784, 700] from root 0, rank 1 (worker:1) called broadcast "
                                "#1 of float32 [3, 3, 1, 32] from root 0")) << o.log;
+}
+
+TEST_F(MultiWorkerCli, TrainsWithMutualTlsOnTheControlPlane) {
+  std::string d = dir_.string();
+  Result certs = shell(
+      "cd " + d + " && ( openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=ca "
+      "-keyout ca.key -out ca.pem && openssl req -newkey rsa:2048 -nodes -subj /CN=task "
+      "-keyout task.key -out task.csr && printf 'subjectAltName=IP:127.0.0.1\\n' > task.ext && "
+      "openssl x509 -req -in task.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+      "-extfile task.ext -out task.pem ) > openssl.log 2>&1");
+  ASSERT_EQ(certs.status, 0) << certs.output;
+  std::string tls = " --tls-cert " + d + "/task.pem --tls-key " + d + "/task.key --tls-ca " + d +
+                    "/ca.pem";
+  Outcome o = two_workers(
+      dir_, train_args("--strategy multi_worker --model mlp" + tls, dir_ / "tls.json"),
+      train_args("--strategy multi_worker --model mlp" + tls, dir_ / "tls1.json"), nullptr, 0);
+  EXPECT_EQ(o.status, "0") << o.log;
+  nlohmann::json j = read_json(dir_ / "tls.json");
+  EXPECT_EQ(j["workers"], 2);
 }
 
 TEST_F(MultiWorkerCli, LaunchNamesTheFailingWorkerAndStopsTheOthers) {

@@ -1,13 +1,16 @@
 // `weft bench allreduce [--json] [--workers N]`: weft's all-reduce against Gloo's own algorithms
-// between processes, in the same processes on the same buffers, from 4 KiB to 64 MiB. Without
-// TF_CONFIG it starts itself as a local cluster (`weft launch -n N`); under a cluster each
-// process is a rank and the chief prints, per size and algorithm, the median time of one
-// all-reduce and its bus bandwidth (2 (P - 1) / P x bytes / time, NCCL's measure: the bytes each
-// rank's links carry).
+// and MPI_Allreduce between processes, in the same processes on the same buffers, from 4 KiB to
+// 64 MiB. Without TF_CONFIG or mpirun it starts itself as a local cluster (under mpirun when weft
+// has MPI, else `weft launch -n N`); in a cluster each process is a rank and the chief prints,
+// per size and algorithm, the median time of one all-reduce and its bus bandwidth
+// (2 (P - 1) / P x bytes / time, NCCL's measure: the bytes each rank's links carry).
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
+#include <random>
+#include <sstream>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +21,7 @@
 #include "tools/weft/commands.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/cluster/tf_config.h"
+#include "weft/distribute/collective/mpi_communicator.h"
 #include "weft/distribute/collective/tcp_communicator.h"
 #include "weft/distribute/coordination/client.h"
 #include "weft/distribute/coordination/service.h"
@@ -42,7 +46,9 @@ struct Row {
   double seconds;  // median of one all-reduce
 };
 
-std::vector<Row> measure(collective::Communicator& comm, const BenchFlags& f) {
+// `mpi`, when run under mpirun: MPI_Allreduce is measured too, on the same buffers.
+std::vector<Row> measure(collective::Communicator& comm, collective::MpiCommunicator* mpi,
+                         const BenchFlags& f) {
   std::vector<Row> rows;
   const std::pair<const char*, collective::Implementation> impls[] = {
       {"AUTO", collective::Implementation::AUTO},
@@ -50,22 +56,29 @@ std::vector<Row> measure(collective::Communicator& comm, const BenchFlags& f) {
       {"RING", collective::Implementation::RING},
       {"SHARED_MEMORY", collective::Implementation::SHARED_MEMORY},
       {"GLOO_RING", collective::Implementation::GLOO_RING},
-      {"GLOO_HALVING_DOUBLING", collective::Implementation::GLOO_HALVING_DOUBLING}};
+      {"GLOO_HALVING_DOUBLING", collective::Implementation::GLOO_HALVING_DOUBLING},
+      {"MPI_Allreduce", collective::Implementation::AUTO}};
   std::vector<float> buffer(f.max_bytes / sizeof(float), 1.0f);
   for (std::size_t bytes = f.min_bytes; bytes <= f.max_bytes; bytes *= 4) {
     int64_t n = static_cast<int64_t>(bytes / sizeof(float));
     for (const auto& [name, impl] : impls) {
       collective::CommunicationOptions options;
       options.implementation = impl;
-      for (int i = 0; i < 3; ++i) {
-        comm.all_reduce(buffer.data(), {n}, kFloat32, collective::Reduction::SUM, options);
-      }
+      auto once = [&] {
+        if (name == std::string("MPI_Allreduce")) {
+          mpi->raw_all_reduce(buffer.data(), static_cast<std::size_t>(n), kFloat32);
+        } else {
+          comm.all_reduce(buffer.data(), {n}, kFloat32, collective::Reduction::SUM, options);
+        }
+      };
+      if (name == std::string("MPI_Allreduce") && mpi == nullptr) continue;
+      for (int i = 0; i < 3; ++i) once();
       // Every rank runs as many iterations as rank 0 decides: about 0.3 s, at least 5.
       std::vector<double> times;
       auto start = Clock::now();
       for (;;) {
         auto t0 = Clock::now();
-        comm.all_reduce(buffer.data(), {n}, kFloat32, collective::Reduction::SUM, options);
+        once();
         times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
         int64_t more = times.size() < 5 ||
                        std::chrono::duration<double>(Clock::now() - start).count() < 0.3;
@@ -104,48 +117,84 @@ void print(const std::vector<Row>& rows, int ranks, bool json, std::FILE* out) {
   }
 }
 
+// Runs the benchmark as a local cluster: under mpirun when weft has MPI and mpirun is installed
+// (so MPI_Allreduce is measured too), else under weft launch. The chief writes the results to a
+// file this process prints (the launchers prefix or interleave the ranks' output).
+int self_launch(const BenchFlags& f, const std::vector<std::string>& self_args) {
+  char self[4096];
+  ssize_t len = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  WEFT_CHECK(len > 0, Internal) << "weft bench: cannot find its own program";
+  std::string program(self, static_cast<size_t>(len));
+  char results[] = "/tmp/weft-bench-XXXXXX";
+  int fd = ::mkstemp(results);
+  WEFT_CHECK(fd >= 0, Unavailable) << "weft bench: cannot make a temporary file";
+  ::close(fd);
+  std::string command;
+  if (collective::mpi_available() && std::system("command -v mpirun > /dev/null 2>&1") == 0) {
+    command = "mpirun --oversubscribe --bind-to core -np " + std::to_string(f.workers) +
+              (::geteuid() == 0 ? " --allow-run-as-root" : "") + " " + program;
+  } else {
+    command = program + " launch -n " + std::to_string(f.workers) + " -- " + program;
+  }
+  for (const auto& a : self_args) command += " '" + a + "'";
+  command += " --output " + std::string(results);
+  int status = std::system(command.c_str());
+  if (std::FILE* in = std::fopen(results, "r")) {
+    char buf[4096];
+    while (size_t n = std::fread(buf, 1, sizeof(buf), in)) std::fwrite(buf, 1, n, stdout);
+    std::fclose(in);
+  }
+  ::unlink(results);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
 int bench_allreduce(const BenchFlags& f, const std::vector<std::string>& self_args) {
   distribute::cluster_resolver::TFConfigClusterResolver resolver;
-  if (resolver.cluster_spec().empty()) {
-    // Not in a cluster: run as a local cluster of f.workers processes, the chief writing the
-    // results to a file this process then prints (the launcher prefixes the workers' output).
-    char self[4096];
-    ssize_t len = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-    WEFT_CHECK(len > 0, Internal) << "weft bench: cannot find its own program";
-    char results[] = "/tmp/weft-bench-XXXXXX";
-    int fd = ::mkstemp(results);
-    WEFT_CHECK(fd >= 0, Unavailable) << "weft bench: cannot make a temporary file";
-    ::close(fd);
-    std::string command = std::string(self, static_cast<size_t>(len)) + " launch -n " +
-                          std::to_string(f.workers) + " -- weft";
-    for (const auto& a : self_args) command += " '" + a + "'";
-    command += " --output " + std::string(results);
-    int status = std::system(command.c_str());
-    if (std::FILE* in = std::fopen(results, "r")) {
-      char buf[4096];
-      while (size_t n = std::fread(buf, 1, sizeof(buf), in)) std::fwrite(buf, 1, n, stdout);
-      std::fclose(in);
-    }
-    ::unlink(results);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-  }
+  const bool under_mpirun = collective::mpi_world_size_from_environment() > 1;
+  if (resolver.cluster_spec().empty() && !under_mpirun) return self_launch(f, self_args);
+
+  std::unique_ptr<collective::MpiCommunicator> mpi;
   std::vector<std::string> tasks;
-  for (int i = 0; i < resolver.cluster_spec().num_tasks("worker"); ++i) {
-    tasks.push_back("worker:" + std::to_string(i));
+  int rank = 0;
+  std::string chief, token;
+  if (resolver.cluster_spec().empty()) {
+    // Under mpirun: rank 0 serves the coordination service on 127.0.0.1 at a port the OS picks
+    // and tells the others where, and the token, through MPI.
+    mpi = std::make_unique<collective::MpiCommunicator>();
+    rank = mpi->rank();
+    for (int r = 0; r < mpi->size(); ++r) tasks.push_back("worker:" + std::to_string(r));
+  } else {
+    WEFT_CHECK(resolver.task_type() == "worker", InvalidArgument)
+        << "weft bench allreduce runs on worker tasks (a cluster of workers only)";
+    for (int i = 0; i < resolver.cluster_spec().num_tasks("worker"); ++i) {
+      tasks.push_back("worker:" + std::to_string(i));
+    }
+    rank = resolver.task_id();
+    chief = resolver.cluster_spec().task_address("worker", 0);
+    const char* t = std::getenv(coordination::kTokenEnvironmentVariable);
+    token = t != nullptr ? t : "";
   }
-  WEFT_CHECK(resolver.task_type() == "worker", InvalidArgument)
-      << "weft bench allreduce runs on worker tasks (a cluster of workers only)";
-  int rank = resolver.task_id();
-  const char* token = std::getenv(coordination::kTokenEnvironmentVariable);
   coordination::CoordinationOptions co;
-  co.token = token != nullptr ? token : "";
-  std::string chief = resolver.cluster_spec().task_address("worker", 0);
   std::unique_ptr<coordination::CoordinationService> service;
-  if (rank == 0) service = std::make_unique<coordination::CoordinationService>(chief, tasks, co);
-  coordination::CoordinationClient client(tasks[rank], tasks[0], chief, co);
+  if (mpi) {
+    std::vector<int32_t> shared(128, 0);  // "address token" as bytes
+    if (rank == 0) {
+      co.token = std::to_string(std::random_device{}()) + std::to_string(std::random_device{}());
+      service = std::make_unique<coordination::CoordinationService>("127.0.0.1:0", tasks, co);
+      std::string text = service->address() + " " + co.token;
+      std::memcpy(shared.data(), text.data(), std::min(text.size(), shared.size() * 4 - 1));
+    }
+    mpi->broadcast(shared.data(), {static_cast<int64_t>(shared.size())}, kInt32, 0, {});
+    std::istringstream(std::string(reinterpret_cast<const char*>(shared.data()))) >> chief >>
+        co.token;
+  } else {
+    co.token = token;
+    if (rank == 0) service = std::make_unique<coordination::CoordinationService>(chief, tasks, co);
+  }
+  coordination::CoordinationClient client(tasks[static_cast<size_t>(rank)], tasks[0], chief, co);
   client.connect(std::chrono::seconds(60));
   collective::TcpCommunicator comm(client, tasks, rank, "127.0.0.1");
-  std::vector<Row> rows = measure(comm, f);
+  std::vector<Row> rows = measure(comm, mpi.get(), f);
   if (rank == 0) {
     std::FILE* out = f.output.empty() ? stdout : std::fopen(f.output.c_str(), "w");
     WEFT_CHECK(out != nullptr, Unavailable) << "weft bench: cannot write " << f.output;

@@ -38,6 +38,7 @@ struct TrainFlags {
   bool deterministic = false, quiet = false;
   int threads = 0;
   double collective_timeout = 0;  // seconds; 0: the strategy's default
+  std::string tls_cert, tls_key, tls_ca;
   std::string backup_dir, save_freq = "epoch", checkpoint_dir, logdir, metrics_json;
 };
 
@@ -90,6 +91,7 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
     distribute::MultiWorkerOptions options;
     options.replicas_per_worker = f.replicas;
     options.communication.timeout_seconds = f.collective_timeout;
+    options.coordination.tls = {f.tls_cert, f.tls_key, f.tls_ca};
     return distribute::MultiWorkerMirroredStrategy(options);
   }
   config::set_logical_cpu_devices(f.replicas);
@@ -237,6 +239,11 @@ void add_train(CLI::App& app) {
                   "multi_worker: seconds any wait of a collective may take before the silent "
                   "worker is named (default 30)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--tls-cert", flags->tls_cert,
+                  "multi_worker: this task's certificate (PEM) for the coordination service");
+  cmd->add_option("--tls-key", flags->tls_key, "multi_worker: the certificate's private key");
+  cmd->add_option("--tls-ca", flags->tls_ca,
+                  "multi_worker: the CA that signed every task's certificate (mutual TLS)");
   cmd->add_option("--mixed-precision", flags->mixed_precision)
       ->check(CLI::IsMember({"off", "bf16", "f16"}));
   cmd->add_flag("--deterministic", flags->deterministic);

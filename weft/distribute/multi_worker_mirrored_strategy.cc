@@ -6,6 +6,7 @@
 
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
+#include "weft/distribute/collective/mpi_communicator.h"
 #include "weft/distribute/collective/tcp_communicator.h"
 #include "weft/distribute/coordination/client.h"
 #include "weft/distribute/coordination/service.h"
@@ -52,10 +53,19 @@ class MultiWorkerImpl : public StrategyImpl {
              "is "
           << task_;
       rank_ = static_cast<int>(me - tasks_.begin());
+    } else if (collective::mpi_world_size_from_environment() > 1) {
+      // Under mpirun without TF_CONFIG: MPI's ranks are the workers.
+      WEFT_CHECK(collective::mpi_available(), FailedPrecondition)
+          << "MultiWorkerMirroredStrategy: started by mpirun, but this weft was built without "
+             "MPI (configure with -DWEFT_WITH_MPI=ON), and there is no TF_CONFIG";
+      comm_ = std::make_unique<collective::MpiCommunicator>();
+      rank_ = comm_->rank();
+      for (int r = 0; r < comm_->size(); ++r) tasks_.push_back("worker:" + std::to_string(r));
+      task_ = tasks_[static_cast<size_t>(rank_)];
     } else {
       tasks_ = {task_};
     }
-    if (tasks_.size() > 1) connect(cluster);
+    if (tasks_.size() > 1 && !comm_) connect(cluster);
     int local = options_.replicas_per_worker;
     std::optional<internal::Workers> workers;
     if (comm_) {
@@ -165,7 +175,7 @@ class MultiWorkerImpl : public StrategyImpl {
   int rank_ = 0;
   std::unique_ptr<coordination::CoordinationService> service_;
   std::unique_ptr<coordination::CoordinationClient> client_;
-  std::unique_ptr<collective::TcpCommunicator> comm_;
+  std::unique_ptr<collective::Communicator> comm_;  // TCP (TF_CONFIG) or MPI (mpirun)
   std::unique_ptr<internal::ReplicaGroup> group_;
 };
 

@@ -11,8 +11,10 @@
 //   { auto scope = strategy.scope(); model = build_model(); model.compile(...); }
 //   model.fit(train_ds, {.epochs = 3});   // each global batch cut among all workers' replicas
 //
-// Without TF_CONFIG it is one worker (its local replicas only). Variables made in scope() start
-// with the chief's values (a broadcast), so every worker holds the same weights throughout.
+// Without TF_CONFIG it is one worker (its local replicas only), unless it was started by
+// `mpirun -np N` and weft was built with MPI: then MPI's ranks are the workers (rank 0 the chief)
+// and the collectives are MPI's. Variables made in scope() start with the chief's values (a
+// broadcast), so every worker holds the same weights throughout.
 #pragma once
 
 #include <chrono>

@@ -14,6 +14,7 @@
 
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
+#include "weft/distribute/collective/internal/call_header.h"
 #include "weft/distribute/collective/internal/reduce.h"
 #include "weft/distribute/collective/internal/shared_memory.h"
 #include "weft/distribute/collective/internal/socket_mesh.h"
@@ -21,6 +22,9 @@
 
 namespace weft::distribute::collective {
 namespace {
+
+using internal::Header;
+using internal::Kind;
 
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
@@ -49,51 +53,6 @@ class CoordinationStore : public gloo::rendezvous::Store {
   milliseconds timeout_;
 };
 
-enum class Kind : uint32_t { kAllReduce = 1, kBroadcast, kAllGather, kReduceScatter, kBarrier };
-
-const char* kind_name(Kind k) {
-  switch (k) {
-    case Kind::kAllReduce: return "all_reduce";
-    case Kind::kBroadcast: return "broadcast";
-    case Kind::kAllGather: return "all_gather";
-    case Kind::kReduceScatter: return "reduce_scatter";
-    case Kind::kBarrier: return "barrier";
-  }
-  return "?";
-}
-
-// What a collective call is, sent to the peers it meets: ranks that disagree on any field fail.
-struct Header {
-  uint64_t sequence = 0;
-  uint32_t kind = 0;
-  uint32_t dtype = 0;
-  uint32_t op = 0;  // the reduction, or the broadcast's root
-  int32_t rank = 0;
-  int32_t ndim = 0;
-  int32_t unused = 0;
-  int64_t dims[8] = {};
-
-  bool agrees(const Header& o) const {
-    return sequence == o.sequence && kind == o.kind && dtype == o.dtype && op == o.op &&
-           ndim == o.ndim && std::equal(dims, dims + 8, o.dims);
-  }
-  std::string describe() const {
-    std::ostringstream s;
-    s << kind_name(static_cast<Kind>(kind)) << " #" << sequence;
-    if (static_cast<Kind>(kind) == Kind::kBarrier) return s.str();
-    s << " of " << dtype_name(static_cast<DType>(dtype)) << " [";
-    for (int i = 0; i < ndim && i < 8; ++i) s << (i ? ", " : "") << dims[i];
-    if (ndim > 8) s << ", ...";
-    s << "]";
-    if (static_cast<Kind>(kind) == Kind::kBroadcast) s << " from root " << op;
-    if (static_cast<Kind>(kind) == Kind::kAllReduce ||
-        static_cast<Kind>(kind) == Kind::kReduceScatter) {
-      s << " (" << reduction_name(static_cast<Reduction>(op)) << ")";
-    }
-    return s.str();
-  }
-};
-static_assert(sizeof(Header) == 96);
 
 bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -313,15 +272,7 @@ class TcpCommunicator::Impl {
   }
 
   Header header(Kind kind, const Shape& shape, DType dtype, uint32_t op) {
-    Header h;
-    h.sequence = ++sequence_;
-    h.kind = static_cast<uint32_t>(kind);
-    h.dtype = static_cast<uint32_t>(dtype);
-    h.op = op;
-    h.rank = rank_;
-    h.ndim = static_cast<int32_t>(shape.size());
-    for (size_t i = 0; i < shape.size() && i < 8; ++i) h.dims[i] = shape[i];
-    return h;
+    return internal::make_header(++sequence_, kind, shape, dtype, op, rank_);
   }
   static uint32_t tag(const Header& h) { return static_cast<uint32_t>(h.sequence & 0x7fffffff); }
   static std::string seen(const std::string& failure, const std::string& by, const std::string& what) {
@@ -527,13 +478,7 @@ class TcpCommunicator::Impl {
   }
 
   [[noreturn]] void mismatch(const Header& a, const Header& b) {
-    const Header& lo = a.rank < b.rank ? a : b;
-    const Header& hi = a.rank < b.rank ? b : a;
-    std::string message = "collectives disagree: rank " + std::to_string(lo.rank) + " (" +
-                          task(lo.rank) + ") called " + lo.describe() + ", rank " +
-                          std::to_string(hi.rank) + " (" + task(hi.rank) + ") called " +
-                          hi.describe();
-    throw InvalidArgument(message);
+    throw InvalidArgument(internal::disagreement(a, b, [&](int r) { return task(r); }));
   }
 
   coordination::CoordinationClient& client_;
