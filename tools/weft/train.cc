@@ -144,7 +144,8 @@ void train_under(const TrainFlags& f, const distribute::Strategy& strategy,
   WEFT_ASSERT(steps_per_epoch >= 0) << "a training set of unknown size: " << steps_per_epoch;
   int64_t total_steps = std::max<int64_t>(1, f.epochs * steps_per_epoch);
 
-  // In a cluster only the chief shows progress and writes files; the others train quietly.
+  // In a cluster only the chief shows progress and writes files (fit leaves the other workers'
+  // progress, checkpoint and TensorBoard callbacks out); the others train quietly.
   int workers = strategy.num_replicas_in_sync() / strategy.extended().num_local_replicas();
   bool chief = strategy.extended().first_local_replica() == 0;
   bool quiet = f.quiet || !chief;
@@ -165,15 +166,15 @@ void train_under(const TrainFlags& f, const distribute::Strategy& strategy,
     if (f.save_freq != "epoch") save_freq = std::stoll(f.save_freq);
     callbacks.push_back(train::BackupAndRestore(f.backup_dir, save_freq));
   }
-  if (!f.checkpoint_dir.empty() && chief)
+  if (!f.checkpoint_dir.empty())
     callbacks.push_back(train::ModelCheckpoint(f.checkpoint_dir, {.monitor = "val_loss"}));
-  if (!f.logdir.empty() && chief) callbacks.push_back(train::TensorBoard(f.logdir, 100));
+  if (!f.logdir.empty()) callbacks.push_back(train::TensorBoard(f.logdir, 100));
 
   auto fit_start = std::chrono::steady_clock::now();
   train::History history = model.fit(train, {.epochs = f.epochs,
                                              .validation_data = test,
                                              .callbacks = callbacks,
-                                             .verbose = quiet ? 0 : 1});
+                                             .verbose = f.quiet ? 0 : 1});
   double fit_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - fit_start).count();
   std::map<std::string, double> result = model.evaluate(test);

@@ -43,6 +43,9 @@ class CallbackImpl {
   // Where fit() should start (BackupAndRestore resumes); nullopt: where it would anyway.
   // Called once before on_train_begin, with the model built and set_iterator done.
   virtual std::optional<ResumePoint> resume_point() { return std::nullopt; }
+  // Whether only the chief of a cluster runs it (callbacks that print or write files: progress,
+  // checkpoints, TensorBoard, CSV); the other workers' fit leaves it out.
+  virtual bool chief_only() const { return false; }
   void set_model(Model* model) { model_ = model; }
   void set_params(int epochs, std::optional<int64_t> steps) {
     epochs_ = epochs;

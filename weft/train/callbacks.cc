@@ -44,6 +44,7 @@ std::string format_seconds(double s) {
 
 class ProgbarImpl : public CallbackImpl {
  public:
+  bool chief_only() const override { return true; }
   explicit ProgbarImpl(int verbose) : verbose_(verbose), tty_(isatty(STDOUT_FILENO) != 0) {}
   void on_epoch_begin(int epoch, const Logs&) override {
     if (verbose_ == 1 || tty_) std::printf("Epoch %d/%d\n", epoch + 1, epochs_);
@@ -183,6 +184,7 @@ class LearningRateSchedulerImpl : public CallbackImpl {
 
 class CSVLoggerImpl : public CallbackImpl {
  public:
+  bool chief_only() const override { return true; }
   CSVLoggerImpl(std::string filename, bool append)
       : filename_(std::move(filename)), append_(append) {}
   void on_train_begin(const Logs&) override {
@@ -223,6 +225,7 @@ class CSVLoggerImpl : public CallbackImpl {
 
 class ModelCheckpointImpl : public CallbackImpl {
  public:
+  bool chief_only() const override { return true; }
   ModelCheckpointImpl(std::string dir, ModelCheckpointOptions o)
       : dir_(std::move(dir)), options_(o), monitor_(o.monitor, o.mode, 0) {}
   void on_epoch_end(int epoch, Logs& logs) override {
@@ -243,6 +246,7 @@ class ModelCheckpointImpl : public CallbackImpl {
 
 class TensorBoardImpl : public CallbackImpl {
  public:
+  bool chief_only() const override { return true; }
   TensorBoardImpl(std::string dir, int64_t freq) : dir_(std::move(dir)), update_freq_(freq) {}
   void on_train_begin(const Logs&) override {
     train_ = std::make_unique<EventFileWriter>(dir_ + "/train");

@@ -46,8 +46,14 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
   }
   m.optimizer.build(m.trainable_variables());
 
-  std::vector<train::Callback> callbacks = options.callbacks;
-  if (options.verbose > 0) callbacks.push_back(train::ProgbarLogger(options.verbose));
+  std::vector<train::Callback> callbacks;
+  std::vector<train::Callback> given = options.callbacks;
+  if (options.verbose > 0) given.push_back(train::ProgbarLogger(options.verbose));
+  // In a cluster only the chief prints and writes files (MultiWorkerMirroredStrategy).
+  const bool chief = m.strategy.extended().first_local_replica() == 0;
+  for (train::Callback& c : given) {
+    if (chief || !c.impl().chief_only()) callbacks.push_back(std::move(c));
+  }
   for (const train::Callback& c : callbacks) {
     c.impl().set_model(this);
     c.impl().set_params(options.epochs, steps);

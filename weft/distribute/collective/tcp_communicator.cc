@@ -53,7 +53,6 @@ class CoordinationStore : public gloo::rendezvous::Store {
   milliseconds timeout_;
 };
 
-
 bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
 template <typename T>
@@ -139,10 +138,14 @@ class TcpCommunicator::Impl {
     std::size_t n = static_cast<std::size_t>(num_elements(shape));
     std::size_t bytes = n * dtype_size(dtype);
     Implementation impl = options.implementation;
-    if (impl == Implementation::AUTO) impl = auto_implementation(bytes);
-    // The fixed tree under op determinism (DISTRIBUTED.md §2); with two ranks every algorithm
-    // adds the same two values.
-    if (config::op_determinism_enabled() && size() > 2) impl = Implementation::RECURSIVE_DOUBLING;
+    if (impl == Implementation::AUTO || (impl == Implementation::SHARED_MEMORY && !shm_)) {
+      impl = auto_implementation(bytes);
+    }
+    // The fixed tree under op determinism (DISTRIBUTED.md §2): recursive doubling or shared
+    // memory; with two ranks every algorithm adds the same two values.
+    if (config::op_determinism_enabled() && size() > 2 && impl != Implementation::SHARED_MEMORY) {
+      impl = Implementation::RECURSIVE_DOUBLING;
+    }
     if (impl == Implementation::GLOO_HALVING_DOUBLING &&
         (dtype == kFloat16 || dtype == kBFloat16)) {
       impl = Implementation::GLOO_RING;
@@ -157,7 +160,7 @@ class TcpCommunicator::Impl {
         ring(h, data, n, dtype, op, timeout);
         return;
       }
-      if (impl == Implementation::SHARED_MEMORY && shm_) {
+      if (impl == Implementation::SHARED_MEMORY) {
         shared_memory(h, data, n, dtype, op, timeout);
         return;
       }

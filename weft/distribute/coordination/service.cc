@@ -159,14 +159,8 @@ class CoordinationService::Impl final : public RawService {
       kv_[r.key()] = r.value();
       pb::GetResponse answer;
       answer.set_value(r.value());
-      for (auto it = waiters_.begin(); it != waiters_.end();) {
-        if ((*it)->kind == Waiter::kGet && (*it)->key == r.key()) {
-          complete(*it, Status::OK, answer.SerializeAsString(), &reply.completions);
-          it = waiters_.erase(it);
-        } else {
-          ++it;
-        }
-      }
+      answer_waiters([&](const Waiter& w) { return w.kind == Waiter::kGet && w.key == r.key(); },
+                     answer.SerializeAsString(), reply.completions);
       reply.ok(pb::Empty{});
     });
   }
@@ -198,14 +192,8 @@ class CoordinationService::Impl final : public RawService {
         return reply.wait(Waiter::kBarrier, r.caller().task(), r.id(), r.timeout_ms());
       }
       barriers_.erase(r.id());
-      for (auto it = waiters_.begin(); it != waiters_.end();) {
-        if ((*it)->kind == Waiter::kBarrier && (*it)->key == r.id()) {
-          complete(*it, Status::OK, pb::Empty{}.SerializeAsString(), &reply.completions);
-          it = waiters_.erase(it);
-        } else {
-          ++it;
-        }
-      }
+      answer_waiters([&](const Waiter& w) { return w.kind == Waiter::kBarrier && w.key == r.id(); },
+                     pb::Empty{}.SerializeAsString(), reply.completions);
       reply.ok(pb::Empty{});
     });
   }
@@ -228,14 +216,9 @@ class CoordinationService::Impl final : public RawService {
       if (it == tasks_.end()) return reply.error(unknown_task(r.caller().task()));
       if (it->second.incarnation == r.caller().incarnation()) it->second.left = true;
       // Its watch ends quietly: the task is going away on purpose.
-      for (auto w = waiters_.begin(); w != waiters_.end();) {
-        if ((*w)->kind == Waiter::kWatch && (*w)->task == r.caller().task()) {
-          complete(*w, Status::OK, pb::WatchResponse{}.SerializeAsString(), &reply.completions);
-          w = waiters_.erase(w);
-        } else {
-          ++w;
-        }
-      }
+      answer_waiters(
+          [&](const Waiter& w) { return w.kind == Waiter::kWatch && w.task == r.caller().task(); },
+          pb::WatchResponse{}.SerializeAsString(), reply.completions);
       reply.ok(pb::Empty{});
     });
   }
@@ -405,6 +388,19 @@ class CoordinationService::Impl final : public RawService {
     }
     waiters_.clear();
     cv_.notify_all();
+  }
+
+  // Under the lock: answers (OK, `body`) and drops the pending calls `which` selects.
+  template <typename Which>
+  void answer_waiters(Which&& which, const std::string& body, std::vector<Completion>& out) {
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (which(**it)) {
+        complete(*it, Status::OK, body, &out);
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
 
   static void complete(const std::shared_ptr<Waiter>& w, Status status, std::string body,
