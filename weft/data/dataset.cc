@@ -69,7 +69,7 @@ Dataset Dataset::map(std::function<Tensor(const Tensor&)> f, int64_t num_paralle
 }
 Dataset Dataset::map(std::function<Element(const Element&)> f, int64_t num_parallel_calls) const {
   WEFT_CHECK(f != nullptr, InvalidArgument) << "Dataset::map: the function is empty";
-  return Dataset(make_map_node(node_, std::move(f), num_parallel_calls));
+  return derived(make_map_node(node_, std::move(f), num_parallel_calls));
 }
 Dataset Dataset::filter(std::function<bool(const Tensor&)> pred) const {
   WEFT_CHECK(pred != nullptr, InvalidArgument) << "Dataset::filter: the predicate is empty";
@@ -82,24 +82,24 @@ Dataset Dataset::filter(std::function<bool(const Tensor&)> pred) const {
 }
 Dataset Dataset::filter(std::function<bool(const Element&)> pred) const {
   WEFT_CHECK(pred != nullptr, InvalidArgument) << "Dataset::filter: the predicate is empty";
-  return Dataset(make_filter_node(node_, std::move(pred)));
+  return derived(make_filter_node(node_, std::move(pred)));
 }
 Dataset Dataset::shuffle(int64_t buffer_size, uint64_t seed, bool reshuffle_each_iteration) const {
-  return Dataset(make_shuffle_node(node_, buffer_size, seed, reshuffle_each_iteration));
+  return derived(make_shuffle_node(node_, buffer_size, seed, reshuffle_each_iteration));
 }
 Dataset Dataset::batch(int64_t batch_size, bool drop_remainder) const {
-  return Dataset(make_batch_node(node_, batch_size, drop_remainder));
+  return derived(make_batch_node(node_, batch_size, drop_remainder));
 }
-Dataset Dataset::repeat(int64_t count) const { return Dataset(make_repeat_node(node_, count)); }
-Dataset Dataset::take(int64_t count) const { return Dataset(make_take_node(node_, count)); }
-Dataset Dataset::skip(int64_t count) const { return Dataset(make_skip_node(node_, count)); }
+Dataset Dataset::repeat(int64_t count) const { return derived(make_repeat_node(node_, count)); }
+Dataset Dataset::take(int64_t count) const { return derived(make_take_node(node_, count)); }
+Dataset Dataset::skip(int64_t count) const { return derived(make_skip_node(node_, count)); }
 Dataset Dataset::shard(int64_t num_shards, int64_t index) const {
-  return Dataset(make_shard_node(node_, num_shards, index));
+  return derived(make_shard_node(node_, num_shards, index));
 }
 Dataset Dataset::prefetch(int64_t buffer_size) const {
-  return Dataset(make_prefetch_node(node_, buffer_size));
+  return derived(make_prefetch_node(node_, buffer_size));
 }
-Dataset Dataset::cache() const { return Dataset(make_cache_node(node_)); }
+Dataset Dataset::cache() const { return derived(make_cache_node(node_)); }
 
 int64_t Dataset::cardinality() const { return node_->cardinality(); }
 std::string Dataset::describe() const { return node_->describe(); }
@@ -227,6 +227,33 @@ void Dataset::Iterator::restore_state(const std::string& state) {
   }
   scope.commit();
   *cursor_ = std::move(*restored);
+}
+
+Dataset Dataset::derived(std::shared_ptr<const Node> node) const {
+  Dataset d(std::move(node));
+  d.options_ = options_;
+  return d;
+}
+
+Dataset Dataset::with_options(const Options& options) const {
+  Dataset d(node_);
+  d.options_ = std::make_shared<const Options>(options);
+  return d;
+}
+
+const Options& Dataset::options() const {
+  static const Options defaults;
+  return options_ ? *options_ : defaults;
+}
+
+const char* auto_shard_policy_name(AutoShardPolicy policy) {
+  switch (policy) {
+    case AutoShardPolicy::AUTO: return "AUTO";
+    case AutoShardPolicy::OFF: return "OFF";
+    case AutoShardPolicy::FILE: return "FILE";
+    case AutoShardPolicy::DATA: return "DATA";
+  }
+  return "?";
 }
 
 }  // namespace weft::data

@@ -31,6 +31,27 @@ namespace weft::data {
 // One element of a dataset: its components (one per tensor given to from_tensor_slices).
 using Element = std::vector<Tensor>;
 
+// tf.data.experimental.AutoShardPolicy: how MultiWorkerMirroredStrategy divides a dataset among
+// its workers (experimental_distribute_dataset and fit).
+//   DATA: every worker reads every global batch and keeps its replicas' rows: each example is
+//         trained on once per epoch, by one worker, in the order one process would.
+//   AUTO: FILE when the dataset reads files it can hand out by worker, else DATA. weft's sources
+//         are read whole into memory, so AUTO is DATA.
+//   FILE: each worker reads its own share of the input files; refused (InvalidArgument) for a
+//         dataset without such a source.
+//   OFF:  no sharding: every worker reads the whole dataset and trains on each of its batches,
+//         so every example is seen once per worker per epoch (the global batch is the dataset's
+//         batch times the workers).
+enum class AutoShardPolicy { AUTO, OFF, FILE, DATA };
+const char* auto_shard_policy_name(AutoShardPolicy policy);
+struct DistributeOptions {
+  AutoShardPolicy auto_shard_policy = AutoShardPolicy::AUTO;
+};
+// tf.data.Options: settings a pipeline carries through its transformations.
+struct Options {
+  DistributeOptions experimental_distribute;
+};
+
 class StateWriter;  // weft/data/iterator_state.h
 class StateReader;
 struct RowSource;  // internal: the tensors a from_tensor_slices pipeline reads rows of
@@ -91,6 +112,10 @@ class Dataset {
   // the input (a shuffle before cache() is thus frozen). An iterator's saved state then holds the
   // cached elements (only row numbers, over from_tensor_slices).
   Dataset cache() const;
+  // The same pipeline carrying `options` (tf.data.Dataset.with_options); transformations made
+  // from it carry them too.
+  Dataset with_options(const Options& options) const;
+  const Options& options() const;
 
   // Number of elements, kInfiniteCardinality or kUnknownCardinality (after filter, say).
   int64_t cardinality() const;
@@ -164,7 +189,10 @@ class Dataset {
   const std::shared_ptr<const Node>& node() const { return node_; }
 
  private:
+  // A dataset of `node` with this one's options.
+  Dataset derived(std::shared_ptr<const Node> node) const;
   std::shared_ptr<const Node> node_;
+  std::shared_ptr<const Options> options_;  // null: the defaults
 };
 
 }  // namespace weft::data

@@ -95,8 +95,25 @@ Tensor compute_average_loss(const Tensor& per_example_loss,
 }
 
 DistributedElement split_batch(const data::Element& batch, int replicas, int64_t step, int first,
-                               int count) {
+                               int count, data::AutoShardPolicy policy) {
   if (count == 0) count = replicas - first;
+  const int workers = replicas / count;
+  if (workers > 1 && policy == data::AutoShardPolicy::FILE) {
+    WEFT_FAIL(InvalidArgument)
+        << "distributed dataset: auto_shard_policy FILE hands out input files by worker, but "
+           "this dataset has no file source to divide (weft's readers load their data whole); "
+           "use DATA (or AUTO, which is DATA here) to divide each global batch's rows";
+  }
+  if (workers > 1 && policy == data::AutoShardPolicy::OFF) {
+    // The batch is this worker's alone; the workers' batches count as one global batch.
+    DistributedElement local = split_batch(batch, count, step);
+    const int64_t rows = batch[0].dim(0);
+    for (BatchSlice& s : local.slices) {
+      s.first_example += rows * (first / count);
+      s.global_batch_size = rows * workers;
+    }
+    return local;
+  }
   WEFT_CHECK(!batch.empty() && batch[0].rank() >= 1, InvalidArgument)
       << "distributed dataset: an element must hold batched tensors (a first axis to cut among "
          "replicas)";
@@ -118,9 +135,10 @@ DistributedElement split_batch(const data::Element& batch, int replicas, int64_t
   return DistributedElement(std::move(parts), std::move(slices));
 }
 
-DistributedElement Strategy::split(const data::Element& batch, int64_t step) const {
+DistributedElement Strategy::split(const data::Element& batch, int64_t step,
+                                   data::AutoShardPolicy policy) const {
   return split_batch(batch, num_replicas_in_sync(), step, impl_->first_local_replica(),
-                     impl_->num_local_replicas());
+                     impl_->num_local_replicas(), policy);
 }
 
 DistributedDataset Strategy::experimental_distribute_dataset(const data::Dataset& dataset) const {
@@ -145,6 +163,7 @@ DistributedDataset::Iterator DistributedDataset::begin() const {
   it.replicas_ = replicas_;
   it.first_ = first_;
   it.local_ = local_;
+  it.policy_ = dataset_.options().experimental_distribute.auto_shard_policy;
   it.per_replica_elements_ = per_replica_elements_;
   return it;
 }
@@ -182,7 +201,7 @@ std::optional<DistributedElement> DistributedDataset::Iterator::read() {
   std::optional<DistributedElement> out;
   if (!per_replica_elements_) {
     std::optional<data::Element> batch = it_.next();
-    if (batch) out = split_batch(*batch, replicas_, step_++, first_, local_);
+    if (batch) out = split_batch(*batch, replicas_, step_++, first_, local_, policy_);
     return out;
   }
   // One element per replica; a step needs all of them (a short last step is dropped whole, so

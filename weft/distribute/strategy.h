@@ -102,8 +102,9 @@ class Strategy {
   // policy DATA), so the position of the iterator is the same on every worker.
   DistributedDataset experimental_distribute_dataset(const data::Dataset& dataset) const;
   // One global batch cut for this process's replicas (as experimental_distribute_dataset cuts
-  // each element); `step` is the global batch's number.
-  DistributedElement split(const data::Element& batch, int64_t step) const;
+  // each element, by the dataset's auto-shard policy); `step` is the global batch's number.
+  DistributedElement split(const data::Element& batch, int64_t step,
+                           data::AutoShardPolicy policy = data::AutoShardPolicy::AUTO) const;
   // fn makes the dataset of one input pipeline, whose elements are per-replica batches; replica
   // r of a step gets the step's r-th element.
   DistributedDataset distribute_datasets_from_function(
@@ -157,6 +158,7 @@ class DistributedDataset {
     int replicas_ = 1;
     int first_ = 0;  // the first of this process's replicas, and how many it runs
     int local_ = 1;
+    data::AutoShardPolicy policy_ = data::AutoShardPolicy::AUTO;
     bool per_replica_elements_ = false;  // distribute_datasets_from_function
     int64_t step_ = 0;
     std::optional<DistributedElement> current_;  // read by operator* or ==, not yet consumed
@@ -184,9 +186,12 @@ class DistributedDataset {
 };
 
 // Cuts one global batch into `replicas` contiguous row slices (row_range) and keeps `count` of
-// them from `first` on (count 0: all of them).
+// them from `first` on (count 0: all of them). With several workers (replicas / count) and
+// `policy` OFF, the batch is this worker's alone: cut among its `count` replicas, placed after
+// the other workers' batches; FILE is refused (weft's sources are not files to hand out).
 DistributedElement split_batch(const data::Element& batch, int replicas, int64_t step,
-                               int first = 0, int count = 0);
+                               int first = 0, int count = 0,
+                               data::AutoShardPolicy policy = data::AutoShardPolicy::AUTO);
 
 namespace internal {
 template <typename T>

@@ -94,7 +94,8 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
       }
       for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
       int64_t global_step = steps ? epoch * *steps + step : unsized_steps++;
-      logs = train_on_distributed(m.strategy.split(*batch, global_step));
+      logs = train_on_distributed(m.strategy.split(
+          *batch, global_step, dataset.options().experimental_distribute.auto_shard_policy));
       for (const train::Callback& c : callbacks) {
         c.impl().set_batch_examples((*batch)[0].dim(0));
         c.impl().on_train_batch_end(step, logs);

@@ -1,0 +1,130 @@
+// MultiWorkerMirroredStrategy with its workers on threads of one process: each builds the
+// strategy from its own TF_CONFIG text, and they meet through a real coordination service and
+// real collectives on 127.0.0.1 (the command tests run them as separate processes).
+#include "weft/distribute/multi_worker_mirrored_strategy.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <functional>
+#include <future>
+
+#include "weft/core/errors.h"
+#include "weft/ops/creation.h"
+
+namespace weft::distribute {
+namespace {
+
+using testing::HasSubstr;
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Runs fn(strategy, worker) on `workers` threads, each with its strategy of `replicas` local
+// replicas; returns what each returned.
+template <typename R>
+std::vector<R> on_workers(int workers, int replicas,
+                          const std::function<R(MultiWorkerMirroredStrategy&, int)>& fn) {
+  std::string addresses;
+  for (int w = 0; w < workers; ++w) {
+    addresses += std::string(w ? ", " : "") + "\"127.0.0.1:" + std::to_string(free_port()) + "\"";
+  }
+  std::vector<std::future<R>> futures;
+  for (int w = 0; w < workers; ++w) {
+    futures.push_back(std::async(std::launch::async, [&, w] {
+      auto resolver = cluster_resolver::TFConfigClusterResolver::from_json(
+          "{\"cluster\": {\"worker\": [" + addresses + "]}, \"task\": {\"type\": \"worker\", "
+          "\"index\": " + std::to_string(w) + "}}");
+      MultiWorkerOptions options;
+      options.replicas_per_worker = replicas;
+      options.coordination.token = "test-token";
+      MultiWorkerMirroredStrategy strategy(resolver, options);
+      return fn(strategy, w);
+    }));
+  }
+  std::vector<R> out;
+  for (auto& f : futures) out.push_back(f.get());
+  return out;
+}
+
+TEST(MultiWorkerMirroredStrategy, ReplicasOfEveryWorkerMeetInAllReduceAndReduce) {
+  auto sums = on_workers<std::vector<double>>(
+      2, 2, [](MultiWorkerMirroredStrategy& s, int w) {
+        EXPECT_EQ(s.num_replicas_in_sync(), 4);
+        EXPECT_EQ(s.num_workers(), 2);
+        EXPECT_EQ(s.worker_index(), w);
+        EXPECT_EQ(s.is_chief(), w == 0);
+        EXPECT_EQ(s.task(), "worker:" + std::to_string(w));
+        PerReplica<Tensor> ids = s.run([] {
+          auto& ctx = get_replica_context();
+          Tensor mine = Tensor::from_vector(
+              std::vector<double>{double(ctx.replica_id_in_sync_group() + 1)});
+          return ctx.all_reduce(ReduceOp::SUM, {mine})[0];
+        });
+        EXPECT_EQ(ids.num_replicas(), 2);  // this worker's replicas
+        Tensor total = s.reduce(ReduceOp::SUM, ids);  // 4 replicas' copies of 1+2+3+4
+        Tensor mean = s.reduce(ReduceOp::MEAN, ids);
+        return std::vector<double>{ids[0].item<double>(), ids[1].item<double>(),
+                                   total.item<double>(), mean.item<double>()};
+      });
+  for (const auto& s : sums) EXPECT_EQ(s, (std::vector<double>{10, 10, 40, 10}));
+}
+
+TEST(MultiWorkerMirroredStrategy, VariablesStartWithTheChiefsValues) {
+  auto values = on_workers<double>(2, 1, [](MultiWorkerMirroredStrategy& s, int w) {
+    auto scope = s.scope();
+    Variable v(Tensor::from_vector(std::vector<float>{float(100 + w)}), "v");
+    return double(v.value().item<float>());
+  });
+  EXPECT_EQ(values, (std::vector<double>{100, 100}));
+}
+
+// Each worker's rows of global batches of range(8).batch(4), by auto-shard policy.
+std::vector<std::string> rows_by_policy(data::AutoShardPolicy policy) {
+  return on_workers<std::string>(2, 1, [policy](MultiWorkerMirroredStrategy& s, int) {
+    data::Options options;
+    options.experimental_distribute.auto_shard_policy = policy;
+    auto ds = s.experimental_distribute_dataset(
+        data::Dataset::range(8).batch(4).with_options(options));
+    std::string seen;
+    for (auto it = ds.begin(); it != std::default_sentinel; ++it) {
+      const DistributedElement& e = *it;
+      for (int64_t v : e[0][0].to_vector<int64_t>()) seen += std::to_string(v);
+      const BatchSlice& slice = e.slices[0];
+      seen += "@" + std::to_string(slice.first_example) + "/" +
+              std::to_string(slice.global_batch_size) + " ";
+    }
+    return seen;
+  });
+}
+
+TEST(MultiWorkerMirroredStrategy, AutoShardPoliciesDivideTheDataAsTensorFlowDoes) {
+  // DATA (and AUTO): each worker keeps its rows of every global batch of 4.
+  std::vector<std::string> data = {"01@0/4 45@0/4 ", "23@2/4 67@2/4 "};
+  EXPECT_EQ(rows_by_policy(data::AutoShardPolicy::DATA), data);
+  EXPECT_EQ(rows_by_policy(data::AutoShardPolicy::AUTO), data);
+  // OFF: every worker trains on every batch; together they make a global batch of 8.
+  EXPECT_EQ(rows_by_policy(data::AutoShardPolicy::OFF),
+            (std::vector<std::string>{"0123@0/8 4567@0/8 ", "0123@4/8 4567@4/8 "}));
+  try {
+    rows_by_policy(data::AutoShardPolicy::FILE);
+    FAIL() << "FILE was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("auto_shard_policy FILE"));
+  }
+}
+
+}  // namespace
+}  // namespace weft::distribute
