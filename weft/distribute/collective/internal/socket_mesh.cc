@@ -100,7 +100,6 @@ SocketMesh::SocketMesh(coordination::CoordinationClient& client, int rank, int s
   ::getsockname(listener, reinterpret_cast<sockaddr*>(&bound), &len);
   int port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                                          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  std::string shown_host = host.find(':') != std::string::npos ? "[" + host + "]" : host;
   client.insert_key_value(prefix + "/" + std::to_string(rank), host + ":" + std::to_string(port));
 
   auto fail = [&](const std::string& why) {
@@ -154,7 +153,6 @@ SocketMesh::SocketMesh(coordination::CoordinationClient& client, int rank, int s
     ++accepted;
   }
   ::close(listener);
-  (void)shown_host;
 }
 
 SocketMesh::~SocketMesh() {
