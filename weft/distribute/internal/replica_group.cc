@@ -6,6 +6,7 @@
 
 #include "weft/autodiff/tape.h"
 #include "weft/core/config.h"
+#include "weft/distribute/collective/internal/reduce.h"
 #include "weft/distribute/updates.h"
 #include "weft/distribute/values.h"
 #include "weft/ops/cast.h"
@@ -182,9 +183,7 @@ void ReplicaGroup::pack_across_workers(const std::vector<Call>& calls, Round& ro
     offsets[i] = totals[k];
     totals[k] += num_elements(Shape(m + 2, m + 2 + m[1]));
   }
-  for (size_t k = 0; k < dtypes.size(); ++k) {
-    round.packs.push_back(Tensor::empty({totals[k]}, dtypes[k]));
-  }
+  for (size_t k = 0; k < dtypes.size(); ++k) round.packs.push_back(pack(k, dtypes[k], totals[k]));
   round.outputs.assign(count, Tensor());
   for (size_t i = 0; i < count; ++i) {
     const int64_t* m = &meta[i * kFields];
@@ -201,6 +200,17 @@ void ReplicaGroup::pack_across_workers(const std::vector<Call>& calls, Round& ro
   }
 }
 
+Tensor ReplicaGroup::pack(size_t k, DType dtype, int64_t numel) {
+  if (packs_.size() <= k) packs_.resize(k + 1);
+  Tensor& kept = packs_[k];
+  // Reused only when nothing else holds it: a caller may keep last step's reduced values.
+  if (!kept.defined() || kept.dtype() != dtype || kept.numel() != numel ||
+      kept.storage().use_count() > 1) {
+    kept = Tensor::empty({numel}, dtype);
+  }
+  return kept;
+}
+
 void ReplicaGroup::reduce_across_workers(ReduceOp op, Round& round) {
   for (Tensor& pack : round.packs) {
     const int64_t n = pack.numel();
@@ -214,7 +224,9 @@ void ReplicaGroup::reduce_across_workers(ReduceOp op, Round& round) {
       workers_->comm->all_reduce(base + at * dtype_size(pack.dtype()), {len}, pack.dtype(),
                                  collective::Reduction::SUM, workers_->options);
     }
-    if (op == ReduceOp::MEAN) assign_into(pack, div(pack, static_cast<double>(global_size())));
+    if (op == ReduceOp::MEAN) {
+      collective::internal::divide(base, static_cast<size_t>(n), pack.dtype(), global_size());
+    }
   }
 }
 

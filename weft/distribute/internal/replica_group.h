@@ -83,6 +83,9 @@ class ReplicaGroup {
   // replicas into them, the packs summed across the workers.
   void pack_across_workers(const std::vector<Call>& calls, Round& round);
   void reduce_across_workers(ReduceOp op, Round& round);
+  // The k-th flat tensor of an all_reduce across workers: last step's when its dtype and size
+  // match and nothing else holds it (its pages are already mapped), else a new one.
+  Tensor pack(size_t k, DType dtype, int64_t numel);
 
   std::optional<Workers> workers_;
   std::vector<std::unique_ptr<Context>> contexts_;
@@ -110,6 +113,7 @@ class ReplicaGroup {
   std::vector<uint64_t> sequence_;  // each replica's collective calls in this job
   // The reduction in progress.
   Round round_;
+  std::vector<Tensor> packs_;  // kept between steps (pack())
 };
 
 }  // namespace weft::distribute::internal
