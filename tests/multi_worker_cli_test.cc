@@ -64,6 +64,20 @@ TEST_F(MultiWorkerCli, DeterministicWeightsDoNotDependOnProcessesOrReplicas) {
   }
 }
 
+TEST_F(MultiWorkerCli, GradientPacksAllReducedDuringBackwardGiveTheSameWeights) {
+  // Without --deterministic (which sums micro-batches first, after the backward pass), the
+  // gradients go out in packs as the backward pass finishes them: the same sums, the same bits.
+  for (auto [workers, replicas] : {std::pair{2, 1}, {2, 2}}) {
+    std::string base = "--model mlp --epochs 1";
+    nlohmann::json off = train(workers, replicas, base + " --overlap-all-reduce off");
+    nlohmann::json on = train(workers, replicas, base + " --bytes-per-pack 4096");
+    ASSERT_FALSE(off.empty() || on.empty());
+    EXPECT_EQ(on["weights_fingerprint"], off["weights_fingerprint"])
+        << workers << " x " << replicas;
+    EXPECT_EQ(on["test_accuracy"], off["test_accuracy"]);
+  }
+}
+
 // Two workers started by hand (not under weft launch, which would stop the survivor itself).
 // Worker 1 runs `worker1_args`; `signal` is sent to it after `delay` seconds (none: 0). Returns
 // worker 0's exit status, its output, and how long after the signal it exited.

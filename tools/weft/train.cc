@@ -38,6 +38,8 @@ struct TrainFlags {
   bool deterministic = false, quiet = false;
   int threads = 0;
   double collective_timeout = 0;  // seconds; 0: the strategy's default
+  std::string overlap_all_reduce;  // on, off; empty: the strategy's default
+  int64_t bytes_per_pack = 0;      // 0: the strategy's default
   std::string tls_cert, tls_key, tls_ca;
   std::string backup_dir, save_freq = "epoch", checkpoint_dir, logdir, metrics_json;
 };
@@ -91,6 +93,8 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
     distribute::MultiWorkerOptions options;
     options.replicas_per_worker = f.replicas;
     options.communication.timeout_seconds = f.collective_timeout;
+    options.communication.bytes_per_pack = static_cast<std::size_t>(f.bytes_per_pack);
+    if (!f.overlap_all_reduce.empty()) options.overlap_all_reduce = f.overlap_all_reduce == "on";
     options.coordination.tls = {f.tls_cert, f.tls_key, f.tls_ca};
     return distribute::MultiWorkerMirroredStrategy(options);
   }
@@ -239,6 +243,13 @@ void add_train(CLI::App& app) {
   cmd->add_option("--collective-timeout", flags->collective_timeout,
                   "multi_worker: seconds any wait of a collective may take before the silent "
                   "worker is named (default 30)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--overlap-all-reduce", flags->overlap_all_reduce,
+                  "multi_worker: all-reduce gradient packs while the backward pass still runs "
+                  "(on, the default) or all at once after it (off)")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--bytes-per-pack", flags->bytes_per_pack,
+                  "multi_worker: bytes of gradients per all-reduce (default 256 KiB)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--tls-cert", flags->tls_cert,
                   "multi_worker: this task's certificate (PEM) for the coordination service");

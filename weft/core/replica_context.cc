@@ -1,5 +1,7 @@
 #include "weft/core/replica_context.h"
 
+#include "weft/core/errors.h"
+
 namespace weft::distribute {
 namespace {
 
@@ -15,7 +17,25 @@ class DefaultReplicaContext : public ReplicaContext {
 
 thread_local ReplicaContext* current = nullptr;
 
+class Reduced : public ReplicaContext::Pending {
+ public:
+  explicit Reduced(std::vector<Tensor> values) : values_(std::move(values)) {}
+  std::vector<Tensor> wait() override { return std::move(values_); }
+
+ private:
+  std::vector<Tensor> values_;
+};
+
 }  // namespace
+
+std::unique_ptr<ReplicaContext::Pending> ReplicaContext::begin_all_reduce(
+    ReduceOp op, const std::vector<Tensor>& values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    WEFT_CHECK(values[i].defined(), InvalidArgument)
+        << "begin_all_reduce: value " << i << " is undefined; every value must be defined";
+  }
+  return std::make_unique<Reduced>(all_reduce(op, values));
+}
 
 ReplicaContext& get_replica_context() {
   static DefaultReplicaContext default_context;

@@ -8,7 +8,9 @@
 //   ctx.merge_call([&] { /* runs once, on one replica, while the others wait */ });
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "weft/core/tensor.h"
@@ -33,6 +35,22 @@ class ReplicaContext {
   // rethrows what it threw). Every replica must call it, in the same order as its other
   // collective calls.
   virtual void merge_call(const std::function<void()>& fn) = 0;
+
+  // An all_reduce that finishes later: the caller goes on (with the rest of its backward pass)
+  // while the values are reduced, and wait() returns what all_reduce would have. Every value
+  // must be defined on every replica (InvalidArgument otherwise). Calls are collective calls
+  // like the others: every replica begins the same ones in the same order. The default reduces
+  // at once.
+  class Pending {
+   public:
+    virtual ~Pending() = default;
+    // The reduced values; rethrows what went wrong in the reduction. Once only.
+    virtual std::vector<Tensor> wait() = 0;
+  };
+  virtual std::unique_ptr<Pending> begin_all_reduce(ReduceOp op, const std::vector<Tensor>& values);
+  // Bytes of gradients to gather before a begin_all_reduce while the backward pass runs (fit's
+  // training step does): 0, the default, means all_reduce once the backward pass is done.
+  virtual std::size_t gradient_pack_bytes() const { return 0; }
 };
 
 // The calling thread's replica context: the one a strategy installed, else the default

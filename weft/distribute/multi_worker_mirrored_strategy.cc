@@ -17,8 +17,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr milliseconds kDefaultCollectiveTimeout{30000};
-
 // The training tasks in rank order: the chief first, then the workers.
 std::vector<std::string> training_tasks(const ClusterSpec& cluster) {
   std::vector<std::string> tasks;
@@ -70,7 +68,8 @@ class MultiWorkerImpl : public StrategyImpl {
     std::optional<internal::Workers> workers;
     if (comm_) {
       collective::CommunicationOptions o = options_.communication;
-      workers = internal::Workers{comm_.get(), rank_ * local, num_workers() * local, o};
+      workers = internal::Workers{comm_.get(), rank_ * local, num_workers() * local, o,
+                                  options_.overlap_all_reduce};
     }
     group_ = std::make_unique<internal::ReplicaGroup>(local, config::num_threads(), workers);
   }
@@ -164,7 +163,7 @@ class MultiWorkerImpl : public StrategyImpl {
     milliseconds timeout =
         options_.communication.timeout_seconds > 0
             ? milliseconds(static_cast<int64_t>(options_.communication.timeout_seconds * 1000))
-            : kDefaultCollectiveTimeout;
+            : collective::kDefaultTimeout;
     comm_ = std::make_unique<collective::TcpCommunicator>(*client_, tasks_, rank_, host,
                                                            timeout);
   }

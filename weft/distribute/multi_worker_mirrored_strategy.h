@@ -33,6 +33,9 @@ struct MultiWorkerOptions {
   // How gradients are all-reduced (implementation, pack size, each wait's timeout: 30 s unless
   // set).
   collective::CommunicationOptions communication;
+  // fit's training steps all-reduce the gradients in packs of communication.bytes_per_pack
+  // (0: 256 KiB) while the backward pass still runs, rather than all at once after it.
+  bool overlap_all_reduce = true;
   // The control plane; an empty token is read from WEFT_CLUSTER_TOKEN.
   coordination::CoordinationOptions coordination;
   // How long a task waits at start for the chief's service and the other tasks.

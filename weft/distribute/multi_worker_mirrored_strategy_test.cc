@@ -13,6 +13,7 @@
 #include <future>
 
 #include "weft/core/errors.h"
+#include "weft/distribute/gradient_packs.h"
 #include "weft/ops/creation.h"
 
 namespace weft::distribute {
@@ -124,6 +125,83 @@ TEST(MultiWorkerMirroredStrategy, AutoShardPoliciesDivideTheDataAsTensorFlowDoes
   } catch (const InvalidArgument& e) {
     EXPECT_THAT(e.what(), HasSubstr("auto_shard_policy FILE"));
   }
+}
+
+TEST(MultiWorkerMirroredStrategy, BegunAllReducesFinishInOrderWhileTheReplicasGoOn) {
+  // Replica r of 4 (2 workers x 2) passes r + 1 in float32, 10 * (r + 1) in float64.
+  auto sums = on_workers<std::vector<double>>(2, 2, [](MultiWorkerMirroredStrategy& s, int) {
+    PerReplica<std::vector<double>> got = s.run([] {
+      auto& ctx = get_replica_context();
+      double r = ctx.replica_id_in_sync_group() + 1;
+      auto first = ctx.begin_all_reduce(
+          ReduceOp::SUM, {Tensor::from_vector(std::vector<float>{float(r), 2 * float(r)}),
+                          Tensor::from_vector(std::vector<double>{10 * r})});
+      auto second = ctx.begin_all_reduce(ReduceOp::MEAN,
+                                         {Tensor::from_vector(std::vector<float>{float(r)})});
+      // A collective made while both are in flight comes after them on every worker.
+      double now = ctx.all_reduce(ReduceOp::SUM, {Tensor::from_vector(std::vector<double>{r})})[0]
+                       .item<double>();
+      std::vector<Tensor> a = first->wait();
+      std::vector<Tensor> b = second->wait();
+      std::vector<double> out = a[0].to_vector<double>();
+      out.push_back(a[1].item<double>());
+      out.push_back(b[0].item<double>());
+      out.push_back(now);
+      return out;
+    });
+    EXPECT_EQ(got[0], got[1]);
+    return got[0];
+  });
+  for (const auto& s : sums) EXPECT_EQ(s, (std::vector<double>{10, 20, 100, 2.5, 10}));
+  // Every value must be defined.
+  on_workers<int>(2, 1, [](MultiWorkerMirroredStrategy& s, int) {
+    EXPECT_THROW(s.run([] { get_replica_context().begin_all_reduce(ReduceOp::SUM, {Tensor()}); }),
+                 InvalidArgument);
+    return 0;
+  });
+}
+
+TEST(MultiWorkerMirroredStrategy, GradientPacksSumAsAllReduceDoes) {
+  // Five variables in packs of 16 bytes; replica 3 has no gradients (no rows), replica 1 none
+  // for variable 2, and no replica one for variable 4. Each replica reports in its own order.
+  auto results = on_workers<std::string>(2, 2, [](MultiWorkerMirroredStrategy& s, int) {
+    std::vector<Variable> vars;
+    {
+      auto scope = s.scope();
+      for (int64_t n : {3, 4, 1, 5, 2}) vars.emplace_back(zeros({n}, kFloat32));
+    }
+    PerReplica<std::string> got = s.run([&] {
+      auto& ctx = get_replica_context();
+      const int r = ctx.replica_id_in_sync_group();
+      std::vector<Tensor> grads(vars.size());
+      for (size_t i = 0; r != 3 && i < vars.size(); ++i) {
+        if ((r == 1 && i == 2) || i == 4) continue;
+        grads[i] = full(vars[i].value().shape(), double(r + 1) * double(i + 1), kFloat32);
+      }
+      GradientPacks packs(ctx, vars, 16);
+      for (size_t k = 0; r != 3 && k < vars.size(); ++k) {
+        size_t i = (k + static_cast<size_t>(r)) % vars.size();
+        packs.ready(i, grads[i]);
+      }
+      std::vector<Tensor> packed = packs.finish();
+      std::vector<Tensor> reduced = ctx.all_reduce(ReduceOp::SUM, grads);
+      std::string out;
+      for (size_t i = 0; i < vars.size(); ++i) {
+        EXPECT_EQ(packed[i].defined(), reduced[i].defined()) << "variable " << i;
+        if (!packed[i].defined()) {
+          out += "- ";
+          continue;
+        }
+        EXPECT_EQ(packed[i].to_vector<float>(), reduced[i].to_vector<float>()) << i;
+        out += std::to_string(int(packed[i].to_vector<float>()[0])) + " ";
+      }
+      return out;
+    });
+    EXPECT_EQ(got[0], got[1]);
+    return got[0];
+  });
+  // Variable i: (1 + 2 + 3) * (i + 1), less replica 1's part of variable 2; none for 4.
+  for (const auto& r : results) EXPECT_EQ(r, "6 12 12 24 - ");
 }
 
 }  // namespace

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "weft/autodiff/tape.h"
 #include "weft/core/config.h"
+#include "weft/distribute/gradient_packs.h"
 #include "weft/distribute/updates.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
@@ -329,6 +331,15 @@ PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
   std::vector<std::vector<Tensor>> grads(vars.size());
   std::vector<std::vector<autodiff::UpdateCollector::Update>> updates;
   PartialLogs logs;
+  // Gradients all-reduced in packs while the backward pass runs, when the strategy asks for it;
+  // not under op determinism (its micro-batches are summed first) nor with a
+  // gradient_aggregator (which does the aggregation itself).
+  std::optional<distribute::GradientPacks> packs;
+  distribute::ReplicaContext& replica = distribute::get_replica_context();
+  if (replica.gradient_pack_bytes() > 0 && !config::op_determinism_enabled() &&
+      !m.optimizer.gradient_aggregator()) {
+    packs.emplace(replica, vars, replica.gradient_pack_bytes());
+  }
   for (auto [lo, hi] : parts) {
     distribute::BatchSliceScope in_part(
         {where.step, where.first_example + lo, hi - lo, where.global_batch_size});
@@ -338,8 +349,13 @@ PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
     std::vector<Tensor> outputs = m.invoke(rows_of(inputs, lo, hi), /*training=*/true);
     Tensor per_example = per_example_loss(m, outputs, part_targets);
     Tensor loss = distribute::compute_average_loss(per_example, where.global_batch_size);
-    optim::GradsAndVars gv = m.optimizer.compute_gradients(loss, vars, tape);
-    for (size_t i = 0; i < vars.size(); ++i) grads[i].push_back(gv[i].first);
+    if (packs) {
+      m.optimizer.compute_gradients(loss, vars, tape,
+                                    [&](size_t i, const Tensor& g) { packs->ready(i, g); });
+    } else {
+      optim::GradsAndVars gv = m.optimizer.compute_gradients(loss, vars, tape);
+      for (size_t i = 0; i < vars.size(); ++i) grads[i].push_back(gv[i].first);
+    }
     updates.push_back(collector.updates());
     for (const auto& [name, part] : partial_logs(m, per_example, outputs, part_targets)) {
       logs[name] += part;
@@ -347,6 +363,12 @@ PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
   }
   distribute::merge_updates(updates);
   optim::GradsAndVars gv;
+  if (packs) {
+    std::vector<Tensor> summed = packs->finish();
+    for (size_t i = 0; i < vars.size(); ++i) gv.emplace_back(std::move(summed[i]), vars[i]);
+    m.optimizer.apply_gradients(gv, /*experimental_aggregate_gradients=*/false);
+    return logs;
+  }
   {
     autodiff::NoRecordScope no_record;
     for (size_t i = 0; i < vars.size(); ++i) {

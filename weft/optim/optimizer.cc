@@ -281,6 +281,12 @@ void Optimizer::apply_aggregated(GradsAndVars gv,
 
 GradsAndVars Optimizer::compute_gradients(const Tensor& loss, const std::vector<Variable>& vars,
                                           GradientTape& tape) const {
+  return compute_gradients(loss, vars, tape, GradientTape::GradientReadyFn());
+}
+
+GradsAndVars Optimizer::compute_gradients(const Tensor& loss, const std::vector<Variable>& vars,
+                                          GradientTape& tape,
+                                          const GradientTape::GradientReadyFn& on_ready) const {
   const State& s = state();
   WEFT_CHECK(loss.defined(), InvalidArgument) << s.name << ".minimize: the loss is undefined";
   for (size_t i = 0; i < vars.size(); ++i) {
@@ -291,15 +297,27 @@ GradsAndVars Optimizer::compute_gradients(const Tensor& loss, const std::vector<
   // of ones, and the gradients are divided by it again.
   std::optional<double> scale;
   if (has_loss_scale()) scale = loss_scale();
-  std::vector<Tensor> grads =
-      tape.gradient(loss, vars, scale ? full(loss.shape(), *scale, loss.dtype()) : Tensor());
-  autodiff::NoRecordScope no_record;
+  auto unscaled = [&](Tensor g) {
+    autodiff::NoRecordScope no_record;
+    if (scale && g.defined()) g = mul(g, Tensor::scalar(1.0 / *scale, g.dtype()));
+    return g;
+  };
+  std::vector<Tensor> values, reported(vars.size());
+  values.reserve(vars.size());
+  for (const Variable& v : vars) values.push_back(v.value());
+  GradientTape::GradientReadyFn hook;
+  if (on_ready) {
+    hook = [&](size_t i, const Tensor& g) {
+      reported[i] = unscaled(g);
+      on_ready(i, reported[i]);
+    };
+  }
+  std::vector<Tensor> grads = tape.gradient(
+      loss, values, hook, scale ? full(loss.shape(), *scale, loss.dtype()) : Tensor());
   GradsAndVars gv;
   gv.reserve(vars.size());
   for (size_t i = 0; i < vars.size(); ++i) {
-    Tensor g = std::move(grads[i]);
-    if (scale && g.defined()) g = mul(g, Tensor::scalar(1.0 / *scale, g.dtype()));
-    gv.emplace_back(std::move(g), vars[i]);
+    gv.emplace_back(on_ready ? std::move(reported[i]) : unscaled(std::move(grads[i])), vars[i]);
   }
   return gv;
 }

@@ -101,6 +101,11 @@ class Optimizer : public Trackable {
   // tape.gradient(loss, vars) paired with vars.
   GradsAndVars compute_gradients(const Tensor& loss, const std::vector<Variable>& vars,
                                  GradientTape& tape) const;
+  // The same, calling on_ready(i, gradient of vars[i]) as soon as each is final, while the
+  // backward pass still runs (GradientTape::gradient's on_ready; loss scale divided out).
+  GradsAndVars compute_gradients(const Tensor& loss, const std::vector<Variable>& vars,
+                                 GradientTape& tape,
+                                 const GradientTape::GradientReadyFn& on_ready) const;
   // With loss scaling, compute_gradients differentiates loss * scale and divides the gradients
   // by the scale (float16 gradients stay representable), and apply_gradients skips a step whose
   // aggregated gradients are not all finite.

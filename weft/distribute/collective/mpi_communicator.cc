@@ -48,19 +48,22 @@ void combine_16(void* in, void* inout, int* len, MPI_Datatype*) {
 
 MPI_Op mpi_op(DType dtype, Reduction op) {
   if (dtype == kFloat16 || dtype == kBFloat16) {
-    static MPI_Op ops[2][4] = {};
-    static bool made = false;
-    if (!made) {
-      MPI_Op_create(&combine_16<kFloat16, Reduction::SUM>, 1, &ops[0][0]);
-      MPI_Op_create(&combine_16<kFloat16, Reduction::MAX>, 1, &ops[0][2]);
-      MPI_Op_create(&combine_16<kFloat16, Reduction::MIN>, 1, &ops[0][3]);
-      MPI_Op_create(&combine_16<kBFloat16, Reduction::SUM>, 1, &ops[1][0]);
-      MPI_Op_create(&combine_16<kBFloat16, Reduction::MAX>, 1, &ops[1][2]);
-      MPI_Op_create(&combine_16<kBFloat16, Reduction::MIN>, 1, &ops[1][3]);
-      ops[0][1] = ops[0][0];
-      ops[1][1] = ops[1][0];
-      made = true;
-    }
+    // Made once, on first use (after MPI_Init), whichever thread comes first.
+    struct HalfOps {
+      MPI_Op ops[2][4] = {};
+      HalfOps() {
+        MPI_Op_create(&combine_16<kFloat16, Reduction::SUM>, 1, &ops[0][0]);
+        MPI_Op_create(&combine_16<kFloat16, Reduction::MAX>, 1, &ops[0][2]);
+        MPI_Op_create(&combine_16<kFloat16, Reduction::MIN>, 1, &ops[0][3]);
+        MPI_Op_create(&combine_16<kBFloat16, Reduction::SUM>, 1, &ops[1][0]);
+        MPI_Op_create(&combine_16<kBFloat16, Reduction::MAX>, 1, &ops[1][2]);
+        MPI_Op_create(&combine_16<kBFloat16, Reduction::MIN>, 1, &ops[1][3]);
+        ops[0][1] = ops[0][0];
+        ops[1][1] = ops[1][0];
+      }
+    };
+    static const HalfOps half;
+    const auto& ops = half.ops;
     return ops[dtype == kBFloat16 ? 1 : 0][static_cast<int>(op)];
   }
   switch (op) {

@@ -9,7 +9,6 @@
 
 #include <cstring>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include "weft/core/config.h"

@@ -31,7 +31,7 @@ class TcpCommunicator : public Communicator {
   // options say otherwise, each wait of a collective. `client` must outlive the communicator.
   TcpCommunicator(coordination::CoordinationClient& client, std::vector<std::string> tasks,
                    int rank, const std::string& hostname,
-                   std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                   std::chrono::milliseconds timeout = kDefaultTimeout,
                    const std::string& name = "gloo");
   ~TcpCommunicator() override;
 

@@ -26,6 +26,24 @@ const char* op_name(ReduceOp op) { return op == ReduceOp::SUM ? "SUM" : "MEAN"; 
 // The group whose replica runs on this thread, if any.
 thread_local const ReplicaGroup* this_threads_group = nullptr;
 
+// A begin_all_reduce whose sum across workers the communication thread makes.
+class PendingAcross : public ReplicaContext::Pending {
+ public:
+  PendingAcross(std::vector<Tensor> outputs, std::shared_future<void> done)
+      : outputs_(std::move(outputs)), done_(std::move(done)) {}
+  std::vector<Tensor> wait() override {
+    done_.get();
+    return std::move(outputs_);
+  }
+
+ private:
+  std::vector<Tensor> outputs_;
+  std::shared_future<void> done_;
+};
+
+// The most flat tensors a group keeps for reuse (ReplicaGroup::pack).
+constexpr size_t kKeptPacks = 32;
+
 }  // namespace
 
 class ReplicaGroup::Context : public ReplicaContext {
@@ -37,6 +55,12 @@ class ReplicaGroup::Context : public ReplicaContext {
     return group_->all_reduce(id_, op, values);
   }
   void merge_call(const std::function<void()>& fn) override { group_->merge_call(id_, fn); }
+  std::unique_ptr<Pending> begin_all_reduce(ReduceOp op,
+                                            const std::vector<Tensor>& values) override {
+    if (!group_->across_workers()) return ReplicaContext::begin_all_reduce(op, values);
+    return group_->begin_all_reduce(id_, op, values);
+  }
+  std::size_t gradient_pack_bytes() const override { return group_->gradient_pack_bytes(); }
 
  private:
   ReplicaGroup* group_;
@@ -88,6 +112,7 @@ ReplicaGroup::ReplicaGroup(int replicas, int total_threads, std::optional<Worker
   WEFT_ASSERT(replicas >= 1) << replicas;
   for (int r = 0; r < replicas; ++r) contexts_.push_back(std::make_unique<Context>(this, r));
   for (int r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { worker(r); });
+  if (workers_) comm_thread_ = std::thread([this] { communicate(); });
 }
 
 bool ReplicaGroup::on_replica_thread() { return this_threads_group != nullptr; }
@@ -99,6 +124,14 @@ ReplicaGroup::~ReplicaGroup() {
   }
   cv_.notify_all();
   for (std::thread& t : threads_) t.join();
+  if (comm_thread_.joinable()) {
+    {
+      std::lock_guard lock(comm_mu_);
+      comm_stop_ = true;
+    }
+    comm_cv_.notify_all();
+    comm_thread_.join();
+  }
 }
 
 void ReplicaGroup::run(const std::function<void(int)>& fn) {
@@ -130,10 +163,20 @@ void ReplicaGroup::run(const std::function<void(int)>& fn) {
   fn_ = nullptr;
   running_ = false;
   round_ = Round{};  // the last collective's values, which would otherwise outlive the step
+  // Reductions begun and never waited for end with the step.
+  std::exception_ptr across_failure;
+  if (workers_) {
+    try {
+      communicator_now();
+    } catch (...) {
+      across_failure = std::current_exception();
+    }
+  }
   if (failed_) {
     if (first_error_) std::rethrow_exception(first_error_);
     WEFT_FAIL(FailedPrecondition) << failure_;
   }
+  if (across_failure) std::rethrow_exception(across_failure);
   lock.unlock();
   if (workers_) {
     merge_updates(updates_, [this](const Tensor& v) { return sum_across_workers(v); },
@@ -143,13 +186,67 @@ void ReplicaGroup::run(const std::function<void(int)>& fn) {
   }
 }
 
-Tensor ReplicaGroup::sum_across_workers(const Tensor& value) const {
+Tensor ReplicaGroup::sum_across_workers(const Tensor& value) {
   if (!workers_) return value;
-  return collective::all_reduce(*workers_->comm, value, collective::Reduction::SUM,
+  return collective::all_reduce(communicator_now(), value, collective::Reduction::SUM,
                                 workers_->options);
 }
 
-void ReplicaGroup::pack_across_workers(const std::vector<Call>& calls, Round& round) {
+std::size_t ReplicaGroup::gradient_pack_bytes() const {
+  if (!workers_ || !workers_->overlap) return 0;
+  return workers_->options.bytes_per_pack > 0 ? workers_->options.bytes_per_pack
+                                              : kDefaultGradientPackBytes;
+}
+
+collective::Communicator& ReplicaGroup::communicator_now() {
+  std::unique_lock lock(comm_mu_);
+  comm_cv_.wait(lock, [this] { return comm_jobs_.empty() && !comm_busy_; });
+  if (comm_failure_) std::rethrow_exception(comm_failure_);
+  return *workers_->comm;
+}
+
+std::shared_future<void> ReplicaGroup::submit(std::function<void()> job) {
+  std::packaged_task<void()> task([this, job = std::move(job)] {
+    {
+      std::lock_guard lock(comm_mu_);
+      if (comm_failure_) std::rethrow_exception(comm_failure_);  // the workers are out of step
+    }
+    try {
+      job();
+    } catch (...) {
+      std::lock_guard lock(comm_mu_);
+      if (!comm_failure_) comm_failure_ = std::current_exception();
+      throw;
+    }
+  });
+  std::shared_future<void> done = task.get_future().share();
+  {
+    std::lock_guard lock(comm_mu_);
+    comm_jobs_.push_back(std::move(task));
+  }
+  comm_cv_.notify_all();
+  return done;
+}
+
+void ReplicaGroup::communicate() {
+  config::ThreadBudget one(1);
+  std::unique_lock lock(comm_mu_);
+  while (true) {
+    comm_cv_.wait(lock, [this] { return comm_stop_ || !comm_jobs_.empty(); });
+    if (comm_jobs_.empty()) return;
+    std::packaged_task<void()> task = std::move(comm_jobs_.front());
+    comm_jobs_.pop_front();
+    comm_busy_ = true;
+    lock.unlock();
+    task();  // its failure goes to its future
+    lock.lock();
+    comm_busy_ = false;
+    comm_cv_.notify_all();
+  }
+}
+
+void ReplicaGroup::pack_across_workers(const std::vector<Call>& calls, bool as_given,
+                                       Round& round) {
   // Which values some worker has, with their dtype and shape.
   constexpr size_t kFields = 10;  // dtype + 1 (0: undefined), rank, up to 8 dimensions
   const size_t count = calls[0].values.size();
@@ -166,8 +263,10 @@ void ReplicaGroup::pack_across_workers(const std::vector<Call>& calls, Round& ro
       break;
     }
   }
-  workers_->comm->all_reduce(meta.data(), {static_cast<int64_t>(meta.size())}, kInt64,
-                             collective::Reduction::MAX, workers_->options);
+  if (!as_given) {
+    communicator_now().all_reduce(meta.data(), {static_cast<int64_t>(meta.size())}, kInt64,
+                                  collective::Reduction::MAX, workers_->options);
+  }
   // One flat tensor per dtype, in the order the values first appear.
   std::vector<DType> dtypes;
   std::vector<int64_t> totals, offsets(count, 0);
@@ -183,7 +282,7 @@ void ReplicaGroup::pack_across_workers(const std::vector<Call>& calls, Round& ro
     offsets[i] = totals[k];
     totals[k] += num_elements(Shape(m + 2, m + 2 + m[1]));
   }
-  for (size_t k = 0; k < dtypes.size(); ++k) round.packs.push_back(pack(k, dtypes[k], totals[k]));
+  for (size_t k = 0; k < dtypes.size(); ++k) round.packs.push_back(pack(dtypes[k], totals[k]));
   round.outputs.assign(count, Tensor());
   for (size_t i = 0; i < count; ++i) {
     const int64_t* m = &meta[i * kFields];
@@ -200,18 +299,20 @@ void ReplicaGroup::pack_across_workers(const std::vector<Call>& calls, Round& ro
   }
 }
 
-Tensor ReplicaGroup::pack(size_t k, DType dtype, int64_t numel) {
-  if (packs_.size() <= k) packs_.resize(k + 1);
-  Tensor& kept = packs_[k];
+Tensor ReplicaGroup::pack(DType dtype, int64_t numel) {
   // Reused only when nothing else holds it: a caller may keep last step's reduced values.
-  if (!kept.defined() || kept.dtype() != dtype || kept.numel() != numel ||
-      kept.storage().use_count() > 1) {
-    kept = Tensor::empty({numel}, dtype);
+  for (const Tensor& kept : packs_) {
+    if (kept.dtype() == dtype && kept.numel() == numel && kept.storage().use_count() == 1) {
+      return kept;
+    }
   }
-  return kept;
+  if (packs_.size() == kKeptPacks) packs_.erase(packs_.begin());
+  packs_.push_back(Tensor::empty({numel}, dtype));
+  return packs_.back();
 }
 
-void ReplicaGroup::reduce_across_workers(ReduceOp op, Round& round) {
+void ReplicaGroup::reduce_across_workers(ReduceOp op, Round& round,
+                                         collective::Communicator& comm) {
   for (Tensor& pack : round.packs) {
     const int64_t n = pack.numel();
     const int64_t per = workers_->options.bytes_per_pack > 0
@@ -221,8 +322,8 @@ void ReplicaGroup::reduce_across_workers(ReduceOp op, Round& round) {
     char* base = static_cast<char*>(pack.raw_data());
     for (int64_t at = 0; at < n; at += per) {
       int64_t len = std::min(per, n - at);
-      workers_->comm->all_reduce(base + at * dtype_size(pack.dtype()), {len}, pack.dtype(),
-                                 collective::Reduction::SUM, workers_->options);
+      comm.all_reduce(base + at * dtype_size(pack.dtype()), {len}, pack.dtype(),
+                      collective::Reduction::SUM, workers_->options);
     }
     if (op == ReduceOp::MEAN) {
       collective::internal::divide(base, static_cast<size_t>(n), pack.dtype(), global_size());
@@ -328,10 +429,11 @@ void ReplicaGroup::meet(int replica, Call call,
   cv_.notify_all();
 }
 
-std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
-                                             const std::vector<Tensor>& values) {
+ReplicaGroup::Round ReplicaGroup::reduce_replicas(int replica, ReduceOp op,
+                                                  const std::vector<Tensor>& values,
+                                                  const std::string& kind, bool as_given,
+                                                  const std::function<void(Round&)>& then) {
   autodiff::NoRecordScope no_record;
-  std::string kind = std::string("all_reduce(") + op_name(op) + ")";
   uint64_t sequence = ++sequence_[static_cast<size_t>(replica)];
   // The last to arrive keeps every replica's values, flattened, and makes the outputs; each
   // replica takes its own references before it leaves, so the next round may replace them.
@@ -344,7 +446,7 @@ std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
     }
     if (workers_) {
       try {
-        pack_across_workers(calls, round_);
+        pack_across_workers(calls, as_given, round_);
       } catch (...) {
         fail(std::current_exception(), "replica " + std::to_string(replica) + " failed in " +
                                            kind + " across workers");
@@ -387,20 +489,49 @@ std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
       assign_into(share, div(tree_sum(parts), static_cast<double>(size())));
     }
   }
-  std::function<void(std::vector<Call>&)> across;
-  if (workers_) {
-    across = [&](std::vector<Call>&) {  // on the last replica to arrive, under the lock
+  std::function<void(std::vector<Call>&)> last;
+  if (then) {
+    last = [&](std::vector<Call>&) {  // on the last replica to arrive, under the lock
       try {
-        reduce_across_workers(op, round_);
+        then(round_);
       } catch (...) {
-        fail(std::current_exception(), "replica " + std::to_string(replica) +
-                                           " failed in " + kind + " across workers");
+        fail(std::current_exception(), "replica " + std::to_string(replica) + " failed in " +
+                                           kind + " across workers");
         throw Aborted{};
       }
     };
   }
-  meet(replica, Call{kind + " (end)", sequence, {}}, across);
-  return round.outputs;
+  meet(replica, Call{kind + " (end)", sequence, {}}, last);
+  std::lock_guard lock(mu_);
+  round.across = round_.across;
+  return round;
+}
+
+std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
+                                             const std::vector<Tensor>& values) {
+  std::function<void(Round&)> across;
+  if (workers_) across = [&](Round& round) { reduce_across_workers(op, round, communicator_now()); };
+  return reduce_replicas(replica, op, values, std::string("all_reduce(") + op_name(op) + ")",
+                         /*as_given=*/false, across)
+      .outputs;
+}
+
+std::unique_ptr<ReplicaContext::Pending> ReplicaGroup::begin_all_reduce(
+    int replica, ReduceOp op, const std::vector<Tensor>& values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    WEFT_CHECK(values[i].defined(), InvalidArgument)
+        << "begin_all_reduce: value " << i << " is undefined; every value must be defined";
+  }
+  Round round = reduce_replicas(
+      replica, op, values, std::string("begin_all_reduce(") + op_name(op) + ")",
+      /*as_given=*/true, [&](Round& shared) {
+        Round packs;  // the job's own references keep the packs alive
+        packs.packs = shared.packs;
+        shared.across = submit([this, op, packs]() mutable {
+          reduce_across_workers(op, packs, *workers_->comm);
+        });
+      });
+  return std::make_unique<PendingAcross>(std::move(round.outputs), std::move(round.across));
 }
 
 void ReplicaGroup::merge_call(int replica, const std::function<void()>& fn) {

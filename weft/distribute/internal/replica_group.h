@@ -8,8 +8,11 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <exception>
 #include <functional>
+#include <future>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -24,12 +27,19 @@ namespace weft::distribute::internal {
 
 // The other processes of a cluster, when the group is one worker's replicas: its replicas are
 // [first_replica, first_replica + replicas) of global_replicas, and `comm` joins the workers.
+// With overlap, fit's training steps all-reduce their gradients in packs of
+// options.bytes_per_pack (0: kDefaultGradientPackBytes) while the backward pass runs.
 struct Workers {
   collective::Communicator* comm = nullptr;
   int first_replica = 0;
   int global_replicas = 1;
   collective::CommunicationOptions options;
+  bool overlap = false;
 };
+
+// The pack size of overlapped gradient all-reduces when CommunicationOptions leave it at 0
+// (docs/benchmarks.md, "Gradient packs during the backward pass").
+inline constexpr std::size_t kDefaultGradientPackBytes = 256 << 10;
 
 class ReplicaGroup {
  public:
@@ -48,8 +58,9 @@ class ReplicaGroup {
   int size() const { return static_cast<int>(contexts_.size()); }
   int global_size() const { return workers_ ? workers_->global_replicas : size(); }
   int first_replica() const { return workers_ ? workers_->first_replica : 0; }
+  bool across_workers() const { return workers_.has_value(); }
   // The element-wise sum of `value` over the workers (this process alone: value).
-  Tensor sum_across_workers(const Tensor& value) const;
+  Tensor sum_across_workers(const Tensor& value);
   // Runs fn(r) on replica r's thread for every r, and returns when all have; then writes the
   // variable updates the replicas recorded, combined (weft/distribute/updates.h). Rethrows the
   // first failure: a replica's exception, or FailedPrecondition for replicas that disagreed. One
@@ -58,6 +69,11 @@ class ReplicaGroup {
   void run(const std::function<void(int replica)>& fn);
 
   std::vector<Tensor> all_reduce(int replica, ReduceOp op, const std::vector<Tensor>& values);
+  // ReplicaContext::begin_all_reduce: the replicas' sum is made at once, the sum across workers
+  // on the group's communication thread, in the order the calls began.
+  std::unique_ptr<ReplicaContext::Pending> begin_all_reduce(int replica, ReduceOp op,
+                                                            const std::vector<Tensor>& values);
+  std::size_t gradient_pack_bytes() const;
   void merge_call(int replica, const std::function<void()>& fn);
 
  private:
@@ -73,7 +89,17 @@ class ReplicaGroup {
     std::vector<Tensor> outputs;
     // Across workers: the outputs are views into one flat tensor per dtype, all-reduced at once.
     std::vector<Tensor> packs;
+    // begin_all_reduce: done when the communication thread has reduced the packs.
+    std::shared_future<void> across;
   };
+  // The replicas' part of an all_reduce: they meet, each sums its share of every value into the
+  // round's outputs, and they meet again; `then` runs on the last to arrive, under the lock,
+  // with the shared round. Returns the round as every replica sees it after the second meeting.
+  // Across workers, the outputs are views into packs laid out from the values themselves
+  // (`as_given`: every value is defined everywhere) or from what every worker has.
+  Round reduce_replicas(int replica, ReduceOp op, const std::vector<Tensor>& values,
+                        const std::string& kind, bool as_given,
+                        const std::function<void(Round&)>& then);
   void fail(std::exception_ptr error, const std::string& why);
   void worker(int replica);
   int finished() const { return static_cast<int>(std::count(done_.begin(), done_.end(), true)); }
@@ -81,11 +107,16 @@ class ReplicaGroup {
   // The cluster's part of an all_reduce: first the outputs, packed (every value some worker has,
   // zeros where none of this group's replicas passed it), then, once this group has summed its
   // replicas into them, the packs summed across the workers.
-  void pack_across_workers(const std::vector<Call>& calls, Round& round);
-  void reduce_across_workers(ReduceOp op, Round& round);
-  // The k-th flat tensor of an all_reduce across workers: last step's when its dtype and size
-  // match and nothing else holds it (its pages are already mapped), else a new one.
-  Tensor pack(size_t k, DType dtype, int64_t numel);
+  void pack_across_workers(const std::vector<Call>& calls, bool as_given, Round& round);
+  void reduce_across_workers(ReduceOp op, Round& round, collective::Communicator& comm);
+  // The communicator for a call made now: once the communication thread has finished what it
+  // was given (rethrowing its first failure), so that every worker calls in one order.
+  collective::Communicator& communicator_now();
+  std::shared_future<void> submit(std::function<void()> job);
+  void communicate();  // the communication thread
+  // A flat tensor for an all_reduce across workers: a kept one of this dtype and size that
+  // nothing else holds any more (its pages are already mapped), else a new one, kept.
+  Tensor pack(DType dtype, int64_t numel);
 
   std::optional<Workers> workers_;
   std::vector<std::unique_ptr<Context>> contexts_;
@@ -114,6 +145,15 @@ class ReplicaGroup {
   // The reduction in progress.
   Round round_;
   std::vector<Tensor> packs_;  // kept between steps (pack())
+
+  // The communication thread (across workers only) and its queue.
+  std::thread comm_thread_;
+  std::mutex comm_mu_;
+  std::condition_variable comm_cv_;
+  std::deque<std::packaged_task<void()>> comm_jobs_;
+  bool comm_busy_ = false;
+  bool comm_stop_ = false;
+  std::exception_ptr comm_failure_;  // the first job's that failed
 };
 
 }  // namespace weft::distribute::internal
