@@ -225,6 +225,78 @@ TEST_F(MultiWorkerCli, LaunchForwardsSigtermToItsWorkers) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << log;
 }
 
+TEST_F(MultiWorkerCli, LaunchRestartsTheClusterUpToMaxRestarts) {
+  // Worker 1 fails at start (no such dataset) on its first `failures` starts, then trains.
+  auto run = [&](int failures, int max_restarts) {
+    fs::remove(dir_ / "starts");
+    std::ofstream script(dir_ / "worker.sh");
+    script << "d=" << (dir_ / "data").string() << "\n"
+           << "case \"$TF_CONFIG\" in *'\"index\":1'*)\n"
+           << "  echo x >> " << (dir_ / "starts").string() << "\n"
+           << "  [ $(wc -l < " << (dir_ / "starts").string() << ") -le " << failures
+           << " ] && d=/nonexistent ;;\n"
+           << "esac\n"
+           << "exec " << WEFT_BINARY_DIR << "/weft train --strategy multi_worker --quiet "
+           << "--epochs 1 --batch-size 64 --dataset \"$d\"\n";
+    script.close();
+    return shell("timeout 120 " + std::string(WEFT_BINARY_DIR) + "/weft launch -n 2 " +
+                 "--max-restarts " + std::to_string(max_restarts) + " -- sh " +
+                 (dir_ / "worker.sh").string());
+  };
+  Result once = run(1, 2);
+  EXPECT_EQ(once.status, 0) << once.output;
+  EXPECT_THAT(once.output, HasSubstr("exited with status 1; restarting every worker (restart 1 "
+                                     "of 2)")) << once.output;
+  EXPECT_THAT(once.output, testing::Not(HasSubstr("restart 2 of 2"))) << once.output;
+  Result always = run(100, 2);
+  EXPECT_EQ(always.status, 1) << always.output;
+  EXPECT_THAT(always.output, HasSubstr("restart 2 of 2")) << always.output;
+  EXPECT_THAT(always.output,
+              testing::ContainsRegex("weft launch: worker:1 \\(pid [0-9]+\\) exited with status 1; "
+                                     "the cluster was restarted 2 times \\(--max-restarts 2\\), "
+                                     "giving up")) << always.output;
+}
+
+TEST_F(MultiWorkerCli, AWorkerKilledMidEpochIsRestartedAndTheJobResumesFromItsBackup) {
+  // 8000 examples in batches of 64, two epochs: 250 steps, backed up every 10. On its first
+  // start worker 1 is killed (SIGKILL) as soon as the chief has committed a backup; weft launch
+  // restarts both, and they resume from the newest backup to the uninterrupted run's weights.
+  write_dataset(dir_ / "big", 8000, 200);
+  std::string args = "train --strategy multi_worker --deterministic --quiet --epochs 2 "
+                     "--batch-size 64 --seed 5 --dataset " + (dir_ / "big").string();
+  std::string weft = std::string(WEFT_BINARY_DIR) + "/weft ";
+  Result plain = shell("timeout 300 " + weft + "launch -n 2 -- " + weft + args +
+                       " --metrics-json " + (dir_ / "plain.json").string());
+  ASSERT_EQ(plain.status, 0) << plain.output;
+  const fs::path backup = dir_ / "backup";
+  {
+    std::ofstream script(dir_ / "worker.sh");
+    script << "args='" << args << " --backup-dir " << backup.string()
+           << " --save-freq 10 --metrics-json " << (dir_ / "resumed.json").string() << "'\n"
+           << "case \"$TF_CONFIG\" in *'\"index\":1'*)\n"
+           << "  if [ ! -e " << (dir_ / "killed").string() << " ]; then\n"
+           << "    touch " << (dir_ / "killed").string() << "\n"
+           << "    " << weft << "$args & pid=$!\n"
+           << "    while [ ! -e " << (backup / "checkpoint").string()
+           << " ] && kill -0 $pid 2>/dev/null; do sleep 0.005; done\n"
+           << "    kill -9 $pid; wait $pid; exit $?\n"
+           << "  fi ;;\n"
+           << "esac\n"
+           << "exec " << weft << "$args\n";
+  }
+  Result r = shell("timeout 300 " + weft + "launch -n 2 --max-restarts 1 -- sh " +
+                   (dir_ / "worker.sh").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("weft launch: worker:1 (pid ")) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("exited with status 137; restarting every worker (restart 1 of "
+                                  "1)")) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("[worker:0] weft: restored backup " + backup.string()))
+      << r.output;
+  EXPECT_EQ(read_json(dir_ / "resumed.json")["weights_fingerprint"],
+            read_json(dir_ / "plain.json")["weights_fingerprint"]);
+  EXPECT_FALSE(fs::exists(backup)) << "the backup outlived the completed job";
+}
+
 TEST_F(MultiWorkerCli, LaunchNamesTheFailingWorkerAndStopsTheOthers) {
   // Worker 1 is given a dataset directory that does not exist: it fails at start; the launcher
   // names it, stops worker 0 and exits with its status.

@@ -2,7 +2,8 @@
 // Starts N processes of CMD with posix_spawn, each with its TF_CONFIG (workers on 127.0.0.1 at
 // ports the OS picked), the cluster token and a disjoint set of CPUs; prefixes each line of their
 // output with the task's name; forwards SIGINT and SIGTERM; when one fails, stops the others and
-// exits with the failing task's status, naming it.
+// exits with the failing task's status, naming it, or (--max-restarts K) starts them all again,
+// up to K times, so that BackupAndRestore resumes the job.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -37,7 +38,16 @@ namespace {
 struct LaunchFlags {
   int workers = 2;
   int replicas_per_worker = 1;
+  int max_restarts = 0;
   std::vector<std::string> command;
+};
+
+// How one start of the cluster ended.
+struct Outcome {
+  int code = 0;             // the exit code for weft launch: the failing task's, else 0
+  std::string failure;      // "worker:1 (pid 123) was killed by signal 9 (Killed)"
+  bool any_finished = false;  // a worker exited 0 (the job itself completed)
+  bool signalled = false;     // SIGINT or SIGTERM came from outside and was forwarded
 };
 
 std::atomic<int> forwarded_signal{0};
@@ -138,9 +148,8 @@ void relay(Child& c, bool flush_all) {
   std::fflush(stdout);
 }
 
-int launch(const LaunchFlags& f) {
-  WEFT_CHECK(!f.command.empty(), InvalidArgument)
-      << "weft launch: no command; usage: weft launch -n N -- weft train --strategy multi_worker";
+Outcome run_cluster(const LaunchFlags& f) {
+  Outcome outcome;
   std::vector<std::string> addresses;
   for (int i = 0; i < f.workers; ++i) addresses.push_back("127.0.0.1:" + std::to_string(free_port()));
   const std::string token = make_token();
@@ -152,11 +161,6 @@ int launch(const LaunchFlags& f) {
     ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (n > 0) program.assign(self, static_cast<size_t>(n));
   }
-
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
 
   std::vector<Child> children(static_cast<size_t>(f.workers));
   for (int i = 0; i < f.workers; ++i) {
@@ -250,6 +254,7 @@ int launch(const LaunchFlags& f) {
     ::poll(fds.data(), fds.size(), 100);
     for (auto& c : children) relay(c, false);
     if (int sig = forwarded_signal.exchange(0)) {
+      outcome.signalled = true;
       for (auto& c : children) {
         if (c.running) ::kill(c.pid, sig);
       }
@@ -268,6 +273,7 @@ int launch(const LaunchFlags& f) {
       c.status = status;
       relay(c, true);
       bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      outcome.any_finished = outcome.any_finished || ok;
       if (!ok && !stopping) {
         // A worker that failed only because another did says so ("task worker:1 failed: ...");
         // name the one that failed first for a reason of its own, when it has exited too.
@@ -293,8 +299,37 @@ int launch(const LaunchFlags& f) {
   if (failed >= 0 && !stopping) announce_and_stop();
   reaper.join();
   for (auto& c : children) ::close(c.out_fd);
-  if (failed >= 0) return exit_code_of(children[static_cast<size_t>(failed)].status);
-  return 0;
+  if (failed >= 0) {
+    const Child& c = children[static_cast<size_t>(failed)];
+    outcome.code = exit_code_of(c.status);
+    outcome.failure = c.task + " (pid " + std::to_string(c.pid) + ") " + describe_status(c.status);
+  }
+  return outcome;
+}
+
+int launch(const LaunchFlags& f) {
+  WEFT_CHECK(!f.command.empty(), InvalidArgument)
+      << "weft launch: no command; usage: weft launch -n N -- weft train --strategy multi_worker";
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  for (int restarts = 0;; ++restarts) {
+    Outcome o = run_cluster(f);
+    // Not restarted: a success, a stop asked for from outside, or a job that had completed.
+    if (o.code == 0 || o.signalled || o.any_finished) return o.code;
+    if (restarts == f.max_restarts) {
+      if (f.max_restarts > 0) {
+        std::fprintf(stderr,
+                     "weft launch: %s; the cluster was restarted %d time%s (--max-restarts %d), "
+                     "giving up\n",
+                     o.failure.c_str(), restarts, restarts == 1 ? "" : "s", f.max_restarts);
+      }
+      return o.code;
+    }
+    std::fprintf(stderr, "weft launch: %s; restarting every worker (restart %d of %d)\n",
+                 o.failure.c_str(), restarts + 1, f.max_restarts);
+  }
 }
 
 }  // namespace
@@ -308,6 +343,10 @@ void add_launch(CLI::App& app) {
   cmd->add_option("--replicas-per-worker", flags->replicas_per_worker,
                   "replicas (threads) in each worker: the default of weft train's --replicas")
       ->check(CLI::Range(1, 256));
+  cmd->add_option("--max-restarts", flags->max_restarts,
+                  "when a worker fails, stop the others and start them all again, up to this "
+                  "many times (with --backup-dir the job resumes where it was backed up)")
+      ->check(CLI::Range(0, 1000000));
   cmd->add_option("command", flags->command, "the command each worker runs, after --")
       ->required();
   cmd->callback([flags] {

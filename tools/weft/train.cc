@@ -86,10 +86,6 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
       << "--replicas " << f.replicas << " needs --strategy mirrored or multi_worker";
   if (f.strategy == "default") return distribute::Strategy();
   if (f.strategy == "multi_worker") {
-    WEFT_CHECK(f.backup_dir.empty(), FailedPrecondition)
-        << "--backup-dir with --strategy multi_worker is not supported by this version of weft "
-           "(a cluster cannot resume from a backup yet); use --checkpoint-dir, which the chief "
-           "writes";
     distribute::MultiWorkerOptions options;
     options.replicas_per_worker = f.replicas;
     options.communication.timeout_seconds = f.collective_timeout;

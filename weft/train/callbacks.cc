@@ -283,7 +283,9 @@ class TensorBoardImpl : public CallbackImpl {
 };
 
 // Saves {model, optimizer, iterator, progress} as a weft checkpoint; "progress" is the position
-// (epoch, step within it) training continues from.
+// (epoch, step within it) training continues from. In a cluster every worker holds the same
+// state (the variables are mirrored and the iterator is global): the chief writes the backups,
+// every worker restores the newest, and the workers check that they restored the same one.
 class BackupAndRestoreImpl : public CallbackImpl {
  public:
   BackupAndRestoreImpl(std::string dir, std::optional<int64_t> save_freq)
@@ -292,9 +294,13 @@ class BackupAndRestoreImpl : public CallbackImpl {
         << "BackupAndRestore: save_freq must be positive, got " << *save_freq;
   }
   std::optional<ResumePoint> resume_point() override {
-    if (!checkpoint().restore_latest()) return std::nullopt;
-    std::fprintf(stderr, "weft: restored backup %s (epoch %d, step %lld)\n", dir_.c_str(),
-                 progress_.at.epoch, static_cast<long long>(progress_.at.step));
+    bool restored = checkpoint().restore_latest();
+    check_workers_agree(restored ? saves_ : 0);
+    if (!restored) return std::nullopt;
+    if (chief()) {
+      std::fprintf(stderr, "weft: restored backup %s (epoch %d, step %lld)\n", dir_.c_str(),
+                   progress_.at.epoch, static_cast<long long>(progress_.at.step));
+    }
     return progress_.at;
   }
   void on_epoch_begin(int epoch, const Logs&) override { epoch_ = epoch; }
@@ -304,7 +310,7 @@ class BackupAndRestoreImpl : public CallbackImpl {
   }
   void on_epoch_end(int epoch, Logs&) override { save({epoch + 1, 0}); }
   void on_train_end(const Logs&) override {
-    if (!model_->stop_training() || progress_.at.epoch >= epochs_) {
+    if (chief() && (!model_->stop_training() || progress_.at.epoch >= epochs_)) {
       std::filesystem::remove_all(dir_);
     }
   }
@@ -324,7 +330,28 @@ class BackupAndRestoreImpl : public CallbackImpl {
   void save(ResumePoint at) {
     progress_.at = at;
     steps_since_save_ = 0;
-    checkpoint().save(++saves_);
+    ++saves_;
+    if (chief()) checkpoint().save(saves_);
+  }
+  bool chief() const {
+    return model_->distribute_strategy().extended().first_local_replica() == 0;
+  }
+  // Every worker restored backup `number` (0: none), or FailedPrecondition naming what differs:
+  // a worker that cannot see the chief's backups would otherwise train from other weights.
+  void check_workers_agree(int64_t number) const {
+    const distribute::StrategyImpl& s = model_->distribute_strategy().extended();
+    const int workers = s.num_replicas_in_sync() / s.num_local_replicas();
+    if (workers == 1) return;
+    const double n = static_cast<double>(number);
+    std::vector<double> sums =
+        s.sum_across_workers(Tensor::from_vector(std::vector<double>{n, n * n}))
+            .to_vector<double>();
+    // All equal exactly when the squares' sum is the sum's square over the count.
+    WEFT_CHECK(sums[1] * workers == sums[0] * sums[0], FailedPrecondition)
+        << "BackupAndRestore: the workers restored different backups from " << dir_
+        << " (this worker: " << (number ? "backup " + std::to_string(number) : "none")
+        << "); every worker must see the same backup directory (on several hosts, a shared "
+           "file system)";
   }
   Checkpoint& checkpoint() {
     if (!checkpoint_) {
