@@ -297,6 +297,49 @@ TEST_F(MultiWorkerCli, AWorkerKilledMidEpochIsRestartedAndTheJobResumesFromItsBa
   EXPECT_FALSE(fs::exists(backup)) << "the backup outlived the completed job";
 }
 
+TEST_F(MultiWorkerCli, SigtermBacksUpAndTheJobResumesOnAnyNumberOfWorkers) {
+  // 250 steps backed up every 10. The first run gets SIGTERM (to weft launch, which forwards it,
+  // or to the single process) once a backup exists: it backs up the step it finished and exits
+  // with status 75. The second run, with 2 workers or 1, resumes there and ends with the
+  // uninterrupted run's weights (--deterministic gives the same bits on any cluster size).
+  write_dataset(dir_ / "big", 8000, 200);
+  const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft ";
+  const fs::path backup = dir_ / "backup";
+  auto command = [&](int workers, const std::string& json) {
+    std::string train = weft + "train --deterministic --quiet --epochs 2 --batch-size 64 "
+                        "--seed 5 --dataset " + (dir_ / "big").string() + " --backup-dir " +
+                        backup.string() + " --save-freq 10 --metrics-json " +
+                        (dir_ / json).string();
+    return workers == 1 ? train
+                        : weft + "launch -n 2 -- " + train + " --strategy multi_worker";
+  };
+  Result plain = shell("timeout 300 " + command(1, "plain.json"));
+  ASSERT_EQ(plain.status, 0) << plain.output;
+  const auto fingerprint = read_json(dir_ / "plain.json")["weights_fingerprint"];
+  for (auto [first, second] : {std::pair{2, 2}, {2, 1}, {1, 2}}) {
+    SCOPED_TRACE(std::to_string(first) + " then " + std::to_string(second) + " workers");
+    fs::remove_all(backup);
+    fs::remove(dir_ / "status");
+    Result stopped = shell(
+        "timeout 300 sh -c '" + command(first, "stopped.json") + " > " +
+        (dir_ / "stopped.log").string() + " 2>&1 & pid=$!; while [ ! -e " +
+        (backup / "checkpoint").string() +
+        " ] && kill -0 $pid 2>/dev/null; do sleep 0.005; done; kill -TERM $pid; wait $pid; "
+        "echo $? > " + (dir_ / "status").string() + "'; cat " + (dir_ / "stopped.log").string() +
+        " " + (dir_ / "status").string());
+    EXPECT_THAT(stopped.output, testing::EndsWith("75\n")) << stopped.output;
+    EXPECT_THAT(stopped.output, HasSubstr("weft: preempted (SIGTERM): backed up epoch "))
+        << stopped.output;
+    EXPECT_FALSE(fs::exists(dir_ / "stopped.json")) << "a preempted run wrote its metrics";
+    Result resumed = shell("timeout 300 " + command(second, "resumed.json"));
+    ASSERT_EQ(resumed.status, 0) << resumed.output;
+    EXPECT_THAT(resumed.output, HasSubstr("weft: restored backup " + backup.string()))
+        << resumed.output;
+    EXPECT_EQ(read_json(dir_ / "resumed.json")["weights_fingerprint"], fingerprint);
+    EXPECT_FALSE(fs::exists(backup));
+  }
+}
+
 TEST_F(MultiWorkerCli, LaunchNamesTheFailingWorkerAndStopsTheOthers) {
   // Worker 1 is given a dataset directory that does not exist: it fails at start; the launcher
   // names it, stops worker 0 and exits with its status.

@@ -29,6 +29,7 @@
 #include "weft/core/errors.h"
 #include "weft/core/hex.h"
 #include "weft/distribute/coordination/options.h"
+#include "weft/train/callbacks.h"
 
 extern char** environ;
 
@@ -101,6 +102,10 @@ std::vector<cpu_set_t> cpu_shares(int n) {
 }
 
 std::string describe_status(int status) {
+  if (WIFEXITED(status) && WEXITSTATUS(status) == train::kPreemptedExitStatus) {
+    return "exited with status " + std::to_string(WEXITSTATUS(status)) +
+           " (preempted, after backing up)";
+  }
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) {
     return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +

@@ -98,10 +98,12 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
   return distribute::MirroredStrategy();
 }
 
-void train_under(const TrainFlags& f, const distribute::Strategy& strategy,
-                 std::chrono::steady_clock::time_point start);
+// Returns the exit status: 0, or train::kPreemptedExitStatus when SIGTERM stopped training
+// after a backup.
+int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
+                std::chrono::steady_clock::time_point start);
 
-void run(const TrainFlags& f) {
+int run(const TrainFlags& f) {
   WEFT_CHECK(f.epochs >= 1 && f.batch_size >= 1 && f.lr > 0, InvalidArgument)
       << "--epochs, --batch-size and --lr must be positive (got " << f.epochs << ", "
       << f.batch_size << ", " << f.lr << ")";
@@ -119,7 +121,7 @@ void run(const TrainFlags& f) {
   // The cluster first: a malformed TF_CONFIG fails before any data is read.
   distribute::Strategy strategy = make_strategy(f);
   try {
-    train_under(f, strategy, start);
+    return train_under(f, strategy, start);
   } catch (const std::exception& e) {
     // Every other worker's wait ends naming this task and the error (fit's steps report their
     // own; this covers what fails between them, such as reading the data).
@@ -130,8 +132,8 @@ void run(const TrainFlags& f) {
   }
 }
 
-void train_under(const TrainFlags& f, const distribute::Strategy& strategy,
-                 std::chrono::steady_clock::time_point start) {
+int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
+                std::chrono::steady_clock::time_point start) {
   data::datasets::TrainTest data = load_dataset(f.dataset);
   // A shuffle buffer as large as the data: a full reshuffle every epoch, as Keras's fit does.
   data::Dataset train =
@@ -161,10 +163,12 @@ void train_under(const TrainFlags& f, const distribute::Strategy& strategy,
   }
   auto counter = std::make_shared<ExampleCounter>();
   std::vector<train::Callback> callbacks{train::Callback(counter)};
+  std::optional<train::BackupAndRestore> backup;
   if (!f.backup_dir.empty()) {
     std::optional<int64_t> save_freq;
     if (f.save_freq != "epoch") save_freq = std::stoll(f.save_freq);
-    callbacks.push_back(train::BackupAndRestore(f.backup_dir, save_freq));
+    backup.emplace(f.backup_dir, save_freq);
+    callbacks.push_back(*backup);
   }
   if (!f.checkpoint_dir.empty())
     callbacks.push_back(train::ModelCheckpoint(f.checkpoint_dir, {.monitor = "val_loss"}));
@@ -175,6 +179,7 @@ void train_under(const TrainFlags& f, const distribute::Strategy& strategy,
                                              .validation_data = test,
                                              .callbacks = callbacks,
                                              .verbose = f.quiet ? 0 : 1});
+  if (backup && backup->preempted()) return train::kPreemptedExitStatus;
   double fit_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - fit_start).count();
   std::map<std::string, double> result = model.evaluate(test);
@@ -207,6 +212,7 @@ void train_under(const TrainFlags& f, const distribute::Strategy& strategy,
     WEFT_CHECK(out.good(), FailedPrecondition) << "--metrics-json: cannot write " << f.metrics_json;
     out << j.dump(2) << "\n";
   }
+  return 0;
 }
 
 }  // namespace
@@ -263,7 +269,9 @@ void add_train(CLI::App& app) {
   cmd->add_option("--logdir", flags->logdir, "TensorBoard event files");
   cmd->add_option("--metrics-json", flags->metrics_json, "write a JSON summary when done");
   cmd->add_flag("--quiet", flags->quiet);
-  cmd->callback([flags] { run(*flags); });
+  cmd->callback([flags] {
+    if (int code = run(*flags)) throw CLI::RuntimeError(code);
+  });
 }
 
 }  // namespace weft::cli

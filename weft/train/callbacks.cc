@@ -1,7 +1,9 @@
 #include "weft/train/callbacks.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -282,6 +284,10 @@ class TensorBoardImpl : public CallbackImpl {
   std::unique_ptr<EventFileWriter> train_, validation_;
 };
 
+// Set by SIGTERM while a BackupAndRestore is in a fit().
+std::atomic<bool> termination_requested{false};
+void on_termination(int) { termination_requested = true; }
+
 // Saves {model, optimizer, iterator, progress} as a weft checkpoint; "progress" is the position
 // (epoch, step within it) training continues from. In a cluster every worker holds the same
 // state (the variables are mirrored and the iterator is global): the chief writes the backups,
@@ -303,19 +309,51 @@ class BackupAndRestoreImpl : public CallbackImpl {
     }
     return progress_.at;
   }
+  void on_train_begin(const Logs&) override {
+    preempted_ = false;
+    termination_requested = false;
+    struct sigaction sa {};
+    sa.sa_handler = on_termination;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, &previous_);
+  }
   void on_epoch_begin(int epoch, const Logs&) override { epoch_ = epoch; }
   void on_train_batch_end(int64_t step, const Logs&) override {
     ++steps_since_save_;
+    if (termination_agreed()) {
+      save({epoch_, step + 1});
+      preempted_ = true;
+      model_->set_stop_training(true);
+      if (chief()) {
+        std::fprintf(stderr,
+                     "weft: preempted (SIGTERM): backed up epoch %d, step %lld to %s; run the "
+                     "same command again to resume\n",
+                     epoch_, static_cast<long long>(step + 1), dir_.c_str());
+      }
+      return;
+    }
     if (save_freq_ && steps_since_save_ >= *save_freq_) save({epoch_, step + 1});
   }
-  void on_epoch_end(int epoch, Logs&) override { save({epoch + 1, 0}); }
+  void on_epoch_end(int epoch, Logs&) override {
+    if (!preempted_) save({epoch + 1, 0});
+  }
   void on_train_end(const Logs&) override {
+    sigaction(SIGTERM, &previous_, nullptr);
     if (chief() && (!model_->stop_training() || progress_.at.epoch >= epochs_)) {
       std::filesystem::remove_all(dir_);
     }
   }
+  bool preempted() const { return preempted_; }
 
  private:
+  // SIGTERM reached this process, or (in a cluster) any worker: every worker learns it after
+  // the same step.
+  bool termination_agreed() const {
+    bool here = termination_requested.load();
+    const distribute::StrategyImpl& s = model_->distribute_strategy().extended();
+    if (s.num_replicas_in_sync() == s.num_local_replicas()) return here;
+    return s.sum_across_workers(Tensor::scalar(here ? 1.0 : 0.0, kFloat64)).item<double>() > 0;
+  }
   struct Progress : Trackable {
     ResumePoint at;
     std::vector<std::pair<std::string, Variable>> tracked_variables() const override { return {}; }
@@ -377,6 +415,8 @@ class BackupAndRestoreImpl : public CallbackImpl {
   std::unique_ptr<Checkpoint> checkpoint_;
   int epoch_ = 0;
   int64_t steps_since_save_ = 0, saves_ = 0;
+  bool preempted_ = false;
+  struct sigaction previous_ {};
 };
 
 }  // namespace
@@ -394,5 +434,8 @@ TensorBoard::TensorBoard(std::string log_dir, int64_t update_freq)
     : Callback(std::make_shared<TensorBoardImpl>(std::move(log_dir), update_freq)) {}
 BackupAndRestore::BackupAndRestore(std::string backup_dir, std::optional<int64_t> save_freq)
     : Callback(std::make_shared<BackupAndRestoreImpl>(std::move(backup_dir), save_freq)) {}
+bool BackupAndRestore::preempted() const {
+  return static_cast<const BackupAndRestoreImpl&>(impl()).preempted();
+}
 
 }  // namespace weft::train

@@ -81,9 +81,19 @@ class TensorBoard : public Callback {
 // iterator's position and the progress in `backup_dir` at each epoch's end, and every save_freq
 // steps if given; a restarted fit() restores the newest intact backup and continues exactly where
 // it was saved. The backup is deleted when fit() completes.
+//
+// Preemption: while fit() runs, SIGTERM (to any worker of a cluster) makes every worker finish
+// its current step; the job then backs up that point and fit() returns early with preempted()
+// true, so that a restart loses no step. The previous SIGTERM handler is put back when fit()
+// ends.
 class BackupAndRestore : public Callback {
  public:
   explicit BackupAndRestore(std::string backup_dir, std::optional<int64_t> save_freq = {});
+  // fit() stopped because of SIGTERM, after backing up.
+  bool preempted() const;
 };
+
+// The exit status of a program that was preempted and backed up (EX_TEMPFAIL: run it again).
+inline constexpr int kPreemptedExitStatus = 75;
 
 }  // namespace weft::train

@@ -102,6 +102,8 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
       }
       ++step;
       ++trained;
+      // A callback stopped training within the epoch (as Keras's fit, which ends the epoch there).
+      if (m.stop_training) break;
     }
     WEFT_CHECK(trained > 0 || steps, InvalidArgument) << "fit: the training dataset is empty";
     if (options.validation_data) {
