@@ -294,6 +294,9 @@ TEST_F(MultiWorkerCli, AWorkerKilledMidEpochIsRestartedAndTheJobResumesFromItsBa
       << r.output;
   EXPECT_EQ(read_json(dir_ / "resumed.json")["weights_fingerprint"],
             read_json(dir_ / "plain.json")["weights_fingerprint"]);
+  // No example trained twice or skipped: two epochs of 8000, over both starts.
+  EXPECT_EQ(read_json(dir_ / "plain.json")["examples_trained"], 16000);
+  EXPECT_EQ(read_json(dir_ / "resumed.json")["examples_trained"], 16000);
   EXPECT_FALSE(fs::exists(backup)) << "the backup outlived the completed job";
 }
 
@@ -336,6 +339,7 @@ TEST_F(MultiWorkerCli, SigtermBacksUpAndTheJobResumesOnAnyNumberOfWorkers) {
     EXPECT_THAT(resumed.output, HasSubstr("weft: restored backup " + backup.string()))
         << resumed.output;
     EXPECT_EQ(read_json(dir_ / "resumed.json")["weights_fingerprint"], fingerprint);
+    EXPECT_EQ(read_json(dir_ / "resumed.json")["examples_trained"], 16000);
     EXPECT_FALSE(fs::exists(backup));
   }
 }

@@ -205,6 +205,8 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
         {"test_loss", result["loss"]},
         {"test_accuracy", result["accuracy"]},
         {"train_examples_per_sec", counter->examples / fit_seconds},
+        // Over the whole job: with a backup, the runs it resumed from count too.
+        {"examples_trained", backup ? backup->examples_trained() : counter->examples},
         {"wall_seconds", wall},
         {"weights_fingerprint", model.weights_fingerprint()},
     };

@@ -302,6 +302,7 @@ class BackupAndRestoreImpl : public CallbackImpl {
   std::optional<ResumePoint> resume_point() override {
     bool restored = checkpoint().restore_latest();
     check_workers_agree(restored ? saves_ : 0);
+    examples_ = restored ? progress_.examples : 0;
     if (!restored) return std::nullopt;
     if (chief()) {
       std::fprintf(stderr, "weft: restored backup %s (epoch %d, step %lld)\n", dir_.c_str(),
@@ -320,6 +321,7 @@ class BackupAndRestoreImpl : public CallbackImpl {
   void on_epoch_begin(int epoch, const Logs&) override { epoch_ = epoch; }
   void on_train_batch_end(int64_t step, const Logs&) override {
     ++steps_since_save_;
+    examples_ += batch_examples_;
     if (termination_agreed()) {
       save({epoch_, step + 1});
       preempted_ = true;
@@ -344,6 +346,7 @@ class BackupAndRestoreImpl : public CallbackImpl {
     }
   }
   bool preempted() const { return preempted_; }
+  int64_t examples_trained() const { return examples_; }
 
  private:
   // SIGTERM reached this process, or (in a cluster) any worker: every worker learns it after
@@ -354,19 +357,25 @@ class BackupAndRestoreImpl : public CallbackImpl {
     if (s.num_replicas_in_sync() == s.num_local_replicas()) return here;
     return s.sum_across_workers(Tensor::scalar(here ? 1.0 : 0.0, kFloat64)).item<double>() > 0;
   }
+  // Where training continues, and how many examples the job has trained on before it.
   struct Progress : Trackable {
     ResumePoint at;
+    int64_t examples = 0;
     std::vector<std::pair<std::string, Variable>> tracked_variables() const override { return {}; }
     std::string tracked_state() const override {
-      return std::to_string(at.epoch) + " " + std::to_string(at.step);
+      return std::to_string(at.epoch) + " " + std::to_string(at.step) + " " +
+             std::to_string(examples);
     }
     void restore_state(const std::string& s) override {
-      WEFT_CHECK(std::sscanf(s.c_str(), "%d %ld", &at.epoch, &at.step) == 2, DataLoss)
+      examples = 0;  // absent from backups made before it was counted
+      WEFT_CHECK(std::sscanf(s.c_str(), "%d %ld %ld", &at.epoch, &at.step, &examples) >= 2,
+                 DataLoss)
           << "BackupAndRestore: unreadable progress record \"" << s << "\"";
     }
   };
   void save(ResumePoint at) {
     progress_.at = at;
+    progress_.examples = examples_;
     steps_since_save_ = 0;
     ++saves_;
     if (chief()) checkpoint().save(saves_);
@@ -416,6 +425,7 @@ class BackupAndRestoreImpl : public CallbackImpl {
   int epoch_ = 0;
   int64_t steps_since_save_ = 0, saves_ = 0;
   bool preempted_ = false;
+  int64_t examples_ = 0;  // trained on by the job, before this run too
   struct sigaction previous_ {};
 };
 
@@ -436,6 +446,9 @@ BackupAndRestore::BackupAndRestore(std::string backup_dir, std::optional<int64_t
     : Callback(std::make_shared<BackupAndRestoreImpl>(std::move(backup_dir), save_freq)) {}
 bool BackupAndRestore::preempted() const {
   return static_cast<const BackupAndRestoreImpl&>(impl()).preempted();
+}
+int64_t BackupAndRestore::examples_trained() const {
+  return static_cast<const BackupAndRestoreImpl&>(impl()).examples_trained();
 }
 
 }  // namespace weft::train

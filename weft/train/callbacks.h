@@ -91,6 +91,9 @@ class BackupAndRestore : public Callback {
   explicit BackupAndRestore(std::string backup_dir, std::optional<int64_t> save_freq = {});
   // fit() stopped because of SIGTERM, after backing up.
   bool preempted() const;
+  // Examples the job has trained on, counting the runs before the backup it resumed from (each
+  // step's global batch).
+  int64_t examples_trained() const;
 };
 
 // The exit status of a program that was preempted and backed up (EX_TEMPFAIL: run it again).
