@@ -44,9 +44,15 @@ void print_listing(const ckpt::CheckpointIndex& index) {
   for (const auto& s : index.state) width = std::max(width, s.name.size());
   std::printf("variables (%zu):\n", index.tensors.size());
   for (const auto& t : index.tensors) {
-    std::printf("  %-*s  %-8s  %-16s  %12llu bytes\n", static_cast<int>(width), t.path.c_str(),
+    // A slice (format v2) says where it lies in which tensor, and which writer's file holds it.
+    std::string slice;
+    if (t.global_shape) {
+      slice = "  slice at " + shape_str(t.slice_offsets) + " of " + shape_str(*t.global_shape) +
+              ", in " + t.shard;
+    }
+    std::printf("  %-*s  %-8s  %-16s  %12llu bytes%s\n", static_cast<int>(width), t.path.c_str(),
                 std::string(dtype_name(t.dtype)).c_str(), shape_str(t.shape).c_str(),
-                static_cast<unsigned long long>(t.length));
+                static_cast<unsigned long long>(t.length), slice.c_str());
     total += t.length;
   }
   std::printf("state (%zu):\n", index.state.size());

@@ -16,7 +16,9 @@
 #include "weft/core/crc32c.h"
 #include "weft/core/errors.h"
 #include "weft/core/file_io.h"
+#include "weft/core/internal/io_faults.h"
 #include "weft/ops/cast.h"
+#include "weft/ops/shape_ops.h"
 
 namespace weft::checkpoint {
 namespace {
@@ -46,6 +48,19 @@ struct Blob {
 };
 
 uint64_t align_up(uint64_t n) { return (n + kDataAlignment - 1) / kDataAlignment * kDataAlignment; }
+
+TensorEntry entry_of(const std::string& path, const Tensor& value, const Blob& b,
+                     const std::string& shard) {
+  TensorEntry e;
+  e.path = path;
+  e.dtype = value.dtype();
+  e.shape = value.shape();
+  e.shard = shard;
+  e.offset = b.offset;
+  e.length = b.size;
+  e.crc32c = b.crc;
+  return e;
+}
 
 // Problems go to a sink: read_checkpoint throws at the first, verify_checkpoint collects them all.
 using Sink = std::function<void(const std::string&)>;
@@ -180,6 +195,75 @@ void read_blob(const std::string& dir, OpenShards& shards, const std::string& wh
   }
 }
 
+// A sliced tensor's entries (format v2) agree on dtype and global shape, and cover it exactly
+// once: their volumes add up to it and no two overlap.
+void check_coverage(const std::string& index_file, const std::string& path,
+                    const std::vector<const TensorEntry*>& slices, const Sink& sink) {
+  const TensorEntry& first = *slices[0];
+  std::string who = index_file + ": tensor \"" + path + "\": ";
+  uint64_t volume = 0;
+  for (const TensorEntry* s : slices) {
+    if (s->dtype != first.dtype || *s->global_shape != *first.global_shape) {
+      return sink(who + "its slices disagree on dtype or global shape (" +
+                  std::string(dtype_name(first.dtype)) + " " + shape_str(*first.global_shape) +
+                  " and " + std::string(dtype_name(s->dtype)) + " " +
+                  shape_str(*s->global_shape) + "): a checkpoint mixed from two saves");
+    }
+    volume += static_cast<uint64_t>(num_elements(s->shape));
+  }
+  for (size_t a = 0; a < slices.size(); ++a) {
+    for (size_t b = a + 1; b < slices.size(); ++b) {
+      bool overlap = num_elements(slices[a]->shape) > 0 && num_elements(slices[b]->shape) > 0;
+      for (size_t d = 0; overlap && d < first.shape.size(); ++d) {
+        int64_t lo = std::max(slices[a]->slice_offsets[d], slices[b]->slice_offsets[d]);
+        int64_t hi = std::min(slices[a]->slice_offsets[d] + slices[a]->shape[d],
+                              slices[b]->slice_offsets[d] + slices[b]->shape[d]);
+        overlap = lo < hi;
+      }
+      if (overlap) {
+        return sink(who + "slices in " + slices[a]->shard + " and " + slices[b]->shard +
+                    " overlap: a checkpoint mixed from two saves");
+      }
+    }
+  }
+  if (volume != static_cast<uint64_t>(num_elements(*first.global_shape))) {
+    sink(who + "its slices cover " + std::to_string(volume) + " of its " +
+         std::to_string(num_elements(*first.global_shape)) +
+         " elements: a part of the checkpoint is missing");
+  }
+}
+
+// Every sliced tensor's entries, by path, in the order they first appear.
+std::vector<std::pair<std::string, std::vector<const TensorEntry*>>> sliced_tensors(
+    const CheckpointIndex& index) {
+  std::vector<std::pair<std::string, std::vector<const TensorEntry*>>> out;
+  std::map<std::string, size_t> at;
+  for (const TensorEntry& t : index.tensors) {
+    if (!t.global_shape) continue;
+    auto [it, added] = at.emplace(t.path, out.size());
+    if (added) out.emplace_back(t.path, std::vector<const TensorEntry*>{});
+    out[it->second].second.push_back(&t);
+  }
+  return out;
+}
+
+void check_every_coverage(const std::string& dir, const CheckpointIndex& index, const Sink& sink) {
+  for (const auto& [path, slices] : sliced_tensors(index)) {
+    check_coverage(dir + "/" + kIndexFileName, path, slices, sink);
+  }
+}
+
+std::string part_index_name(int part, int parts) {
+  return "index-" + internal::shard_file_name(part, parts).substr(5) + ".json";
+}
+
+std::string temporary_directory(const std::string& dir, const std::string& save_id) {
+  WEFT_CHECK(!save_id.empty() && save_id.find('/') == std::string::npos, InvalidArgument)
+      << "checkpoint " << dir << ": save_id \"" << save_id
+      << "\" must be non-empty and without '/'";
+  return dir + std::string(kTmpMarker) + save_id;
+}
+
 }  // namespace
 
 void write_checkpoint(const std::string& dir_arg, const std::vector<SavedTensor>& tensors,
@@ -224,6 +308,7 @@ void write_checkpoint(const std::string& dir_arg, const std::vector<SavedTensor>
 
   std::string tmp = dir + std::string(kTmpMarker) + std::to_string(::getpid());
   std::filesystem::remove_all(tmp, ec);  // from an earlier process with our pid that crashed
+  io::internal::io_step();
   WEFT_CHECK(::mkdir(tmp.c_str(), 0755) == 0, FailedPrecondition)
       << "write_checkpoint: cannot create " << tmp << ": " << errno_text(errno);
   try {
@@ -243,9 +328,8 @@ void write_checkpoint(const std::string& dir_arg, const std::vector<SavedTensor>
       index.shards.push_back({name, f.offset()});
     }
     for (size_t i = 0; i < tensors.size(); ++i) {
-      const Blob& b = blobs[i];
-      index.tensors.push_back({tensors[i].path, values[i].dtype(), values[i].shape(),
-                               index.shards[b.shard].file, b.offset, b.size, b.crc});
+      index.tensors.push_back(entry_of(tensors[i].path, values[i], blobs[i],
+                                       index.shards[blobs[i].shard].file));
     }
     size_t i = tensors.size();
     for (const auto& [name, bytes] : state) {
@@ -272,11 +356,24 @@ LoadedCheckpoint read_checkpoint(const std::string& dir_arg) {
   CheckpointIndex index = load_index(dir);
   OpenShards shards = open_shards(dir, index, throw_data_loss);
   LoadedCheckpoint out;
+  check_every_coverage(dir, index, throw_data_loss);
+  autodiff::NoRecordScope no_record;
   for (const TensorEntry& t : index.tensors) {
     Tensor value = Tensor::empty(t.shape, t.dtype);
     read_blob(dir, shards, "tensor \"" + t.path + "\"", t.shard, t.offset, t.length, t.crc32c,
               value.raw_data(), throw_data_loss);
-    out.tensors.emplace(t.path, std::move(value));
+    if (!t.global_shape) {
+      out.tensors.emplace(t.path, std::move(value));
+      continue;
+    }
+    // A slice: written into the whole tensor, made at its first slice.
+    auto [it, first] = out.tensors.try_emplace(t.path);
+    if (first) it->second = Tensor::empty(*t.global_shape, t.dtype);
+    std::vector<Slice> where;
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      where.push_back(Slice{t.slice_offsets[d], t.slice_offsets[d] + t.shape[d]});
+    }
+    if (value.numel() > 0) assign_into(slice(it->second, where), value);
   }
   for (const StateEntry& s : index.state) {
     std::string bytes(s.length, '\0');
@@ -330,8 +427,117 @@ VerifyReport verify_checkpoint(const std::string& dir_arg) {
               nullptr, collect);
   }
   check_padding(dir, *report.index, shards, collect);
+  check_every_coverage(dir, *report.index, collect);
   report.ok = report.problems.empty();
   return report;
+}
+
+void write_checkpoint_part(const std::string& dir_arg, const std::string& save_id, int part,
+                           int parts, const std::vector<SavedSlice>& slices,
+                           const std::map<std::string, std::string>& state) {
+  std::string dir = strip_trailing_slashes(dir_arg);
+  WEFT_CHECK(parts >= 1 && part >= 0 && part < parts, InvalidArgument)
+      << "write_checkpoint_part: part " << part << " of " << parts;
+  const std::string tmp = temporary_directory(dir, save_id);
+  io::internal::io_step();
+  WEFT_CHECK(::mkdir(tmp.c_str(), 0755) == 0 || errno == EEXIST, FailedPrecondition)
+      << "write_checkpoint_part: cannot create " << tmp << ": " << errno_text(errno);
+  autodiff::NoRecordScope no_record;
+  std::vector<Tensor> values;
+  std::vector<Blob> blobs;
+  values.reserve(slices.size());
+  for (const SavedSlice& s : slices) {
+    WEFT_CHECK(!s.path.empty() && s.value.defined(), InvalidArgument)
+        << "write_checkpoint_part: slice \"" << s.path << "\" has an empty path or no value";
+    WEFT_CHECK(s.global_shape.size() == s.value.shape().size() &&
+                   s.offsets.size() == s.global_shape.size(),
+               InvalidArgument)
+        << "write_checkpoint_part: slice \"" << s.path << "\" of shape "
+        << shape_str(s.value.shape()) << " at " << shape_str(s.offsets) << " of "
+        << shape_str(s.global_shape) << ": the ranks differ";
+    for (size_t d = 0; d < s.global_shape.size(); ++d) {
+      WEFT_CHECK(s.offsets[d] >= 0 && s.offsets[d] + s.value.dim(static_cast<int64_t>(d)) <=
+                                          s.global_shape[d],
+                 InvalidArgument)
+          << "write_checkpoint_part: slice \"" << s.path << "\" of shape "
+          << shape_str(s.value.shape()) << " at " << shape_str(s.offsets)
+          << " does not lie within " << shape_str(s.global_shape);
+    }
+    values.push_back(contiguous(s.value));
+    blobs.push_back({values.back().raw_data(),
+                     static_cast<uint64_t>(values.back().numel() * dtype_size(s.value.dtype()))});
+  }
+  for (const auto& [name, bytes] : state) blobs.push_back({bytes.data(), bytes.size()});
+  CheckpointIndex index;
+  const std::string name = internal::shard_file_name(part, parts);
+  {
+    OutputFile f(tmp + "/" + name);
+    for (Blob& b : blobs) {
+      f.pad_to_multiple_of(kDataAlignment);
+      b.offset = f.offset();
+      b.crc = crc32c(b.data, b.size);
+      f.append(b.data, b.size);
+    }
+    f.sync_and_close();
+    index.shards.push_back({name, f.offset()});
+  }
+  for (size_t i = 0; i < slices.size(); ++i) {
+    TensorEntry e = entry_of(slices[i].path, values[i], blobs[i], name);
+    e.global_shape = slices[i].global_shape;
+    e.slice_offsets = slices[i].offsets;
+    index.tensors.push_back(std::move(e));
+  }
+  size_t i = slices.size();
+  for (const auto& [state_name, bytes] : state) {
+    const Blob& b = blobs[i++];
+    index.state.push_back({state_name, name, b.offset, b.size, b.crc});
+  }
+  std::string encoded = internal::encode_index(index);
+  OutputFile f(tmp + "/" + part_index_name(part, parts));
+  f.append(encoded.data(), encoded.size());
+  f.sync_and_close();
+  io::fsync_directory(tmp);
+}
+
+void commit_checkpoint(const std::string& dir_arg, const std::string& save_id, int parts) {
+  std::string dir = strip_trailing_slashes(dir_arg);
+  const std::string tmp = temporary_directory(dir, save_id);
+  CheckpointIndex merged;
+  for (int k = 0; k < parts; ++k) {
+    const std::string path = tmp + "/" + part_index_name(k, parts);
+    std::string bytes, error;
+    WEFT_CHECK(io::read_whole_file(path, &bytes, &error), DataLoss)
+        << path << ": part " << k << " of " << parts << " of checkpoint " << dir
+        << " was not written (" << error << ")";
+    CheckpointIndex part = internal::decode_index(bytes, path);
+    for (const ShardEntry& s : part.shards) {
+      struct stat st;
+      std::string file = tmp + "/" + s.file;
+      WEFT_CHECK(::stat(file.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == s.length,
+                 DataLoss)
+          << file << ": part " << k << "'s data file is missing or not the " << s.length
+          << " bytes its entries record";
+      merged.shards.push_back(s);
+    }
+    merged.tensors.insert(merged.tensors.end(), part.tensors.begin(), part.tensors.end());
+    merged.state.insert(merged.state.end(), part.state.begin(), part.state.end());
+  }
+  std::string encoded = internal::encode_index(merged);
+  // What a reader will check (duplicates, coverage), before anything is committed.
+  CheckpointIndex check = internal::decode_index(encoded, tmp + "/" + kIndexFileName);
+  check_every_coverage(tmp, check, throw_data_loss);
+  {
+    OutputFile f(tmp + "/" + kIndexFileName);
+    f.append(encoded.data(), encoded.size());
+    f.sync_and_close();
+  }
+  for (int k = 0; k < parts; ++k) {
+    io::internal::io_step();
+    std::filesystem::remove(tmp + "/" + part_index_name(k, parts));
+  }
+  io::fsync_directory(tmp);
+  io::rename_directory_replacing(tmp, dir);
+  io::fsync_directory(io::parent_directory(dir));
 }
 
 }  // namespace weft::checkpoint

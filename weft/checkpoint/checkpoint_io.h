@@ -26,7 +26,9 @@
 namespace weft::checkpoint {
 
 inline constexpr const char* kMagic = "weft-checkpoint";
-inline constexpr int kFormatVersion = 1;
+// Written by this weft; it reads 1 and 2. Version 2 adds slices of tensors in global
+// coordinates and checkpoints written by several processes together (write_checkpoint_part).
+inline constexpr int kFormatVersion = 2;
 inline constexpr const char* kIndexFileName = "index.json";
 // Every tensor and blob starts at a multiple of this in its shard (so shards can be mapped).
 inline constexpr uint64_t kDataAlignment = 64;
@@ -74,6 +76,10 @@ struct TensorEntry {
   uint64_t offset;
   uint64_t length;
   uint32_t crc32c;
+  // Format v2: this entry is the slice of a tensor of `global_shape` that starts at
+  // `slice_offsets` (its extents are `shape`). Absent for a whole tensor.
+  std::optional<Shape> global_shape;
+  std::vector<int64_t> slice_offsets;
 };
 struct StateEntry {
   std::string name;
@@ -88,6 +94,26 @@ struct CheckpointIndex {
   std::vector<TensorEntry> tensors;  // in the order they were written
   std::vector<StateEntry> state;     // by name
 };
+
+// Format v2, several writers (DISTRIBUTED.md §4). Every writer k of n calls
+// write_checkpoint_part with the same `dir` and `save_id` (unique to this save, e.g. chosen by the
+// chief and shared): it writes its slices and blobs to data-k-of-n in the save's temporary
+// directory `<dir>.tmp-<save_id>` and its entries next to them, all fsynced. Once every part is
+// written, one writer (the chief) calls commit_checkpoint: it checks every part, writes
+// index.json last and renames the directory into place. A tensor's slices, from any writers,
+// must cover it exactly once; read_checkpoint assembles them.
+struct SavedSlice {
+  std::string path;
+  Tensor value;               // the slice's values
+  Shape global_shape;         // the whole tensor's
+  std::vector<int64_t> offsets;  // where the slice starts in it
+};
+void write_checkpoint_part(const std::string& dir, const std::string& save_id, int part,
+                           int parts, const std::vector<SavedSlice>& slices,
+                           const std::map<std::string, std::string>& state);
+// DataLoss naming the file when a part is missing or damaged (the temporary directory is then
+// left as it is: it never counts as a checkpoint).
+void commit_checkpoint(const std::string& dir, const std::string& save_id, int parts);
 
 // Reads and checks index.json only (its CRC, structure, and that every entry lies inside its
 // shard's recorded length). Throws as read_checkpoint does.

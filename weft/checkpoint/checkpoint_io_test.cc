@@ -13,10 +13,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "weft/core/crc32c.h"
 #include "weft/core/errors.h"
+#include "weft/core/internal/io_faults.h"
 #include "weft/ops/cast.h"
+#include "weft/ops/elementwise.h"
 #include "weft/ops/shape_ops.h"
 
 namespace {
@@ -142,7 +145,7 @@ TEST_F(CheckpointIoTest, RoundTripsEveryDtypeExactly) {
   }
   EXPECT_EQ(index.tensors[6].length, 16u);  // float32 (1, 2, 2)
   EXPECT_EQ(read_bytes(dir + "/index.json").substr(0, 50),
-            "{\"magic\":\"weft-checkpoint\",\"format_version\":1,\"ind");
+            "{\"magic\":\"weft-checkpoint\",\"format_version\":2,\"ind");
   // Nothing but the checkpoint is left in the parent: the temporary directory was renamed.
   EXPECT_EQ(std::distance(fs::directory_iterator(root_), fs::directory_iterator()), 1);
   EXPECT_TRUE(ckpt::check_committed(dir).empty());
@@ -318,19 +321,158 @@ TEST_F(CheckpointIoTest, EveryFlippedIndexByteIsCaught) {
   EXPECT_NO_THROW(ckpt::read_checkpoint(dir));
 }
 
-TEST_F(CheckpointIoTest, NewerFormatVersionIsFailedPrecondition) {
-  // What a future weft would write: a valid index of version 2.
-  std::string dir = write_small();
+// Rewrites dir's index header to `version`, with a valid CRC.
+void set_format_version(const std::string& dir, int version) {
   std::string path = dir + "/index.json";
   std::string index = read_bytes(path);
   size_t nl = index.find('\n');
   std::string body = index.substr(nl + 1, index.size() - nl - 1 - 3);
-  std::string prefix = "{\"magic\":\"weft-checkpoint\",\"format_version\":2,\"index_crc32c\":\"";
+  std::string prefix = "{\"magic\":\"weft-checkpoint\",\"format_version\":" +
+                       std::to_string(version) + ",\"index_crc32c\":\"";
   uint32_t crc = weft::crc32c(body.data(), body.size(), weft::crc32c(prefix.data(), prefix.size()));
   char hex[9];
   std::snprintf(hex, sizeof hex, "%08x", crc);
   write_bytes(path, prefix + hex + "\",\"index\":\n" + body + "\n}\n");
+}
+
+TEST_F(CheckpointIoTest, NewerFormatVersionIsFailedPrecondition) {
+  // What a future weft would write: a valid index of version 3.
+  std::string dir = write_small();
+  set_format_version(dir, 3);
   EXPECT_THROW(ckpt::read_checkpoint(dir), weft::FailedPrecondition);
+}
+
+TEST_F(CheckpointIoTest, VersionOneCheckpointsStillRead) {
+  // A checkpoint of whole tensors is the same in version 1 but for its header.
+  std::string dir = write_small();
+  set_format_version(dir, 1);
+  ckpt::LoadedCheckpoint loaded = ckpt::read_checkpoint(dir);
+  EXPECT_EQ(ckpt::read_index(dir).format_version, 1);
+  EXPECT_EQ(loaded.tensors.at("model/a").to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(loaded.state.at("iterator"), std::string("pos=42\0tail", 11));
+}
+
+// Writer `part` of `parts`: rows of "w" (5 x 2) and "v" (3,) as row_range cuts them, and, on
+// part 0, the scalar "s" and the state.
+void write_part(const std::string& dir, const std::string& id, int part, int parts, float base) {
+  Tensor w = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {5, 2});
+  Tensor v = Tensor::from_vector<int64_t>({7, 8, 9}, {3});
+  std::vector<ckpt::SavedSlice> slices;
+  for (auto [name, t] : {std::pair{"w", w}, {"v", v}}) {
+    int64_t rows = t.dim(0), lo = rows * part / parts, hi = rows * (part + 1) / parts;
+    Tensor rows_of = weft::slice(t, {weft::Slice{lo, hi}});
+    if (t.dtype() == weft::kFloat32) {
+      rows_of = weft::add(rows_of, Tensor::scalar(base, weft::kFloat32));
+    }
+    weft::Shape offsets(static_cast<size_t>(t.rank()), 0);
+    offsets[0] = lo;
+    slices.push_back({name, rows_of, t.shape(), offsets});
+  }
+  std::map<std::string, std::string> state;
+  if (part == 0) {
+    slices.push_back({"s", Tensor::from_vector<double>({base}, {}), {}, {}});
+    state["step"] = std::to_string(base);
+  }
+  ckpt::write_checkpoint_part(dir, id, part, parts, slices, state);
+}
+
+TEST_F(CheckpointIoTest, SeveralWritersWriteOneCheckpointOfSlices) {
+  std::string dir = root_ + "/ckpt-3";
+  std::vector<std::thread> writers;
+  for (int k = 0; k < 3; ++k) writers.emplace_back([&, k] { write_part(dir, "save1", k, 3, 100); });
+  for (auto& t : writers) t.join();
+  EXPECT_FALSE(fs::exists(dir)) << "visible before the commit";
+  ckpt::commit_checkpoint(dir, "save1", 3);
+  ckpt::LoadedCheckpoint loaded = ckpt::read_checkpoint(dir);
+  EXPECT_EQ(loaded.tensors.at("w").shape(), (weft::Shape{5, 2}));
+  EXPECT_EQ(loaded.tensors.at("w").to_vector<float>(),
+            (std::vector<float>{100, 101, 102, 103, 104, 105, 106, 107, 108, 109}));
+  EXPECT_EQ(loaded.tensors.at("v").to_vector<int64_t>(), (std::vector<int64_t>{7, 8, 9}));
+  EXPECT_EQ(loaded.tensors.at("s").item<double>(), 100);
+  EXPECT_EQ(loaded.state.at("step"), std::to_string(100.0f));
+  ckpt::CheckpointIndex index = ckpt::read_index(dir);
+  EXPECT_EQ(index.format_version, 2);
+  ASSERT_EQ(index.shards.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(index.shards[static_cast<size_t>(k)].file,
+              "data-0000" + std::to_string(k) + "-of-00003");
+  }
+  // Only the data files and the index are committed; no temporary directory is left.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 4);
+  EXPECT_EQ(std::distance(fs::directory_iterator(root_), fs::directory_iterator()), 1);
+  EXPECT_TRUE(ckpt::verify_checkpoint(dir).ok);
+}
+
+TEST_F(CheckpointIoTest, AMissingOrMixedPartIsRefusedNamingTheFile) {
+  std::string dir = root_ + "/ckpt-4";
+  // Part 1 never written: the commit names its index file.
+  write_part(dir, "a", 0, 2, 1);
+  EXPECT_THAT(data_loss_message([&] { ckpt::commit_checkpoint(dir, "a", 2); }),
+              HasSubstr("ckpt-4.tmp-a/index-00001-of-00002.json: part 1 of 2"));
+  EXPECT_FALSE(fs::exists(dir));
+  // A part written for another number of writers: its rows overlap this save's.
+  write_part(dir, "b", 0, 2, 1);
+  write_part(dir, "b", 1, 3, 1);
+  fs::rename(root_ + "/ckpt-4.tmp-b/index-00001-of-00003.json",
+             root_ + "/ckpt-4.tmp-b/index-00001-of-00002.json");
+  std::string mixed = data_loss_message([&] { ckpt::commit_checkpoint(dir, "b", 2); });
+  EXPECT_THAT(mixed, HasSubstr("tensor \"w\""));
+  EXPECT_THAT(mixed, testing::AnyOf(HasSubstr("overlap"), HasSubstr("is missing")));
+  // A committed checkpoint whose data file is swapped for another save's: the CRC names it.
+  write_part(dir, "c", 0, 2, 1);
+  write_part(dir, "c", 1, 2, 1);
+  ckpt::commit_checkpoint(dir, "c", 2);
+  write_part(root_ + "/other", "d", 1, 2, 2);
+  fs::copy_file(root_ + "/other.tmp-d/data-00001-of-00002", dir + "/data-00001-of-00002",
+                fs::copy_options::overwrite_existing);
+  EXPECT_THAT(data_loss_message([&] { ckpt::read_checkpoint(dir); }),
+              HasSubstr("ckpt-4/data-00001-of-00002: tensor \"w\""));
+}
+
+TEST_F(CheckpointIoTest, KillingTheWritersAtEveryStepLeavesTheOldOrTheNewCheckpoint) {
+  // A two-writer save of "new" values over a committed checkpoint of "old" ones, killed (in a
+  // forked child) at each of its file-system steps in turn. Afterwards the checkpoint reads back
+  // whole, old or new, never mixed; or it is refused with DataLoss naming a file of it.
+  std::string dir = root_ + "/ckpt-9";
+  auto save = [&](float base, const std::string& id) {
+    write_part(dir, id, 0, 2, base);
+    write_part(dir, id, 1, 2, base);
+    ckpt::commit_checkpoint(dir, id, 2);
+  };
+  save(1, "first");
+  const uint64_t before = weft::io::internal::io_steps();
+  save(2, "counted");
+  const uint64_t steps = weft::io::internal::io_steps() - before;
+  ASSERT_GE(steps, 20u) << "a save has fewer steps than the crash points to test";
+  RecordProperty("crash_points", std::to_string(steps));
+  int old_seen = 0, new_seen = 0;
+  for (uint64_t k = 1; k <= steps; ++k) {
+    SCOPED_TRACE("killed at step " + std::to_string(k) + " of " + std::to_string(steps));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    save(1, "old");
+    EXPECT_EXIT(
+        {
+          weft::io::internal::crash_after_io_steps(k);
+          save(2, "new");
+        },
+        testing::ExitedWithCode(weft::io::internal::kIoFaultExitStatus), "");
+    try {
+      ckpt::LoadedCheckpoint loaded = ckpt::read_checkpoint(dir);
+      const double base = loaded.tensors.at("s").item<double>();
+      ASSERT_TRUE(base == 1 || base == 2) << base;
+      (base == 1 ? old_seen : new_seen)++;
+      std::vector<float> w;
+      for (int i = 0; i < 10; ++i) w.push_back(static_cast<float>(base) + static_cast<float>(i));
+      EXPECT_EQ(loaded.tensors.at("w").to_vector<float>(), w);
+      EXPECT_EQ(loaded.state.at("step"), std::to_string(static_cast<float>(base)));
+    } catch (const weft::DataLoss& e) {
+      EXPECT_THAT(e.message(), HasSubstr(dir)) << "a refusal must name the checkpoint's file";
+    }
+  }
+  // The old checkpoint until the rename, the new one after it.
+  EXPECT_GT(old_seen, 0);
+  EXPECT_GT(new_seen, 0);
 }
 
 }  // namespace

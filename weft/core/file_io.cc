@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "weft/core/errors.h"
+#include "weft/core/internal/io_faults.h"
 
 namespace weft::io {
 namespace {
@@ -36,7 +37,23 @@ int pread_fully(int fd, uint64_t offset, void* dst, size_t size, uint64_t* at) {
 
 std::string errno_text(int err) { return std::system_category().message(err); }
 
+namespace internal {
+namespace {
+std::atomic<uint64_t> steps{0};
+std::atomic<uint64_t> crash_at{0};  // 0: never
+}  // namespace
+
+void io_step() {
+  uint64_t n = ++steps;
+  uint64_t at = crash_at.load();
+  if (at != 0 && n >= at) ::_exit(kIoFaultExitStatus);
+}
+uint64_t io_steps() { return steps.load(); }
+void crash_after_io_steps(uint64_t k) { crash_at = k == 0 ? 0 : steps.load() + k; }
+}  // namespace internal
+
 OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
+  internal::io_step();
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // less the umask
   WEFT_CHECK(fd_ >= 0, FailedPrecondition)
       << "cannot create " << path_ << ": " << errno_text(errno);
@@ -50,6 +67,7 @@ void OutputFile::append(const void* data, size_t size) { write_at(offset_, data,
 
 void OutputFile::write_at(uint64_t offset, const void* data, size_t size) {
   WEFT_ASSERT(offset <= offset_) << path_ << ": write at " << offset << " past the end " << offset_;
+  internal::io_step();
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
     ssize_t n = ::pwrite(fd_, p, size, static_cast<off_t>(offset));
@@ -72,6 +90,7 @@ void OutputFile::pad_to_multiple_of(size_t alignment) {
 
 void OutputFile::sync_and_close() {
   // fsync before any rename: otherwise a crash can leave the name pointing at unwritten data.
+  internal::io_step();
   WEFT_CHECK(::fsync(fd_) == 0, FailedPrecondition)
       << "cannot fsync " << path_ << ": " << errno_text(errno);
   int fd = fd_;
@@ -172,6 +191,7 @@ std::string read_whole_file(const std::string& path) {
 }
 
 void fsync_directory(const std::string& dir) {
+  internal::io_step();
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   WEFT_CHECK(fd >= 0, FailedPrecondition)
       << "cannot open directory " << dir << " to fsync it: " << errno_text(errno);
@@ -189,6 +209,7 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
 }
 
 void rename_directory_replacing(const std::string& from, const std::string& to) {
+  internal::io_step();
   if (::rename(from.c_str(), to.c_str()) == 0) return;
   int err = errno;
   WEFT_CHECK(err == ENOTEMPTY || err == EEXIST, FailedPrecondition)
@@ -198,6 +219,7 @@ void rename_directory_replacing(const std::string& from, const std::string& to) 
   WEFT_CHECK(::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_EXCHANGE) == 0,
              FailedPrecondition)
       << "cannot replace " << to << " with " << from << ": " << errno_text(errno);
+  internal::io_step();
   std::error_code ec;
   std::filesystem::remove_all(from, ec);
 }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "weft/nn/model.h"
 #include "weft/ops/cast.h"
@@ -373,12 +374,30 @@ class BackupAndRestoreImpl : public CallbackImpl {
           << "BackupAndRestore: unreadable progress record \"" << s << "\"";
     }
   };
+  // In a cluster every worker writes its share of the rows (checkpoint format v2), the chief
+  // commits.
   void save(ResumePoint at) {
     progress_.at = at;
     progress_.examples = examples_;
     steps_since_save_ = 0;
     ++saves_;
-    if (chief()) checkpoint().save(saves_);
+    const distribute::StrategyImpl& s = model_->distribute_strategy().extended();
+    const int workers = s.num_replicas_in_sync() / s.num_local_replicas();
+    if (workers == 1) {
+      checkpoint().save(saves_);
+      return;
+    }
+    // A name for this save's temporary directory that every worker shares: the chief's draw.
+    double draw = chief() ? static_cast<double>(std::random_device{}() & 0xffffff) : 0.0;
+    auto sum = [&](double v) {
+      return s.sum_across_workers(Tensor::scalar(v, kFloat64)).item<double>();
+    };
+    Checkpoint::Writers writers;
+    writers.part = s.first_local_replica() / s.num_local_replicas();
+    writers.parts = workers;
+    writers.save_id = std::to_string(static_cast<int64_t>(sum(draw)));
+    writers.barrier = [&] { sum(1.0); };
+    checkpoint().save(saves_, writers);
   }
   bool chief() const {
     return model_->distribute_strategy().extended().first_local_replica() == 0;

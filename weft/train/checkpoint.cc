@@ -12,6 +12,7 @@
 #include "weft/checkpoint/checkpoint_io.h"
 #include "weft/core/errors.h"
 #include "weft/core/file_io.h"
+#include "weft/ops/shape_ops.h"
 
 namespace weft::train {
 namespace {
@@ -84,7 +85,14 @@ std::vector<std::pair<int64_t, std::string>> Checkpoint::numbered_dirs() const {
   return scan(directory_, checkpoint_name_);
 }
 
-std::string Checkpoint::save(int64_t step) {
+std::string Checkpoint::save(int64_t step) { return save(step, Writers{}); }
+
+std::string Checkpoint::save(int64_t step, const Writers& writers) {
+  WEFT_CHECK(writers.parts >= 1 && writers.part >= 0 && writers.part < writers.parts &&
+                 (writers.parts == 1 || (!writers.save_id.empty() && writers.barrier)),
+             InvalidArgument)
+      << "train::Checkpoint::save: writer " << writers.part << " of " << writers.parts
+      << (writers.parts > 1 ? " needs a save_id and a barrier" : "");
   WEFT_CHECK(step >= 0, InvalidArgument)
       << "train::Checkpoint::save: step " << step << " is negative";
   std::error_code ec;
@@ -100,7 +108,28 @@ std::string Checkpoint::save(int64_t step) {
     state[name] = object->tracked_state();
   }
   std::string dir = directory_ + "/" + checkpoint_name_ + "-" + std::to_string(step);
-  ckpt::write_checkpoint(dir, tensors, state);
+  if (writers.parts > 1) {
+    // This writer's rows of each variable (axis 0 cut as evenly as it goes; a scalar is part
+    // 0's), then every writer's part is in and writer 0 commits.
+    std::vector<ckpt::SavedSlice> slices;
+    for (const ckpt::SavedTensor& t : tensors) {
+      int64_t rows = t.value.rank() > 0 ? t.value.dim(0) : 1;
+      int64_t lo = rows * writers.part / writers.parts;
+      int64_t hi = rows * (writers.part + 1) / writers.parts;
+      if (lo == hi && !(rows == 0 && writers.part == 0)) continue;  // an empty one: part 0's
+      Shape offsets(static_cast<size_t>(t.value.rank()), 0);
+      if (t.value.rank() > 0) offsets[0] = lo;
+      slices.push_back({t.path, t.value.rank() > 0 ? slice(t.value, {Slice{lo, hi}}) : t.value,
+                        t.value.shape(), offsets});
+    }
+    if (writers.part != 0) state.clear();
+    ckpt::write_checkpoint_part(dir, writers.save_id, writers.part, writers.parts, slices, state);
+    writers.barrier();
+    if (writers.part != 0) return dir;
+    ckpt::commit_checkpoint(dir, writers.save_id, writers.parts);
+  } else {
+    ckpt::write_checkpoint(dir, tensors, state);
+  }
 
   // Oldest first beyond max_to_keep. The index goes first, so a deletion cut short leaves a
   // directory that is plainly uncommitted.

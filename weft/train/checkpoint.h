@@ -33,6 +33,19 @@ class Checkpoint {
   // state file `<directory>/checkpoint`, and returns the new checkpoint's directory.
   std::string save(int64_t step);
 
+  // Several processes holding the same objects (the workers of MultiWorkerMirroredStrategy)
+  // writing one checkpoint together (format v2): each writes its share of every variable's rows
+  // (writer 0 also the objects' state) to its own data file; `barrier` returns once every writer
+  // has written its part (and throws if one failed); writer 0 then commits, keeps max_to_keep and
+  // updates the state file. Every writer passes the same save_id, unique to this save.
+  struct Writers {
+    int part = 0;
+    int parts = 1;
+    std::string save_id;
+    std::function<void()> barrier;
+  };
+  std::string save(int64_t step, const Writers& writers);
+
   // Reads `dir` (verifying every checksum: DataLoss when damaged) and, only when every variable
   // matches, assigns them all and calls restore_state. A variable absent from the checkpoint or
   // of another shape or dtype is InvalidArgument naming it; nothing is assigned then.

@@ -1,6 +1,7 @@
 #include "weft/checkpoint/internal/index.h"
 
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -155,13 +156,16 @@ std::string encode_index(const CheckpointIndex& index) {
     shards.push_back(ordered_json{{"file", s.file}, {"length", s.length}});
   }
   for (const TensorEntry& t : index.tensors) {
-    tensors.push_back(ordered_json{{"path", t.path},
-                                   {"dtype", std::string(dtype_name(t.dtype))},
-                                   {"shape", t.shape},
-                                   {"shard", t.shard},
-                                   {"offset", t.offset},
-                                   {"length", t.length},
-                                   {"crc32c", hex32(t.crc32c)}});
+    ordered_json e{{"path", t.path}, {"dtype", std::string(dtype_name(t.dtype))}, {"shape", t.shape}};
+    if (t.global_shape) {
+      e["global_shape"] = *t.global_shape;
+      e["slice_offsets"] = t.slice_offsets;
+    }
+    e["shard"] = t.shard;
+    e["offset"] = t.offset;
+    e["length"] = t.length;
+    e["crc32c"] = hex32(t.crc32c);
+    tensors.push_back(std::move(e));
   }
   for (const StateEntry& s : index.state) {
     state.push_back(ordered_json{{"name", s.name},
@@ -253,11 +257,15 @@ CheckpointIndex decode_index(const std::string& bytes, const std::string& file) 
     }
   };
   std::set<std::string> seen;
+  std::map<std::string, bool> sliced;  // path -> its entries are slices
   for (const json& t : list_field(body, "tensors", file)) {
     TensorEntry e;
     e.path = string_field(t, "path", file, "a tensor entry");
     std::string who = "tensor \"" + e.path + "\"";
-    if (!seen.insert(e.path).second) fail(file, who + " appears twice");
+    const bool is_slice = version >= 2 && t.contains("global_shape");
+    if (auto [it, first] = sliced.emplace(e.path, is_slice); !first && !(it->second && is_slice)) {
+      fail(file, who + " appears twice");
+    }
     std::string dtype = string_field(t, "dtype", file, who);
     try {
       e.dtype = dtype_from_name(dtype);
@@ -274,6 +282,28 @@ CheckpointIndex decode_index(const std::string& bytes, const std::string& file) 
       if (shape_ok) e.shape.push_back(static_cast<int64_t>(d.get<uint64_t>()));
     }
     if (!shape_ok) fail(file, who + ": \"shape\" is not a list of non-negative integers");
+    if (is_slice) {
+      const json& g = t["global_shape"];
+      const json& o = field(t, "slice_offsets", file, who);
+      bool ok = g.is_array() && o.is_array() && g.size() == e.shape.size() &&
+                o.size() == e.shape.size();
+      Shape global;
+      for (size_t i = 0; ok && i < g.size(); ++i) {
+        ok = g[i].is_number_unsigned() && o[i].is_number_unsigned() &&
+             g[i].get<uint64_t>() <= uint64_t{INT64_MAX} &&
+             o[i].get<uint64_t>() <= g[i].get<uint64_t>() &&
+             static_cast<uint64_t>(e.shape[i]) <= g[i].get<uint64_t>() - o[i].get<uint64_t>();
+        if (ok) {
+          global.push_back(static_cast<int64_t>(g[i].get<uint64_t>()));
+          e.slice_offsets.push_back(static_cast<int64_t>(o[i].get<uint64_t>()));
+        }
+      }
+      if (!ok) {
+        fail(file, who + ": the slice at \"slice_offsets\" " + o.dump() + " of shape " +
+                       shape_str(e.shape) + " does not lie within \"global_shape\" " + g.dump());
+      }
+      e.global_shape = std::move(global);
+    }
     e.shard = string_field(t, "shard", file, who);
     e.offset = uint_field(t, "offset", file, who);
     e.length = uint_field(t, "length", file, who);

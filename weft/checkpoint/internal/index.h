@@ -1,7 +1,7 @@
 // index.json of a checkpoint: its exact bytes, and their decoding with every check.
 //
 // Layout (each entry on its own line, so damage can be pinned to one entry):
-//   {"magic":"weft-checkpoint","format_version":1,"index_crc32c":"1a2b3c4d","index":
+//   {"magic":"weft-checkpoint","format_version":2,"index_crc32c":"1a2b3c4d","index":
 //   {"byte_order":"little",
 //   "shards":[
 //   {"file":"data-00000-of-00001","length":4160,"entry_crc32c":"..."}
@@ -9,6 +9,8 @@
 //   "tensors":[
 //   {"path":"model/w","dtype":"float32","shape":[2,3],"shard":"data-00000-of-00001",
 //    "offset":0,"length":24,"crc32c":"...","entry_crc32c":"..."},        (one line)
+//   {"path":"model/v","dtype":"float32","shape":[2,3],"global_shape":[4,3],"slice_offsets":[2,0],
+//    "shard":"data-00001-of-00002",...},       (version 2: a slice; a path's slices cover it once)
 //   ...
 //   ],
 //   "state":[
