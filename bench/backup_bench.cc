@@ -52,9 +52,9 @@ void one_backup(benchmark::State& state) {
   }
   state.counters["state_MB"] = bytes / 1e6;
   // (iterations x MB / 1000) per second, inverted: milliseconds per MB.
-  state.counters["ms_per_MB"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * bytes / 1e9,
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ms_per_MB"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * bytes / 1e9,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   std::filesystem::remove_all(backup_dir());
 }
 

@@ -49,6 +49,14 @@ struct Blob {
 
 uint64_t align_up(uint64_t n) { return (n + kDataAlignment - 1) / kDataAlignment * kDataAlignment; }
 
+// Appends b at the next aligned offset of f, recording where and its CRC32C.
+void append_blob(OutputFile& f, Blob& b) {
+  f.pad_to_multiple_of(kDataAlignment);
+  b.offset = f.offset();
+  b.crc = crc32c(b.data, b.size);
+  f.append(b.data, b.size);
+}
+
 TensorEntry entry_of(const std::string& path, const Tensor& value, const Blob& b,
                      const std::string& shard) {
   TensorEntry e;
@@ -317,13 +325,7 @@ void write_checkpoint(const std::string& dir_arg, const std::vector<SavedTensor>
     for (int s = 0; s < num_shards; ++s) {
       std::string name = internal::shard_file_name(s, num_shards);
       OutputFile f(tmp + "/" + name);
-      for (; next < blobs.size() && blobs[next].shard == s; ++next) {
-        Blob& b = blobs[next];
-        f.pad_to_multiple_of(kDataAlignment);
-        b.offset = f.offset();
-        b.crc = crc32c(b.data, b.size);
-        f.append(b.data, b.size);
-      }
+      for (; next < blobs.size() && blobs[next].shard == s; ++next) append_blob(f, blobs[next]);
       f.sync_and_close();
       index.shards.push_back({name, f.offset()});
     }
@@ -472,12 +474,7 @@ void write_checkpoint_part(const std::string& dir_arg, const std::string& save_i
   const std::string name = internal::shard_file_name(part, parts);
   {
     OutputFile f(tmp + "/" + name);
-    for (Blob& b : blobs) {
-      f.pad_to_multiple_of(kDataAlignment);
-      b.offset = f.offset();
-      b.crc = crc32c(b.data, b.size);
-      f.append(b.data, b.size);
-    }
+    for (Blob& b : blobs) append_blob(f, b);
     f.sync_and_close();
     index.shards.push_back({name, f.offset()});
   }

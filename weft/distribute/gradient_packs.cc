@@ -53,7 +53,7 @@ void GradientPacks::begin_ready_packs() {
       const Tensor& v = vars_[i].value();
       const Tensor& g = gradients_[i];
       flags.push_back(g.defined() ? 1.0 : 0.0);
-      values.push_back(!g.defined()            ? zeros(v.shape(), v.dtype())
+      values.push_back(!g.defined()             ? zeros(v.shape(), v.dtype())
                        : g.dtype() == v.dtype() ? g
                                                 : cast(g, v.dtype()));
     }

@@ -1,5 +1,7 @@
 #include "weft/distribute/strategy.h"
 
+#include <charconv>
+
 #include "weft/autodiff/tape.h"
 #include "weft/distribute/updates.h"
 #include "weft/ops/creation.h"
@@ -166,6 +168,23 @@ DistributedDataset::Iterator DistributedDataset::begin() const {
   it.policy_ = dataset_.options().experimental_distribute.auto_shard_policy;
   it.per_replica_elements_ = per_replica_elements_;
   return it;
+}
+
+std::string DistributedDataset::Iterator::tracked_state() const {
+  return std::to_string(step_) + " " + it_.save_state();
+}
+
+void DistributedDataset::Iterator::restore_state(const std::string& state) {
+  size_t space = state.find(' ');
+  int64_t step = 0;
+  bool ok = space != std::string::npos &&
+            std::from_chars(state.data(), state.data() + space, step).ec == std::errc() && step >= 0;
+  WEFT_CHECK(ok, DataLoss) << "DistributedDataset::Iterator: unreadable saved position \""
+                           << state.substr(0, 40) << "\"";
+  it_.restore_state(state.substr(space + 1));
+  step_ = step;
+  current_.reset();
+  fetched_ = false;
 }
 
 std::optional<DistributedElement> DistributedDataset::Iterator::next() {

@@ -141,7 +141,9 @@ Tensor compute_average_loss(const Tensor& per_example_loss,
 // A dataset whose elements are cut among a strategy's replicas.
 class DistributedDataset {
  public:
-  class Iterator {
+  // A Trackable: a train::Checkpoint of it (with the model and the optimizer) resumes a custom
+  // loop at the next global batch, on any number of replicas or workers.
+  class Iterator : public Trackable {
    public:
     Iterator() = default;
     // The next global batch, cut; nullopt at the end.
@@ -151,6 +153,11 @@ class DistributedDataset {
     bool operator==(std::default_sentinel_t);
     // The underlying iterator (its position is global: the same on any number of replicas).
     const data::Dataset::Iterator& global_iterator() const { return it_; }
+
+    // The position after the batches handed out so far (one being worked on counts as done).
+    std::vector<std::pair<std::string, Variable>> tracked_variables() const override { return {}; }
+    std::string tracked_state() const override;
+    void restore_state(const std::string& state) override;
 
    private:
     friend class DistributedDataset;

@@ -354,9 +354,17 @@ class BackupAndRestoreImpl : public CallbackImpl {
   // the same step.
   bool termination_agreed() const {
     bool here = termination_requested.load();
-    const distribute::StrategyImpl& s = model_->distribute_strategy().extended();
-    if (s.num_replicas_in_sync() == s.num_local_replicas()) return here;
-    return s.sum_across_workers(Tensor::scalar(here ? 1.0 : 0.0, kFloat64)).item<double>() > 0;
+    return workers() == 1 ? here : sum_across_workers(here ? 1.0 : 0.0) > 0;
+  }
+  const distribute::StrategyImpl& strategy() const {
+    return model_->distribute_strategy().extended();
+  }
+  int workers() const {
+    return strategy().num_replicas_in_sync() / strategy().num_local_replicas();
+  }
+  bool chief() const { return strategy().first_local_replica() == 0; }
+  double sum_across_workers(double v) const {
+    return strategy().sum_across_workers(Tensor::scalar(v, kFloat64)).item<double>();
   }
   // Where training continues, and how many examples the job has trained on before it.
   struct Progress : Trackable {
@@ -381,39 +389,34 @@ class BackupAndRestoreImpl : public CallbackImpl {
     progress_.examples = examples_;
     steps_since_save_ = 0;
     ++saves_;
-    const distribute::StrategyImpl& s = model_->distribute_strategy().extended();
-    const int workers = s.num_replicas_in_sync() / s.num_local_replicas();
-    if (workers == 1) {
+    if (workers() == 1) {
       checkpoint().save(saves_);
       return;
     }
-    // A name for this save's temporary directory that every worker shares: the chief's draw.
-    double draw = chief() ? static_cast<double>(std::random_device{}() & 0xffffff) : 0.0;
-    auto sum = [&](double v) {
-      return s.sum_across_workers(Tensor::scalar(v, kFloat64)).item<double>();
-    };
+    // A name for this save's temporary directory that every worker shares: the chief's draw of
+    // 48 bits (exact in the double the sum carries).
+    double draw = 0;
+    if (chief()) {
+      std::random_device device;
+      draw = static_cast<double>((uint64_t{device()} << 16) ^ device());
+    }
     Checkpoint::Writers writers;
-    writers.part = s.first_local_replica() / s.num_local_replicas();
-    writers.parts = workers;
-    writers.save_id = std::to_string(static_cast<int64_t>(sum(draw)));
-    writers.barrier = [&] { sum(1.0); };
+    writers.part = strategy().first_local_replica() / strategy().num_local_replicas();
+    writers.parts = workers();
+    writers.save_id = std::to_string(static_cast<int64_t>(sum_across_workers(draw)));
+    writers.barrier = [this] { sum_across_workers(1.0); };
     checkpoint().save(saves_, writers);
-  }
-  bool chief() const {
-    return model_->distribute_strategy().extended().first_local_replica() == 0;
   }
   // Every worker restored backup `number` (0: none), or FailedPrecondition naming what differs:
   // a worker that cannot see the chief's backups would otherwise train from other weights.
   void check_workers_agree(int64_t number) const {
-    const distribute::StrategyImpl& s = model_->distribute_strategy().extended();
-    const int workers = s.num_replicas_in_sync() / s.num_local_replicas();
-    if (workers == 1) return;
+    if (workers() == 1) return;
     const double n = static_cast<double>(number);
     std::vector<double> sums =
-        s.sum_across_workers(Tensor::from_vector(std::vector<double>{n, n * n}))
+        strategy().sum_across_workers(Tensor::from_vector(std::vector<double>{n, n * n}))
             .to_vector<double>();
     // All equal exactly when the squares' sum is the sum's square over the count.
-    WEFT_CHECK(sums[1] * workers == sums[0] * sums[0], FailedPrecondition)
+    WEFT_CHECK(sums[1] * workers() == sums[0] * sums[0], FailedPrecondition)
         << "BackupAndRestore: the workers restored different backups from " << dir_
         << " (this worker: " << (number ? "backup " + std::to_string(number) : "none")
         << "); every worker must see the same backup directory (on several hosts, a shared "

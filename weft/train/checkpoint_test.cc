@@ -13,7 +13,16 @@
 #include <iterator>
 
 #include "weft/checkpoint/checkpoint_io.h"
+#include "weft/core/config.h"
 #include "weft/core/errors.h"
+#include "weft/distribute/mirrored_strategy.h"
+#include "weft/nn/dense.h"
+#include "weft/nn/model.h"
+#include "weft/ops/creation.h"
+#include "weft/ops/elementwise.h"
+#include "weft/ops/random.h"
+#include "weft/ops/reduce.h"
+#include "weft/optim/adam.h"
 
 namespace {
 
@@ -247,6 +256,54 @@ TEST_F(TrainCheckpointTest, SavingTheSameStepAgainReplacesIt) {
   ASSERT_TRUE(ckpt.restore_latest());
   EXPECT_EQ(model.kernel_value(), 6.0f);
   EXPECT_EQ(ckpt.checkpoints().size(), 1u);
+}
+
+TEST_F(TrainCheckpointTest, ACustomLoopResumesWhereItsCheckpointWasMade) {
+  // A custom loop under MirroredStrategy (2 replicas): 12 global batches of a shuffled dataset,
+  // a checkpoint of the model, the optimizer and the distributed iterator after step 5. Run
+  // again from that checkpoint, it ends with the same weights as the run that went on.
+  weft::config::set_logical_cpu_devices(2);
+  weft::distribute::MirroredStrategy strategy;
+  Tensor x = weft::stateless_random_uniform({24, 3}, {1, 2});
+  Tensor y = weft::stateless_random_uniform({24, 1}, {3, 4});
+  weft::data::Dataset dataset =
+      weft::data::Dataset::from_tensor_slices({x, y}).shuffle(24, 7).batch(4).repeat(2);
+  auto train = [&](bool resume) {
+    weft::nn::Model model;
+    weft::optim::Optimizer optimizer = weft::optim::Adam({.learning_rate = 0.05});
+    {
+      auto scope = strategy.scope();
+      model = weft::nn::Sequential({weft::nn::Dense(4, "relu"), weft::nn::Dense(1)});
+      model(weft::zeros({1, 3}));
+      optimizer.build(model.trainable_variables());  // its slots, to restore into
+    }
+    auto it = strategy.experimental_distribute_dataset(dataset).begin();
+    weft::train::Checkpoint ckpt({{"model", &model}, {"optimizer", &optimizer}, {"iterator", &it}},
+                                 dir_);
+    int64_t step = 0;
+    if (resume) {
+      EXPECT_TRUE(ckpt.restore_latest());
+      step = optimizer.iterations().value().item<int64_t>();
+      EXPECT_EQ(step, 5);
+    }
+    while (std::optional<weft::distribute::DistributedElement> batch = it.next()) {
+      strategy.run(
+          [&](const weft::data::Element& b) {
+            weft::GradientTape tape;
+            Tensor error = weft::sub(model(b[0], /*training=*/true), b[1]);
+            Tensor loss = weft::distribute::compute_average_loss(
+                weft::sum(weft::mul(error, error), std::vector<int64_t>{1}));
+            optimizer.minimize(loss, model.trainable_variables(), tape);
+          },
+          *batch);
+      if (++step == 5 && !resume) ckpt.save(step);
+    }
+    EXPECT_EQ(step, 12);
+    return model.weights_fingerprint();
+  };
+  std::string uninterrupted = train(false);
+  EXPECT_EQ(train(true), uninterrupted);
+  weft::config::set_logical_cpu_devices(1);
 }
 
 }  // namespace
