@@ -12,6 +12,7 @@
 #include "weft/checkpoint/checkpoint_io.h"
 #include "weft/core/errors.h"
 #include "weft/core/file_io.h"
+#include "weft/distribute/values.h"
 #include "weft/ops/shape_ops.h"
 
 namespace weft::train {
@@ -109,13 +110,12 @@ std::string Checkpoint::save(int64_t step, const Writers& writers) {
   }
   std::string dir = directory_ + "/" + checkpoint_name_ + "-" + std::to_string(step);
   if (writers.parts > 1) {
-    // This writer's rows of each variable (axis 0 cut as evenly as it goes; a scalar is part
+    // This writer's rows of each variable (axis 0 cut as a global batch is; a scalar is part
     // 0's), then every writer's part is in and writer 0 commits.
     std::vector<ckpt::SavedSlice> slices;
     for (const ckpt::SavedTensor& t : tensors) {
       int64_t rows = t.value.rank() > 0 ? t.value.dim(0) : 1;
-      int64_t lo = rows * writers.part / writers.parts;
-      int64_t hi = rows * (writers.part + 1) / writers.parts;
+      auto [lo, hi] = distribute::row_range(rows, writers.parts, writers.part);
       if (lo == hi && !(rows == 0 && writers.part == 0)) continue;  // an empty one: part 0's
       Shape offsets(static_cast<size_t>(t.value.rank()), 0);
       if (t.value.rank() > 0) offsets[0] = lo;
