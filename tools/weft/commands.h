@@ -2,13 +2,22 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+
+#include "weft/data/datasets.h"
 
 namespace weft::cli {
 
 void add_bench(CLI::App& app);
+void add_evaluate(CLI::App& app);  // saved_model_commands.cc, with add_predict
+void add_predict(CLI::App& app);
 void add_info(CLI::App& app);
 void add_inspect(CLI::App& app);
 void add_launch(CLI::App& app);
 void add_train(CLI::App& app);
+
+// --dataset as train and evaluate take it: fashion_mnist, cifar10, or a directory of
+// Fashion-MNIST-style IDX files.
+data::datasets::TrainTest load_dataset(const std::string& name);
 
 }  // namespace weft::cli

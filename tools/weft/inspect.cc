@@ -1,7 +1,9 @@
 // `weft inspect CHECKPOINT [--verify]`: lists a checkpoint's variables (path, dtype, shape, bytes)
 // and state blobs; --verify reads every tensor and blob, checks its CRC32C, and exits non-zero
 // with one line per problem (file, tensor, offset). CHECKPOINT may also be a directory that
-// train::Checkpoint saves into: the latest checkpoint its state file names is inspected.
+// train::Checkpoint saves into: the latest checkpoint its state file names is inspected; or a
+// saved model (weft/nn/saving.h): its layers, shapes and parameter counts, its compile settings,
+// then its variables.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -12,7 +14,10 @@
 
 #include "tools/weft/commands.h"
 #include "weft/checkpoint/checkpoint_io.h"
+#include "weft/core/config_dict.h"
 #include "weft/core/errors.h"
+#include "weft/core/file_io.h"
+#include "weft/nn/saving.h"
 
 namespace weft::cli {
 namespace {
@@ -65,17 +70,47 @@ void print_listing(const ckpt::CheckpointIndex& index) {
               index.shards.size(), static_cast<unsigned long long>(total));
 }
 
+// A saved model's layers (Model::summary) and compile settings; returns its checkpoint's directory.
+std::string describe_saved_model(const std::string& dir) {
+  nn::Model model = nn::load_model(dir, {.compile = false});
+  ConfigDict file = ConfigDict::from_json(io::read_whole_file(dir + "/" + nn::kSavedModelFileName));
+  std::printf("saved model %s (format version %lld, saved by weft %s)\n", dir.c_str(),
+              static_cast<long long>(file.get_int("format_version")),
+              file.get_string("weft_version", "?").c_str());
+  model.summary();
+  if (file.is_null("compile")) {
+    std::printf("not compiled (saved without its optimizer, loss and metrics)\n");
+  } else {
+    ConfigDict c = file.get_dict("compile");
+    ConfigDict optimizer = c.get_dict("optimizer");
+    std::string metrics;
+    for (const std::string& m : c.get_strings("metrics")) metrics += (metrics.empty() ? "" : ", ") + m;
+    std::printf("compiled with optimizer %s (learning_rate %s), loss %s, metrics [%s]\n",
+                optimizer.get_string("class_name").c_str(),
+                optimizer.get_dict("learning_rate").to_json().c_str(),
+                c.get_dict("loss").get_string("name").c_str(), metrics.c_str());
+  }
+  return dir + "/" + nn::kSavedModelVariablesDir;
+}
+
 }  // namespace
 
 void add_inspect(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "inspect", "List a checkpoint's variables, shapes and dtypes; --verify checks every CRC32C");
+      "inspect",
+      "Describe a saved model, or list a checkpoint's variables, shapes and dtypes; --verify "
+      "checks every CRC32C");
   auto* path =
-      cmd->add_option("CHECKPOINT", "Checkpoint directory (e.g. /tmp/ckpts/ckpt-1200)")->required();
+      cmd->add_option("CHECKPOINT",
+                      "A checkpoint directory (e.g. /tmp/ckpts/ckpt-1200) or a saved model")
+          ->required();
   auto verify = std::make_shared<bool>(false);
   cmd->add_flag("--verify", *verify, "Read everything and check every checksum");
   cmd->callback([path, verify] {
     std::string dir = resolve(path->as<std::string>());
+    if (std::filesystem::exists(std::filesystem::path(dir) / nn::kSavedModelFileName)) {
+      dir = describe_saved_model(dir);
+    }
     if (!*verify) {
       print_listing(ckpt::read_index(dir));
       return;

@@ -10,9 +10,11 @@ int main(int argc, char** argv) {
   CLI::App app{"weft: train neural networks, from one core to a cluster"};
   app.require_subcommand(1);
   weft::cli::add_bench(app);
+  weft::cli::add_evaluate(app);
   weft::cli::add_info(app);
   weft::cli::add_inspect(app);
   weft::cli::add_launch(app);
+  weft::cli::add_predict(app);
   weft::cli::add_train(app);
   try {
     app.parse(argc, argv);

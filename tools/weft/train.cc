@@ -41,7 +41,7 @@ struct TrainFlags {
   std::string overlap_all_reduce;  // on, off; empty: the strategy's default
   int64_t bytes_per_pack = 0;      // 0: the strategy's default
   std::string tls_cert, tls_key, tls_ca;
-  std::string backup_dir, save_freq = "epoch", checkpoint_dir, logdir, metrics_json;
+  std::string backup_dir, save_freq = "epoch", checkpoint_dir, logdir, metrics_json, save_model;
 };
 
 nn::Model build_model(const std::string& name) {
@@ -67,12 +67,6 @@ optim::Optimizer build_optimizer(const TrainFlags& f, int64_t total_steps) {
   if (f.optimizer == "rmsprop") return optim::RMSprop({.learning_rate = lr});
   if (f.optimizer == "adamw") return optim::AdamW({.learning_rate = lr});
   return optim::Adam({.learning_rate = lr});
-}
-
-data::datasets::TrainTest load_dataset(const std::string& name) {
-  if (name == "fashion_mnist") return data::datasets::fashion_mnist();
-  if (name == "cifar10") return data::datasets::cifar10();
-  return data::datasets::fashion_mnist(name);  // a directory of Fashion-MNIST-style IDX files
 }
 
 // The strategy the model is made and trained under: --strategy mirrored puts --replicas replicas
@@ -188,6 +182,10 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
     std::printf("test loss %.4f, test accuracy %.4f, weights %s\n", result["loss"],
                 result["accuracy"], model.weights_fingerprint().c_str());
   }
+  if (!f.save_model.empty()) {
+    model.save(f.save_model);  // every worker calls it; the chief writes
+    if (!quiet) std::printf("saved the model to %s\n", f.save_model.c_str());
+  }
   if (!f.metrics_json.empty() && chief) {
     int64_t steps = model.optimizer().iterations().value().item<int64_t>();
     nlohmann::json j = {
@@ -218,6 +216,12 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
 }
 
 }  // namespace
+
+data::datasets::TrainTest load_dataset(const std::string& name) {
+  if (name == "fashion_mnist") return data::datasets::fashion_mnist();
+  if (name == "cifar10") return data::datasets::cifar10();
+  return data::datasets::fashion_mnist(name);  // a directory of Fashion-MNIST-style IDX files
+}
 
 void add_train(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
@@ -270,6 +274,9 @@ void add_train(CLI::App& app) {
   cmd->add_option("--checkpoint-dir", flags->checkpoint_dir, "save a checkpoint every epoch");
   cmd->add_option("--logdir", flags->logdir, "TensorBoard event files");
   cmd->add_option("--metrics-json", flags->metrics_json, "write a JSON summary when done");
+  cmd->add_option("--save-model", flags->save_model,
+                  "save the trained model (architecture, weights, compile settings) to this "
+                  "directory, for weft evaluate, weft predict and nn::load_model");
   cmd->add_flag("--quiet", flags->quiet);
   cmd->callback([flags] {
     if (int code = run(*flags)) throw CLI::RuntimeError(code);

@@ -7,12 +7,14 @@
 //   weft::train::Checkpoint ckpt({{"model", &model}, {"optimizer", &optimizer}});
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "weft/autodiff/variable.h"
+#include "weft/checkpoint/checkpoint_io.h"
 
 namespace weft {
 
@@ -30,5 +32,23 @@ class Trackable {
 // a model's and an optimizer's variables): `name` itself if `used` does not hold it yet, else
 // the first free of name_1, name_2, ...; the result is added to `used`.
 std::string unique_name(const std::string& name, std::set<std::string>& used);
+
+namespace checkpoint {
+
+// Several trackables, each under its own name (unique, non-empty, free of '/').
+using NamedTrackables = std::vector<std::pair<std::string, const Trackable*>>;
+
+// What a checkpoint of `objects` holds: variable `v` of object `o` as tensor "o/v", the state of
+// `o` as blob "o".
+void collect_trackables(const NamedTrackables& objects, std::vector<SavedTensor>* tensors,
+                        std::map<std::string, std::string>* state);
+
+// Assigns every variable of `objects` from `loaded` (read from `dir`), then calls each
+// restore_state with its blob. Only when every variable matches: one absent from the checkpoint,
+// or of another shape or dtype, is InvalidArgument naming it and `dir`, and nothing is assigned.
+void restore_trackables(const LoadedCheckpoint& loaded, const std::string& dir,
+                        const std::vector<std::pair<std::string, Trackable*>>& objects);
+
+}  // namespace checkpoint
 
 }  // namespace weft

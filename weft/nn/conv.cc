@@ -70,6 +70,15 @@ class Conv2DImpl : public LayerImpl {
   }
 
   std::string describe() const override { return options_.activation; }
+  ConfigDict get_config() const override {
+    ConfigDict c = LayerImpl::get_config();
+    c.set("filters", filters_).set("kernel_size", internal::config_pair(kernel_size_));
+    c.set("strides", internal::config_pair(options_.strides)).set("padding", options_.padding);
+    c.set("dilation_rate", internal::config_pair(options_.dilation_rate)).set("activation", options_.activation);
+    c.set("use_bias", options_.use_bias).set("kernel_initializer", options_.kernel_initializer);
+    c.set("bias_initializer", options_.bias_initializer);
+    return c;
+  }
 
  private:
   int64_t filters_;
@@ -85,5 +94,19 @@ class Conv2DImpl : public LayerImpl {
 
 Conv2D::Conv2D(int64_t filters, Size2 kernel_size, Conv2DOptions options)
     : Layer(std::make_shared<Conv2DImpl>(filters, kernel_size, std::move(options))) {}
+
+Conv2D Conv2D::from_config(const ConfigDict& c) {
+  Conv2DOptions o;
+  o.strides = internal::config_size2(c, "strides", o.strides);
+  o.padding = c.get_string("padding", o.padding);
+  o.dilation_rate = internal::config_size2(c, "dilation_rate", o.dilation_rate);
+  o.activation = c.get_string("activation", "");
+  o.use_bias = c.get_bool("use_bias", true);
+  o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
+  o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
+  Conv2D layer(c.get_int("filters"), internal::config_size2(c, "kernel_size", {0, 0}), o);
+  layer.impl().restore_base_config(c);
+  return layer;
+}
 
 }  // namespace weft::nn

@@ -27,6 +27,8 @@ struct Conv2DOptions {
 
 class Conv2D : public Layer {
  public:
+  // The layer get_config() describes (weft/nn/saving.h).
+  static Conv2D from_config(const ConfigDict& config);
   // Weights: kernel (kh, kw, input channels, filters), then bias (filters).
   Conv2D(int64_t filters, Size2 kernel_size, Conv2DOptions options = {});
 };

@@ -55,6 +55,10 @@ class ReshapeImpl : public LayerImpl {
     resolved_.insert(resolved_.begin(), 0);
   }
 
+  ConfigDict get_config() const override {
+    return LayerImpl::get_config().set("target_shape", std::vector<int64_t>(target_));
+  }
+
   Tensor call(const Tensor& x, bool training) override {
     Shape shape = resolved_;
     shape[0] = x.dim(0);
@@ -75,6 +79,9 @@ class ActivationImpl : public LayerImpl {
   // The input arrives cast to the policy's compute dtype (LayerImpl::invoke).
   Tensor call(const Tensor& x, bool training) override { return activation_(x); }
   std::string describe() const override { return activation_name_; }
+  ConfigDict get_config() const override {
+    return LayerImpl::get_config().set("activation", activation_name_);
+  }
 
  private:
   std::string activation_name_;
@@ -97,6 +104,11 @@ class DropoutImpl : public LayerImpl {
         seeded_(options.seed.has_value()) {
     WEFT_CHECK(rate >= 0 && rate < 1, InvalidArgument)
         << layer_label(*this) << ": rate must be in [0, 1), got " << rate;
+  }
+
+  ConfigDict get_config() const override {
+    ConfigDict c = LayerImpl::get_config().set("rate", rate_);
+    return seeded_ ? c.set("seed", seed_[0]) : c.set("seed", nullptr);
   }
 
   // Without a seed of its own, the layer draws one when it is built: in its model's SeedScope.
@@ -136,11 +148,18 @@ class EmbeddingImpl : public LayerImpl {
       : LayerImpl("Embedding", options.name, options.dtype),
         input_dim_(input_dim),
         output_dim_(output_dim),
+        init_name_(options.embeddings_initializer),
         init_(internal::initializer_for(*this, "embeddings_initializer",
                                         options.embeddings_initializer)) {
     WEFT_CHECK(input_dim > 0 && output_dim > 0, InvalidArgument)
         << layer_label(*this) << ": input_dim and output_dim must be positive, got " << input_dim
         << " and " << output_dim;
+  }
+
+  ConfigDict get_config() const override {
+    ConfigDict c = LayerImpl::get_config();
+    c.set("input_dim", input_dim_).set("output_dim", output_dim_);
+    return c.set("embeddings_initializer", init_name_);
   }
 
   void build(const Shape& input_shape) override {
@@ -160,6 +179,7 @@ class EmbeddingImpl : public LayerImpl {
 
  private:
   int64_t input_dim_, output_dim_;
+  std::string init_name_;
   Initializer init_;
   Variable embeddings_;
 };
@@ -179,5 +199,39 @@ Dropout::Dropout(double rate, DropoutOptions options)
 
 Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options)
     : Layer(std::make_shared<EmbeddingImpl>(input_dim, output_dim, options)) {}
+
+Flatten Flatten::from_config(const ConfigDict& c) {
+  Flatten layer;
+  layer.impl().restore_base_config(c);
+  return layer;
+}
+
+Reshape Reshape::from_config(const ConfigDict& c) {
+  Reshape layer(c.get_ints("target_shape"));
+  layer.impl().restore_base_config(c);
+  return layer;
+}
+
+Activation Activation::from_config(const ConfigDict& c) {
+  Activation layer(c.get_string("activation"));
+  layer.impl().restore_base_config(c);
+  return layer;
+}
+
+Dropout Dropout::from_config(const ConfigDict& c) {
+  DropoutOptions o;
+  o.seed = c.get_optional_int("seed");
+  Dropout layer(c.get_double("rate"), o);
+  layer.impl().restore_base_config(c);
+  return layer;
+}
+
+Embedding Embedding::from_config(const ConfigDict& c) {
+  EmbeddingOptions o;
+  o.embeddings_initializer = c.get_string("embeddings_initializer", o.embeddings_initializer);
+  Embedding layer(c.get_int("input_dim"), c.get_int("output_dim"), o);
+  layer.impl().restore_base_config(c);
+  return layer;
+}
 
 }  // namespace weft::nn

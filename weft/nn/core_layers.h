@@ -22,12 +22,16 @@ struct LayerOptions {
 // (batch, d1, d2, ...) -> (batch, d1 * d2 * ...).
 class Flatten : public Layer {
  public:
+  // The layer get_config() describes (weft/nn/saving.h).
+  static Flatten from_config(const ConfigDict& config);
   explicit Flatten(LayerOptions options = {});
 };
 
 // (batch, ...) -> (batch, target_shape...); one entry of target_shape may be -1 (inferred).
 class Reshape : public Layer {
  public:
+  // The layer get_config() describes (weft/nn/saving.h).
+  static Reshape from_config(const ConfigDict& config);
   explicit Reshape(Shape target_shape, LayerOptions options = {});
 };
 
@@ -41,6 +45,8 @@ struct ActivationOptions {
 // An activation by Keras name ("relu", "softmax", ...) as a layer.
 class Activation : public Layer {
  public:
+  // The layer get_config() describes (weft/nn/saving.h).
+  static Activation from_config(const ConfigDict& config);
   explicit Activation(const std::string& activation, ActivationOptions options = {});
 };
 
@@ -59,6 +65,8 @@ struct DropoutOptions {
 // are scaled by 1 / (1 - rate); at inference the layer is the identity. rate is in [0, 1).
 class Dropout : public Layer {
  public:
+  // The layer get_config() describes (weft/nn/saving.h).
+  static Dropout from_config(const ConfigDict& config);
   explicit Dropout(double rate, DropoutOptions options = {});
 };
 
@@ -72,6 +80,8 @@ struct EmbeddingOptions {
 // (batch, ..., output_dim). Floating ids are truncated to integers, as Keras casts them.
 class Embedding : public Layer {
  public:
+  // The layer get_config() describes (weft/nn/saving.h).
+  static Embedding from_config(const ConfigDict& config);
   Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options = {});
 };
 

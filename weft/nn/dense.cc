@@ -37,6 +37,13 @@ class DenseImpl : public LayerImpl {
     return activation_(y);
   }
   std::string describe() const override { return activation_name_; }
+  ConfigDict get_config() const override {
+    ConfigDict c = LayerImpl::get_config();
+    c.set("units", units_).set("activation", activation_name_).set("use_bias", options_.use_bias);
+    c.set("kernel_initializer", options_.kernel_initializer);
+    c.set("bias_initializer", options_.bias_initializer);
+    return c;
+  }
 
  private:
   int64_t units_;
@@ -51,5 +58,15 @@ class DenseImpl : public LayerImpl {
 
 Dense::Dense(int64_t units, const std::string& activation, DenseOptions options)
     : Layer(std::make_shared<DenseImpl>(units, activation, std::move(options))) {}
+
+Dense Dense::from_config(const ConfigDict& c) {
+  DenseOptions o;
+  o.use_bias = c.get_bool("use_bias", true);
+  o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
+  o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
+  Dense layer(c.get_int("units"), c.get_string("activation", ""), o);
+  layer.impl().restore_base_config(c);
+  return layer;
+}
 
 }  // namespace weft::nn

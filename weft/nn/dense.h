@@ -20,6 +20,8 @@ struct DenseOptions {
 
 class Dense : public Layer {
  public:
+  // The layer get_config() describes (weft/nn/saving.h).
+  static Dense from_config(const ConfigDict& config);
   explicit Dense(int64_t units, const std::string& activation = "", DenseOptions options = {});
 };
 

@@ -68,6 +68,42 @@ LayerImpl::LayerImpl(std::string class_name, std::string name, const std::string
   }
 }
 
+ConfigDict LayerImpl::get_config() const {
+  ConfigDict c;
+  c.set("name", name_).set("trainable", trainable_);
+  if (policy_) {
+    c.set("dtype", policy_->name());
+  } else {
+    c.set("dtype", nullptr);
+  }
+  return c;
+}
+
+void LayerImpl::restore_base_config(const ConfigDict& config) {
+  WEFT_CHECK(!built(), FailedPrecondition)
+      << class_name_ << " \"" << name_ << "\": restore_base_config after the layer was built";
+  if (!config.is_null("name")) {
+    name_ = config.get_string("name");
+    default_name_ = false;
+  }
+  if (config.has("trainable")) trainable_ = config.get_bool("trainable", true);
+  if (config.has("dtype")) {
+    if (config.is_null("dtype")) {
+      policy_.reset();
+    } else {
+      try {
+        policy_ = mixed_precision::Policy(config.get_string("dtype"));
+      } catch (const InvalidArgument& e) {
+        WEFT_FAIL(InvalidArgument) << class_name_ << " \"" << name_ << "\": dtype: " << e.message();
+      }
+    }
+  }
+}
+
+std::vector<Shape> LayerImpl::built_input_shapes() const {
+  return built() ? built_shapes_ : std::vector<Shape>{};
+}
+
 bool LayerImpl::synchronizes_replicas() const {
   for (const auto& layer : sublayers()) {
     if (layer->synchronizes_replicas()) return true;

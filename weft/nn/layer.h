@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "weft/autodiff/variable.h"
+#include "weft/core/config_dict.h"
 #include "weft/core/tensor.h"
 #include "weft/nn/initializers.h"
 #include "weft/precision/policy.h"
@@ -52,6 +53,16 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   virtual std::vector<Tensor> call_multi(const std::vector<Tensor>& xs, bool training);
   // Extra text for summary() (e.g. an activation); empty by default.
   virtual std::string describe() const { return {}; }
+  // Keras's get_config: what it takes to make this layer again, without its weights (a saved
+  // model stores it; weft/nn/saving.h). The base holds "name", "trainable" and "dtype" (the
+  // policy's name, null for a layer that follows its inputs); a layer with options of its own
+  // overrides it, starting from the base's.
+  virtual ConfigDict get_config() const;
+  // Sets the name, trainable and dtype policy a config holds (each if present), before the layer
+  // is built: every from_config ends with it, and load_model applies it to custom layers too.
+  void restore_base_config(const ConfigDict& config);
+  // The input shapes the layer was built for, batch dimension dropped; empty until it is built.
+  std::vector<Shape> built_input_shapes() const;
 
   // Builds on first use (once, even when replicas call it at the same time), checks the input
   // against the built shape, then calls.

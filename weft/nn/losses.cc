@@ -23,7 +23,11 @@ void check_same_shape(const char* loss, const Tensor& y_true, const Tensor& y_pr
 }  // namespace
 
 Loss::Loss(std::string name, PerExample per_example)
-    : state_(std::make_shared<State>(State{std::move(name), std::move(per_example)})) {}
+    : state_(std::make_shared<State>(State{std::move(name), std::move(per_example), {}})) {}
+
+Loss::Loss(std::string name, PerExample per_example, ConfigDict config)
+    : state_(std::make_shared<State>(
+          State{std::move(name), std::move(per_example), std::move(config)})) {}
 
 Tensor Loss::per_example(const Tensor& y_true, const Tensor& y_pred) const {
   WEFT_CHECK(y_true.defined() && y_pred.defined(), InvalidArgument)
@@ -44,7 +48,8 @@ SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(CrossentropyOptions
         if (o.from_logits) return sparse_softmax_cross_entropy_with_logits(labels, p);
         Tensor log_p = log(clip(p, kEpsilon, 1 - kEpsilon));
         return neg(sum(mul(one_hot(labels, p.dim(-1), 1, 0, p.dtype()), log_p), {-1}));
-      }) {}
+      },
+           ConfigDict().set("from_logits", o.from_logits)) {}
 
 CategoricalCrossentropy::CategoricalCrossentropy(CrossentropyOptions o)
     : Loss("categorical_crossentropy", [o](const Tensor& y_true, const Tensor& y_pred) {
@@ -53,7 +58,8 @@ CategoricalCrossentropy::CategoricalCrossentropy(CrossentropyOptions o)
         if (o.from_logits) return neg(sum(mul(y, log_softmax(p)), {-1}));
         Tensor normalized = div(p, sum(p, {-1}, true));
         return neg(sum(mul(y, log(clip(normalized, kEpsilon, 1 - kEpsilon))), {-1}));
-      }) {}
+      },
+           ConfigDict().set("from_logits", o.from_logits)) {}
 
 BinaryCrossentropy::BinaryCrossentropy(CrossentropyOptions o)
     : Loss("binary_crossentropy", [o](const Tensor& y_true, const Tensor& y_pred) {
@@ -67,21 +73,24 @@ BinaryCrossentropy::BinaryCrossentropy(CrossentropyOptions o)
         Tensor p = clip(x, kEpsilon, 1 - kEpsilon);
         Tensor l = neg(add(mul(z, log(p)), mul(sub(1.0, z), log(sub(1.0, p)))));
         return mean(l, {-1});
-      }) {}
+      },
+           ConfigDict().set("from_logits", o.from_logits)) {}
 
 MeanSquaredError::MeanSquaredError()
     : Loss("mean_squared_error", [](const Tensor& y_true, const Tensor& y_pred) {
         check_same_shape("mean_squared_error", y_true, y_pred);
         Tensor p = widen(y_pred);
         return mean(square(sub(p, cast(y_true, p.dtype()))), {-1});
-      }) {}
+      },
+           ConfigDict()) {}
 
 MeanAbsoluteError::MeanAbsoluteError()
     : Loss("mean_absolute_error", [](const Tensor& y_true, const Tensor& y_pred) {
         check_same_shape("mean_absolute_error", y_true, y_pred);
         Tensor p = widen(y_pred);
         return mean(abs(sub(p, cast(y_true, p.dtype()))), {-1});
-      }) {}
+      },
+           ConfigDict()) {}
 
 Huber::Huber(double delta)
     : Loss("huber", [delta](const Tensor& y_true, const Tensor& y_pred) {
@@ -92,7 +101,8 @@ Huber::Huber(double delta)
         Tensor linear = sub(mul(err, delta), 0.5 * delta * delta);
         return mean(where(less_equal(err, Tensor::scalar(delta, p.dtype())), quadratic, linear),
                     {-1});
-      }) {}
+      },
+           ConfigDict().set("delta", delta)) {}
 
 Loss get(const std::string& name) {
   if (name == "sparse_categorical_crossentropy") return SparseCategoricalCrossentropy();
@@ -105,6 +115,16 @@ Loss get(const std::string& name) {
                              << "\"; expected one of sparse_categorical_crossentropy, "
                                 "categorical_crossentropy, binary_crossentropy, mse, mae, huber";
   return MeanSquaredError();
+}
+
+Loss from_config(const std::string& name, const ConfigDict& config) {
+  CrossentropyOptions o;
+  o.from_logits = config.get_bool("from_logits", false);
+  if (name == "sparse_categorical_crossentropy") return SparseCategoricalCrossentropy(o);
+  if (name == "categorical_crossentropy") return CategoricalCrossentropy(o);
+  if (name == "binary_crossentropy") return BinaryCrossentropy(o);
+  if (name == "huber") return Huber(config.get_double("delta", 1.0));
+  return get(name);
 }
 
 }  // namespace weft::nn::losses

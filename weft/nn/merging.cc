@@ -22,6 +22,7 @@ class ConcatenateImpl : public MergeImpl {
   std::vector<Tensor> call_multi(const std::vector<Tensor>& xs, bool) override {
     return {concat(xs, axis_)};
   }
+  ConfigDict get_config() const override { return LayerImpl::get_config().set("axis", axis_); }
 
  private:
   int64_t axis_;
@@ -42,5 +43,16 @@ class AddImpl : public MergeImpl {
 Concatenate::Concatenate(int64_t axis, const std::string& name)
     : Layer(std::make_shared<ConcatenateImpl>(axis, name)) {}
 Add::Add(const std::string& name) : Layer(std::make_shared<AddImpl>(name)) {}
+
+Concatenate Concatenate::from_config(const ConfigDict& c) {
+  Concatenate layer(c.get_int("axis", -1));
+  layer.impl().restore_base_config(c);
+  return layer;
+}
+Add Add::from_config(const ConfigDict& c) {
+  Add layer;
+  layer.impl().restore_base_config(c);
+  return layer;
+}
 
 }  // namespace weft::nn

@@ -137,6 +137,8 @@ class FunctionalImpl : public ModelImpl {
     }
   }
   std::vector<Layer> layers() const override { return layers_; }
+  std::vector<KerasTensor> inputs() const override { return inputs_; }
+  std::vector<KerasTensor> outputs() const override { return outputs_; }
   size_t num_inputs() const override { return inputs_.size(); }
   size_t num_outputs() const override { return outputs_.size(); }
   std::vector<std::string> layer_output_shapes() const override { return shapes_; }

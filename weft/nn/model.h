@@ -48,6 +48,12 @@ class ModelImpl : public LayerImpl {
   virtual size_t num_outputs() const = 0;
   // Output shapes (batch dimension -1) of each layer, once known, for summary().
   virtual std::vector<std::string> layer_output_shapes() const = 0;
+  // The Functional API's inputs and outputs; empty for a Sequential model.
+  virtual std::vector<KerasTensor> inputs() const { return {}; }
+  virtual std::vector<KerasTensor> outputs() const { return {}; }
+  // The base config plus "layers" (each serialize()d) and, for a Functional model, the graph:
+  // "input_layers", "nodes" (each layer call, in order) and "output_layers" (weft/nn/saving.cc).
+  ConfigDict get_config() const override;
   std::vector<std::shared_ptr<LayerImpl>> sublayers() const override;
   // Names the model's layers that have default names uniquely within it, in layer order, and
   // makes it their parent (LayerImpl::adopt). Models call it when their layers change.
@@ -112,6 +118,20 @@ class Model : public Layer, public Trackable {
   // The strategy this model runs under.
   const distribute::Strategy& distribute_strategy() const { return model().strategy; }
 
+  // Saves the model to `dir` (weft/nn/saving.h): its architecture, weights and, when compiled
+  // and include_optimizer, the compile settings and the optimizer's state. `dir` is replaced
+  // atomically. Under a strategy every worker calls it and the chief writes (the variables are
+  // mirrored); it returns once the save is complete, and throws on every worker if it failed.
+  // FailedPrecondition for a model that was never built (call it on a batch, or fit, first).
+  struct SaveOptions {
+    bool include_optimizer = true;
+  };
+  void save(const std::string& dir, const SaveOptions& options) const;
+  void save(const std::string& dir) const { save(dir, SaveOptions{}); }
+  ConfigDict get_config() const { return model().get_config(); }
+  std::vector<KerasTensor> inputs() const { return model().inputs(); }
+  std::vector<KerasTensor> outputs() const { return model().outputs(); }
+
   // Keras's table: each layer's name and class, output shape and parameter count, then totals.
   void summary(std::ostream& os = std::cout) const;
   std::vector<Layer> layers() const { return model().layers(); }
@@ -127,8 +147,7 @@ class Model : public Layer, public Trackable {
   std::string weights_fingerprint() const;
 
   ModelImpl& model() const;
-
- protected:
+  // A handle on a model implementation (what load_model and deserialize give back).
   explicit Model(std::shared_ptr<ModelImpl> impl);
 };
 

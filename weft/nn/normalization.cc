@@ -41,8 +41,18 @@ class NormalizationImpl : public LayerImpl {
         axis_option_(axis),
         center_(center),
         scale_(scale),
+        beta_init_name_(beta_init),
+        gamma_init_name_(gamma_init),
         beta_init_(internal::initializer_for(*this, "beta_initializer", beta_init)),
         gamma_init_(internal::initializer_for(*this, "gamma_initializer", gamma_init)) {}
+
+  // What both normalizations' configs hold.
+  ConfigDict get_config() const override {
+    ConfigDict c = LayerImpl::get_config();
+    c.set("axis", axis_option_).set("center", center_).set("scale", scale_);
+    c.set("beta_initializer", beta_init_name_).set("gamma_initializer", gamma_init_name_);
+    return c;
+  }
 
   // Resolves the axis and adds gamma and beta, Keras's order.
   void build_affine(const Shape& input_shape) {
@@ -66,6 +76,7 @@ class NormalizationImpl : public LayerImpl {
 
   int64_t axis_option_;
   bool center_, scale_;
+  std::string beta_init_name_, gamma_init_name_;
   Initializer beta_init_, gamma_init_;
   int64_t axis_ = -1, features_ = 0;
   Shape param_shape_;
@@ -89,6 +100,15 @@ class BatchNormalizationImpl : public NormalizationImpl {
         << layer_label(*this) << ": epsilon must be positive, got " << options_.epsilon;
     WEFT_CHECK(options_.momentum >= 0 && options_.momentum <= 1, InvalidArgument)
         << layer_label(*this) << ": momentum must be in [0, 1], got " << options_.momentum;
+  }
+
+  ConfigDict get_config() const override {
+    ConfigDict c = NormalizationImpl::get_config();
+    c.set("momentum", options_.momentum).set("epsilon", options_.epsilon);
+    c.set("moving_mean_initializer", options_.moving_mean_initializer);
+    c.set("moving_variance_initializer", options_.moving_variance_initializer);
+    c.set("activation", options_.activation);
+    return c;
   }
 
   void build(const Shape& input_shape) override {
@@ -208,6 +228,9 @@ class LayerNormalizationImpl : public NormalizationImpl {
   }
 
   void build(const Shape& input_shape) override { build_affine(input_shape); }
+  ConfigDict get_config() const override {
+    return NormalizationImpl::get_config().set("epsilon", epsilon_);
+  }
 
   Tensor call(const Tensor& x_in, bool training) override {
     Tensor x = widen(x_in);
@@ -239,5 +262,48 @@ SyncBatchNormalization::SyncBatchNormalization(BatchNormalizationOptions options
 
 LayerNormalization::LayerNormalization(LayerNormalizationOptions options)
     : Layer(std::make_shared<LayerNormalizationImpl>(options)) {}
+
+namespace {
+BatchNormalizationOptions batch_normalization_options(const ConfigDict& c) {
+  BatchNormalizationOptions o;
+  o.axis = c.get_int("axis", o.axis);
+  o.momentum = c.get_double("momentum", o.momentum);
+  o.epsilon = c.get_double("epsilon", o.epsilon);
+  o.center = c.get_bool("center", o.center);
+  o.scale = c.get_bool("scale", o.scale);
+  o.beta_initializer = c.get_string("beta_initializer", o.beta_initializer);
+  o.gamma_initializer = c.get_string("gamma_initializer", o.gamma_initializer);
+  o.moving_mean_initializer = c.get_string("moving_mean_initializer", o.moving_mean_initializer);
+  o.moving_variance_initializer =
+      c.get_string("moving_variance_initializer", o.moving_variance_initializer);
+  o.activation = c.get_string("activation", "");
+  return o;
+}
+}  // namespace
+
+BatchNormalization BatchNormalization::from_config(const ConfigDict& c) {
+  BatchNormalization layer(batch_normalization_options(c));
+  layer.impl().restore_base_config(c);
+  return layer;
+}
+
+SyncBatchNormalization SyncBatchNormalization::from_config(const ConfigDict& c) {
+  SyncBatchNormalization layer(batch_normalization_options(c));
+  layer.impl().restore_base_config(c);
+  return layer;
+}
+
+LayerNormalization LayerNormalization::from_config(const ConfigDict& c) {
+  LayerNormalizationOptions o;
+  o.axis = c.get_int("axis", o.axis);
+  o.epsilon = c.get_double("epsilon", o.epsilon);
+  o.center = c.get_bool("center", o.center);
+  o.scale = c.get_bool("scale", o.scale);
+  o.beta_initializer = c.get_string("beta_initializer", o.beta_initializer);
+  o.gamma_initializer = c.get_string("gamma_initializer", o.gamma_initializer);
+  LayerNormalization layer(o);
+  layer.impl().restore_base_config(c);
+  return layer;
+}
 
 }  // namespace weft::nn

@@ -38,6 +38,8 @@ struct BatchNormalizationOptions {
 
 class BatchNormalization : public Layer {
  public:
+  // The layer get_config() describes (weft/nn/saving.h).
+  static BatchNormalization from_config(const ConfigDict& config);
   // Weights: gamma (if scale), beta (if center), then moving_mean and moving_variance (not
   // trainable), each of shape (features,).
   explicit BatchNormalization(BatchNormalizationOptions options = {});
@@ -53,6 +55,8 @@ class BatchNormalization : public Layer {
 // and different replica counts agree to rounding.
 class SyncBatchNormalization : public Layer {
  public:
+  // The layer get_config() describes (weft/nn/saving.h).
+  static SyncBatchNormalization from_config(const ConfigDict& config);
   explicit SyncBatchNormalization(BatchNormalizationOptions options = {});
 };
 
@@ -69,6 +73,8 @@ struct LayerNormalizationOptions {
 
 class LayerNormalization : public Layer {
  public:
+  // The layer get_config() describes (weft/nn/saving.h).
+  static LayerNormalization from_config(const ConfigDict& config);
   // Weights: gamma (if scale), then beta (if center), each of shape (input_shape[axis],).
   explicit LayerNormalization(LayerNormalizationOptions options = {});
 };

@@ -37,6 +37,12 @@ class Pooling2DImpl : public LayerImpl {
   Tensor call(const Tensor& x, bool training) override {
     return pool_(x, pool_size_, strides_, padding_);
   }
+  ConfigDict get_config() const override {
+    ConfigDict c = LayerImpl::get_config();
+    c.set("pool_size", internal::config_pair(pool_size_));
+    c.set("strides", internal::config_pair(strides_)).set("padding", padding_ == "SAME" ? "same" : "valid");
+    return c;
+  }
 
  private:
   PoolFn pool_;
@@ -73,5 +79,29 @@ AveragePooling2D::AveragePooling2D(Size2 pool_size, Pooling2DOptions options)
 
 GlobalAveragePooling2D::GlobalAveragePooling2D(GlobalPooling2DOptions options)
     : Layer(std::make_shared<GlobalAveragePooling2DImpl>(options)) {}
+
+namespace {
+template <typename Pooling>
+Pooling pooling_from_config(const ConfigDict& c) {
+  Pooling2DOptions o;
+  o.strides = internal::config_size2(c, "strides", o.strides);
+  o.padding = c.get_string("padding", o.padding);
+  Pooling layer(internal::config_size2(c, "pool_size", {2, 2}), o);
+  layer.impl().restore_base_config(c);
+  return layer;
+}
+}  // namespace
+
+MaxPooling2D MaxPooling2D::from_config(const ConfigDict& c) {
+  return pooling_from_config<MaxPooling2D>(c);
+}
+AveragePooling2D AveragePooling2D::from_config(const ConfigDict& c) {
+  return pooling_from_config<AveragePooling2D>(c);
+}
+GlobalAveragePooling2D GlobalAveragePooling2D::from_config(const ConfigDict& c) {
+  GlobalAveragePooling2D layer;
+  layer.impl().restore_base_config(c);
+  return layer;
+}
 
 }  // namespace weft::nn

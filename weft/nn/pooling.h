@@ -23,11 +23,15 @@ struct Pooling2DOptions {
 
 class MaxPooling2D : public Layer {
  public:
+  // The layer get_config() describes (weft/nn/saving.h).
+  static MaxPooling2D from_config(const ConfigDict& config);
   explicit MaxPooling2D(Size2 pool_size = {2, 2}, Pooling2DOptions options = {});
 };
 
 class AveragePooling2D : public Layer {
  public:
+  // The layer get_config() describes (weft/nn/saving.h).
+  static AveragePooling2D from_config(const ConfigDict& config);
   explicit AveragePooling2D(Size2 pool_size = {2, 2}, Pooling2DOptions options = {});
 };
 
@@ -38,6 +42,8 @@ struct GlobalPooling2DOptions {
 
 class GlobalAveragePooling2D : public Layer {
  public:
+  // The layer get_config() describes (weft/nn/saving.h).
+  static GlobalAveragePooling2D from_config(const ConfigDict& config);
   explicit GlobalAveragePooling2D(GlobalPooling2DOptions options = {});
 };
 

@@ -10,6 +10,12 @@ namespace {
 
 class AdagradAlgorithm : public Optimizer::Algorithm {
  public:
+  ConfigDict get_config() const override {
+    return ConfigDict()
+        .set("class_name", "Adagrad")
+        .set("initial_accumulator_value", initial_accumulator_value_)
+        .set("epsilon", epsilon_);
+  }
   explicit AdagradAlgorithm(const AdagradOptions& o)
       : initial_accumulator_value_(o.initial_accumulator_value), epsilon_(o.epsilon) {
     internal::check_range(o.name, "initial_accumulator_value", o.initial_accumulator_value, 0,

@@ -11,9 +11,10 @@ namespace {
 
 class AdamAlgorithm : public Optimizer::Algorithm {
  public:
-  AdamAlgorithm(const std::string& name, double beta_1, double beta_2, double epsilon, bool amsgrad,
-                double weight_decay)
-      : beta_1_(beta_1),
+  AdamAlgorithm(const char* class_name, const std::string& name, double beta_1, double beta_2,
+                double epsilon, bool amsgrad, double weight_decay)
+      : class_name_(class_name),
+        beta_1_(beta_1),
         beta_2_(beta_2),
         epsilon_(epsilon),
         amsgrad_(amsgrad),
@@ -22,6 +23,14 @@ class AdamAlgorithm : public Optimizer::Algorithm {
     internal::check_range(name, "beta_2", beta_2, 0, 1, /*hi_inclusive=*/false);
     internal::check_range(name, "epsilon", epsilon, 0, HUGE_VAL);
     internal::check_range(name, "weight_decay", weight_decay, 0, HUGE_VAL);
+  }
+
+  ConfigDict get_config() const override {
+    ConfigDict c;
+    c.set("class_name", class_name_).set("beta_1", beta_1_).set("beta_2", beta_2_);
+    c.set("epsilon", epsilon_).set("amsgrad", amsgrad_);
+    if (std::string(class_name_) == "AdamW") c.set("weight_decay", weight_decay_);
+    return c;
   }
 
   std::vector<Slot> slots() const override {
@@ -58,6 +67,7 @@ class AdamAlgorithm : public Optimizer::Algorithm {
   }
 
  private:
+  const char* class_name_;
   double beta_1_, beta_2_, epsilon_;
   bool amsgrad_;
   double weight_decay_;
@@ -66,7 +76,7 @@ class AdamAlgorithm : public Optimizer::Algorithm {
 }  // namespace
 
 Adam::Adam(AdamOptions o)
-    : Optimizer(std::make_shared<AdamAlgorithm>(o.name, o.beta_1, o.beta_2, o.epsilon, o.amsgrad,
+    : Optimizer(std::make_shared<AdamAlgorithm>("Adam", o.name, o.beta_1, o.beta_2, o.epsilon, o.amsgrad,
                                                 /*weight_decay=*/0.0),
                 internal::common_options(o)) {}
 
@@ -74,7 +84,7 @@ Adam::Adam(schedules::LearningRateSchedule learning_rate)
     : Adam(AdamOptions{.learning_rate = std::move(learning_rate)}) {}
 
 AdamW::AdamW(AdamWOptions o)
-    : Optimizer(std::make_shared<AdamAlgorithm>(o.name, o.beta_1, o.beta_2, o.epsilon, o.amsgrad,
+    : Optimizer(std::make_shared<AdamAlgorithm>("AdamW", o.name, o.beta_1, o.beta_2, o.epsilon, o.amsgrad,
                                                 o.weight_decay),
                 internal::common_options(o)) {}
 

@@ -327,6 +327,25 @@ void Optimizer::minimize(const Tensor& loss, const std::vector<Variable>& vars,
   apply_gradients(compute_gradients(loss, vars, tape));
 }
 
+ConfigDict Optimizer::get_config() const {
+  const State& s = state();
+  ConfigDict c = s.algorithm->get_config();
+  WEFT_CHECK(c.has("class_name"), InvalidArgument)
+      << "optimizer \"" << s.name
+      << "\" cannot be saved: its Algorithm defines no get_config() (the built-in ones do)";
+  c.set("name", s.name).set("learning_rate", schedules::serialize(learning_rate()));
+  c.set("clipnorm", s.clipnorm).set("clipvalue", s.clipvalue);
+  c.set("global_clipnorm", s.global_clipnorm);
+  if (has_loss_scale()) {
+    const LossScaleOptions& o = loss_scale_options();
+    c.set("loss_scale", ConfigDict()
+                            .set("dynamic", o.dynamic)
+                            .set("initial_scale", o.initial_scale)
+                            .set("dynamic_growth_steps", o.dynamic_growth_steps));
+  }
+  return c;
+}
+
 bool Optimizer::has_loss_scale() const {
   const State& s = state();
   std::lock_guard lock(s.mu);

@@ -83,6 +83,9 @@ class Optimizer : public Trackable {
     // from `grad` (var's shape and dtype, any strides). Called with no tape recording.
     virtual void update(const Tensor& grad, const Tensor& var, std::span<const Tensor> slots,
                         const Step& step) const = 0;
+    // Keras's class name ("Adam") under "class_name", and the algorithm's own hyperparameters;
+    // empty (the default) for an algorithm that cannot be saved.
+    virtual ConfigDict get_config() const { return {}; }
   };
 
   Optimizer() = default;  // an undefined handle; assign a real optimizer to it
@@ -128,6 +131,12 @@ class Optimizer : public Trackable {
   GradientAggregator gradient_aggregator() const;  // empty: identity
   void set_gradient_aggregator(GradientAggregator aggregator);
 
+  // Keras's get_config: the algorithm's config plus "name", "learning_rate" (a schedule,
+  // schedules::serialize), "clipnorm", "clipvalue", "global_clipnorm" and, with loss scaling,
+  // "loss_scale" (its options). Hooks (transformers, aggregator) are code and are left out.
+  // InvalidArgument for an algorithm without a config or a schedule made from a function.
+  ConfigDict get_config() const;
+
   // Whether gradients are loss-scaled (a LossScaleOptimizer wraps this optimizer's state, or
   // Model::compile did under the "mixed_float16" policy).
   bool has_loss_scale() const;
@@ -167,5 +176,10 @@ class Optimizer : public Trackable {
   void apply_aggregated(GradsAndVars gv, const std::vector<GradientTransformer>& transformers);
   std::shared_ptr<State> state_;
 };
+
+// An optimizer made from a get_config() (SGD, Adam, AdamW, RMSprop or Adagrad; loss scaling
+// turned on when the config has it), with no slots and iterations 0. InvalidArgument for an
+// unknown class_name or a bad field, named.
+Optimizer deserialize(const ConfigDict& config);
 
 }  // namespace weft::optim

@@ -10,6 +10,11 @@ namespace {
 
 class RmspropAlgorithm : public Optimizer::Algorithm {
  public:
+  ConfigDict get_config() const override {
+    ConfigDict c;
+    c.set("class_name", "RMSprop").set("rho", rho_).set("momentum", momentum_);
+    return c.set("epsilon", epsilon_).set("centered", centered_);
+  }
   explicit RmspropAlgorithm(const RMSpropOptions& o)
       : rho_(o.rho), momentum_(o.momentum), epsilon_(o.epsilon), centered_(o.centered) {
     internal::check_range(o.name, "rho", o.rho, 0, 1);

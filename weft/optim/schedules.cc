@@ -29,6 +29,11 @@ ExponentialDecay::ExponentialDecay(double initial_learning_rate, int64_t decay_s
           "ExponentialDecay") {
   WEFT_CHECK(decay_steps > 0, InvalidArgument)
       << "ExponentialDecay: decay_steps must be > 0, got " << decay_steps;
+  set_config(ConfigDict()
+                 .set("initial_learning_rate", initial_learning_rate)
+                 .set("decay_steps", decay_steps)
+                 .set("decay_rate", decay_rate)
+                 .set("staircase", staircase));
 }
 
 namespace {
@@ -53,8 +58,9 @@ LearningRateSchedule::Fn piecewise(std::vector<int64_t> boundaries, std::vector<
 
 PiecewiseConstantDecay::PiecewiseConstantDecay(std::vector<int64_t> boundaries,
                                                std::vector<double> values)
-    : LearningRateSchedule(piecewise(std::move(boundaries), std::move(values)),
-                           "PiecewiseConstantDecay") {}
+    : LearningRateSchedule(piecewise(boundaries, values), "PiecewiseConstantDecay") {
+  set_config(ConfigDict().set("boundaries", boundaries).set("values", values));
+}
 
 CosineDecay::CosineDecay(double initial_learning_rate, int64_t decay_steps, double alpha,
                          std::optional<double> warmup_target, int64_t warmup_steps)
@@ -78,8 +84,47 @@ CosineDecay::CosineDecay(double initial_learning_rate, int64_t decay_steps, doub
           "CosineDecay") {
   WEFT_CHECK(decay_steps > 0, InvalidArgument)
       << "CosineDecay: decay_steps must be > 0, got " << decay_steps;
+  set_config(ConfigDict()
+                 .set("initial_learning_rate", initial_learning_rate)
+                 .set("decay_steps", decay_steps)
+                 .set("alpha", alpha)
+                 .set("warmup_target", warmup_target)
+                 .set("warmup_steps", warmup_steps));
   WEFT_CHECK(warmup_steps >= 0, InvalidArgument)
       << "CosineDecay: warmup_steps must be >= 0, got " << warmup_steps;
+}
+
+ConfigDict serialize(const LearningRateSchedule& schedule) {
+  if (schedule.is_constant()) {
+    return ConfigDict().set("class_name", "constant").set("value", schedule(0));
+  }
+  WEFT_CHECK(schedule.get_config().has_value(), InvalidArgument)
+      << "learning-rate schedule \"" << schedule.name()
+      << "\" is a function, which cannot be saved; use a constant or one of ExponentialDecay, "
+         "PiecewiseConstantDecay, CosineDecay";
+  return ConfigDict().set("class_name", schedule.name()).set("config", *schedule.get_config());
+}
+
+LearningRateSchedule deserialize(const ConfigDict& config) {
+  std::string kind = config.get_string("class_name");
+  if (kind == "constant") return config.get_double("value");
+  ConfigDict c = config.get_dict("config");
+  if (kind == "ExponentialDecay") {
+    return ExponentialDecay(c.get_double("initial_learning_rate"), c.get_int("decay_steps"),
+                            c.get_double("decay_rate"), c.get_bool("staircase", false));
+  }
+  if (kind == "PiecewiseConstantDecay") {
+    return PiecewiseConstantDecay(c.get_ints("boundaries"), c.get_doubles("values"));
+  }
+  if (kind == "CosineDecay") {
+    return CosineDecay(c.get_double("initial_learning_rate"), c.get_int("decay_steps"),
+                       c.get_double("alpha", 0.0), c.get_optional_double("warmup_target"),
+                       c.get_int("warmup_steps", 0));
+  }
+  WEFT_FAIL(InvalidArgument) << "unknown learning-rate schedule \"" << kind
+                             << "\"; expected constant, ExponentialDecay, "
+                                "PiecewiseConstantDecay or CosineDecay";
+  return 0.0;
 }
 
 }  // namespace weft::optim::schedules

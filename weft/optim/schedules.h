@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "weft/core/config_dict.h"
+
 namespace weft::optim::schedules {
 
 // A cheap copyable value. The schedules below derive from it only to give Keras' constructor
@@ -31,11 +33,17 @@ class LearningRateSchedule {
   bool is_constant() const { return !fn_; }
   // "constant", "ExponentialDecay", ...: for error messages.
   const std::string& name() const { return name_; }
+  // A built-in schedule's arguments (Keras's get_config); nullopt for a constant or a function.
+  const std::optional<ConfigDict>& get_config() const { return config_; }
+
+ protected:
+  void set_config(ConfigDict config) { config_ = std::move(config); }
 
  private:
   Fn fn_;
   double constant_ = 0;
   std::string name_;
+  std::optional<ConfigDict> config_;
 };
 
 // initial_learning_rate * decay_rate ^ (step / decay_steps); with staircase the exponent is
@@ -64,5 +72,11 @@ class CosineDecay : public LearningRateSchedule {
   CosineDecay(double initial_learning_rate, int64_t decay_steps, double alpha = 0.0,
               std::optional<double> warmup_target = std::nullopt, int64_t warmup_steps = 0);
 };
+
+// Keras's serialize/deserialize: a constant as {"class_name": "constant", "value": v}, a built-in
+// schedule as {"class_name": name(), "config": get_config()}. serialize throws InvalidArgument
+// for a schedule made from a function (it is code); deserialize for an unknown class_name.
+ConfigDict serialize(const LearningRateSchedule& schedule);
+LearningRateSchedule deserialize(const ConfigDict& config);
 
 }  // namespace weft::optim::schedules

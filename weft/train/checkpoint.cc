@@ -102,12 +102,7 @@ std::string Checkpoint::save(int64_t step, const Writers& writers) {
       << "train::Checkpoint::save: cannot create " << directory_ << ": " << ec.message();
   std::vector<ckpt::SavedTensor> tensors;
   std::map<std::string, std::string> state;
-  for (const auto& [name, object] : objects_) {
-    for (const auto& [path, variable] : object->tracked_variables()) {
-      tensors.push_back({name + "/" + path, variable.value()});
-    }
-    state[name] = object->tracked_state();
-  }
+  ckpt::collect_trackables({objects_.begin(), objects_.end()}, &tensors, &state);
   std::string dir = directory_ + "/" + checkpoint_name_ + "-" + std::to_string(step);
   if (writers.parts > 1) {
     // This writer's rows of each variable (axis 0 cut as a global batch is; a scalar is part
@@ -154,30 +149,7 @@ std::string Checkpoint::save(int64_t step, const Writers& writers) {
 }
 
 void Checkpoint::restore(const std::string& dir) {
-  ckpt::LoadedCheckpoint loaded = ckpt::read_checkpoint(dir);
-  std::vector<std::pair<Variable, const Tensor*>> assignments;
-  for (const auto& [name, object] : objects_) {
-    for (const auto& [path, variable] : object->tracked_variables()) {
-      std::string key = name + "/" + path;
-      auto it = loaded.tensors.find(key);
-      WEFT_CHECK(it != loaded.tensors.end(), InvalidArgument)
-          << "restore " << dir << ": variable \"" << key << "\" (" << variable.name()
-          << ") is not in the checkpoint";
-      const Tensor& value = it->second;
-      WEFT_CHECK(value.dtype() == variable.dtype() && value.shape() == variable.shape(),
-                 InvalidArgument)
-          << "restore " << dir << ": variable \"" << key << "\" (" << variable.name() << ") is "
-          << variable.dtype() << " " << shape_str(variable.shape()) << ", the checkpoint holds "
-          << value.dtype() << " " << shape_str(value.shape());
-      assignments.emplace_back(variable, &value);
-    }
-  }
-  for (auto& [variable, value] : assignments) variable.assign(*value);
-  for (const auto& [name, object] : objects_) {
-    if (auto it = loaded.state.find(name); it != loaded.state.end()) {
-      object->restore_state(it->second);
-    }
-  }
+  ckpt::restore_trackables(ckpt::read_checkpoint(dir), dir, objects_);
 }
 
 std::optional<std::string> Checkpoint::latest() const {

@@ -5,6 +5,16 @@
 
 namespace weft::nn::internal {
 
+std::vector<int64_t> config_pair(const Size2& s) { return {s[0], s[1]}; }
+
+Size2 config_size2(const ConfigDict& config, const std::string& key, Size2 fallback) {
+  if (config.is_null(key)) return fallback;
+  std::vector<int64_t> v = config.get_ints(key);
+  WEFT_CHECK(v.size() == 2, InvalidArgument)
+      << "config field \"" << key << "\": expected 2 integers (height, width), got " << v.size();
+  return {v[0], v[1]};
+}
+
 std::string layer_label(const LayerImpl& layer) {
   return layer.class_name() + " \"" + layer.name() + "\"";
 }

@@ -7,6 +7,7 @@
 #include "weft/nn/activations.h"
 #include "weft/nn/initializers.h"
 #include "weft/nn/layer.h"
+#include "weft/ops/conv.h"
 
 namespace weft::nn::internal {
 
@@ -20,6 +21,11 @@ Initializer initializer_for(const LayerImpl& layer, const std::string& argument,
 
 // Keras's "valid" / "same" (any case) as the ops' "VALID" / "SAME"; InvalidArgument otherwise.
 std::string op_padding(const LayerImpl& layer, const std::string& padding);
+
+// A {height, width} pair as a config holds it, [h, w]; and back, `fallback` when the field is
+// absent or null (InvalidArgument unless it holds two integers).
+std::vector<int64_t> config_pair(const Size2& s);
+Size2 config_size2(const ConfigDict& config, const std::string& key, Size2 fallback);
 
 // Throws InvalidArgument naming the layer unless `shape` (batch included) has rank `rank`.
 void check_rank(const LayerImpl& layer, const Shape& shape, size_t rank, const char* layout);
