@@ -326,7 +326,7 @@ ConfigDict model_file(const Model& model, const Model::SaveOptions& options) {
 
 void write_saved_model(const Model& model, const std::string& dir,
                        const Model::SaveOptions& options) {
-  WEFT_CHECK(model.impl().built(), FailedPrecondition)
+  WEFT_CHECK(model.impl().built() || !model.inputs().empty(), FailedPrecondition)
       << "Model::save: model \"" << model.name()
       << "\" is not built yet; call it on a batch (or fit it) before saving";
   std::string text = with_checksum(model_file(model, options));
@@ -380,6 +380,16 @@ void Model::save(const std::string& dir, const SaveOptions& options) const {
 Model load_model(const std::string& dir, const LoadOptions& options) {
   ConfigDict file = read_model_file(dir);
   std::string path = dir + "/" + kSavedModelFileName;
+  std::string variables = dir + "/" + kSavedModelVariablesDir;
+  checkpoint::LoadedCheckpoint loaded = checkpoint::read_checkpoint(variables);
+  // Slots exist once the optimizer has updated the variables (a model saved right after compile
+  // has none).
+  bool has_optimizer = false, has_slots = false;
+  for (const auto& [key, value] : loaded.tensors) {
+    if (key.rfind("optimizer/", 0) != 0) continue;
+    has_optimizer = true;
+    has_slots |= key != "optimizer/iterations" && key.rfind("optimizer/loss_scale/", 0) != 0;
+  }
   Model model;
   try {
     Layer layer = deserialize(file.get_dict("model"));
@@ -394,7 +404,7 @@ Model load_model(const std::string& dir, const LoadOptions& options) {
       shape.insert(shape.begin(), 1);
       probes.push_back(zeros(shape));
     }
-    if (!model.impl().built()) {
+    if (!model.impl().built() && model.inputs().empty()) {
       WEFT_CHECK(!probes.empty(), InvalidArgument) << "\"input_shapes\" is empty";
       autodiff::NoRecordScope no_record;
       model(probes, false);
@@ -406,17 +416,13 @@ Model load_model(const std::string& dir, const LoadOptions& options) {
                     losses::from_config(loss.get_string("name"), loss.get_dict("config")),
                     c.get_strings("metrics"));
       optim::Optimizer optimizer = model.optimizer();
-      optimizer.build(model.trainable_variables());  // slots to restore into
+      if (has_slots) optimizer.build(model.trainable_variables());  // slots to restore into
     }
   } catch (const InvalidArgument& e) {
     WEFT_FAIL(InvalidArgument) << path << ": " << e.message();
   }
-  std::string variables = dir + "/" + kSavedModelVariablesDir;
-  checkpoint::LoadedCheckpoint loaded = checkpoint::read_checkpoint(variables);
   std::vector<std::pair<std::string, Trackable*>> objects{{"model", &model}};
   optim::Optimizer optimizer = model.optimizer();
-  bool has_optimizer = std::any_of(loaded.tensors.begin(), loaded.tensors.end(),
-                                   [](const auto& t) { return t.first.rfind("optimizer/", 0) == 0; });
   if (model.compiled() && has_optimizer) objects.emplace_back("optimizer", &optimizer);
   checkpoint::restore_trackables(loaded, variables, objects);
   return model;
