@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tools/weft/commands.h"
+#include "tools/weft/flags.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/cluster/tf_config.h"
 #include "weft/distribute/collective/mpi_communicator.h"
@@ -216,11 +217,11 @@ void add_bench(CLI::App& app) {
       "allreduce", "weft's all-reduce against Gloo's between local processes, 4 KiB to 64 MiB");
   allreduce->add_flag("--json", flags->json, "print JSON rows instead of a table");
   allreduce->add_option("--workers", flags->workers, "processes, when not run under a cluster")
-      ->check(CLI::Range(2, 64));
+      ->check(in_range(2, 64));
   allreduce->add_option("--min-bytes", flags->min_bytes, "smallest message")
-      ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 30));
+      ->check(in_range(4, 1LL << 30));
   allreduce->add_option("--max-bytes", flags->max_bytes, "largest message")
-      ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 30));
+      ->check(in_range(4, 1LL << 30));
   allreduce->add_option("--output", flags->output, "write the results to this file");
   allreduce->callback([flags] {
     std::vector<std::string> args{"bench", "allreduce"};

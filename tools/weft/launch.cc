@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "tools/weft/commands.h"
+#include "tools/weft/flags.h"
 #include "weft/core/errors.h"
 #include "weft/core/hex.h"
 #include "weft/distribute/coordination/options.h"
@@ -344,14 +345,14 @@ void add_launch(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "launch", "Run a command as a local cluster of N workers (TF_CONFIG set for each)");
   cmd->add_option("-n,--workers", flags->workers, "number of worker processes")
-      ->check(CLI::Range(1, 1024));
+      ->check(in_range(1, 1024));
   cmd->add_option("--replicas-per-worker", flags->replicas_per_worker,
                   "replicas (threads) in each worker: the default of weft train's --replicas")
-      ->check(CLI::Range(1, 256));
+      ->check(in_range(1, 256));
   cmd->add_option("--max-restarts", flags->max_restarts,
                   "when a worker fails, stop the others and start them all again, up to this "
                   "many times (with --backup-dir the job resumes where it was backed up)")
-      ->check(CLI::Range(0, 1000000));
+      ->check(in_range(0, 1000000));
   cmd->add_option("command", flags->command, "the command each worker runs, after --")
       ->required();
   cmd->callback([flags] {

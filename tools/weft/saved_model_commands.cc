@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tools/weft/commands.h"
+#include "tools/weft/flags.h"
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
 #include "weft/nn/saving.h"
@@ -18,21 +19,17 @@ namespace {
 
 struct ModelFlags {
   std::string dir, dataset = "fashion_mnist", input, output;
-  int64_t batch_size = 0;
+  int64_t batch_size = 0;  // each command sets its default
   int threads = 0;
 };
 
-void apply_threads(const ModelFlags& f) {
-  if (f.threads > 0) config::set_num_threads(f.threads);
-}
-
 void evaluate(const ModelFlags& f) {
-  apply_threads(f);
+  apply_threads_flag(f.threads);
   nn::Model model = nn::load_model(f.dir);
   WEFT_CHECK(model.compiled(), FailedPrecondition)
       << f.dir << " was saved without compile settings (include_optimizer = false), so it has no "
       << "loss or metrics to evaluate; use `weft predict` for its outputs";
-  data::Dataset test = load_dataset(f.dataset).test.batch(f.batch_size > 0 ? f.batch_size : 512);
+  data::Dataset test = load_dataset(f.dataset).test.batch(f.batch_size);
   std::map<std::string, double> result = model.evaluate(test);
   std::printf("test loss %.4f", result.at("loss"));
   for (const auto& [name, value] : result) {
@@ -57,7 +54,7 @@ std::pair<Shape, DType> input_spec(const nn::Model& model) {
 }
 
 void predict(const ModelFlags& f) {
-  apply_threads(f);
+  apply_threads_flag(f.threads);
   nn::Model model = nn::load_model(f.dir, {.compile = false});
   auto [shape, dtype] = input_spec(model);
   Tensor x = np::load(f.input);
@@ -66,7 +63,7 @@ void predict(const ModelFlags& f) {
       << "weft predict: " << f.input << " holds an array of shape " << shape_str(got)
       << "; the model takes (N, " << shape_str(shape).substr(1);
   if (x.dtype() != dtype) x = cast(x, dtype);
-  Tensor y = model.predict(x, f.batch_size > 0 ? f.batch_size : 32);
+  Tensor y = model.predict(x, f.batch_size);
   np::save(f.output, y);
   std::printf("wrote %s: %s %s\n", f.output.c_str(), shape_str(y.shape()).c_str(),
               std::string(dtype_name(y.dtype())).c_str());
@@ -76,29 +73,32 @@ void predict(const ModelFlags& f) {
 
 void add_evaluate(CLI::App& app) {
   auto f = std::make_shared<ModelFlags>();
+  f->batch_size = 512;  // as weft train evaluates
   auto* cmd = app.add_subcommand(
       "evaluate", "Loss and metrics of a saved model on a dataset's test split");
   cmd->add_option("DIR", f->dir, "A saved model (weft train --save-model DIR)")->required();
-  cmd->add_option("--dataset", f->dataset, "fashion_mnist, cifar10, or a directory of IDX files")
-      ->capture_default_str();
-  cmd->add_option("--batch-size", f->batch_size, "examples per batch (default 512)")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--dataset", f->dataset, "fashion_mnist, cifar10, or a directory of IDX files");
+  cmd->add_option("--batch-size", f->batch_size, "examples per batch")
+      ->check(at_least(1));
   cmd->add_option("--threads", f->threads, "threads for the kernels (default: every core)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1))
+      ->default_str("");
   cmd->callback([f] { evaluate(*f); });
 }
 
 void add_predict(CLI::App& app) {
   auto f = std::make_shared<ModelFlags>();
+  f->batch_size = 32;  // Keras's predict
   auto* cmd = app.add_subcommand("predict", "Run a saved model on an .npy array");
   cmd->add_option("DIR", f->dir, "A saved model (weft train --save-model DIR)")->required();
   cmd->add_option("--input", f->input, "an .npy array of shape (N, the model's input shape)")
       ->required();
   cmd->add_option("--output", f->output, "where to write the outputs (.npy)")->required();
-  cmd->add_option("--batch-size", f->batch_size, "examples per batch (default 32)")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-size", f->batch_size, "examples per batch")
+      ->check(at_least(1));
   cmd->add_option("--threads", f->threads, "threads for the kernels (default: every core)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1))
+      ->default_str("");
   cmd->callback([f] { predict(*f); });
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/weft/commands.h"
+#include "tools/weft/flags.h"
 #include "weft/core/config.h"
 #include "weft/data/datasets.h"
 #include "weft/distribute/mirrored_strategy.h"
@@ -101,7 +102,7 @@ int run(const TrainFlags& f) {
   WEFT_CHECK(f.epochs >= 1 && f.batch_size >= 1 && f.lr > 0, InvalidArgument)
       << "--epochs, --batch-size and --lr must be positive (got " << f.epochs << ", "
       << f.batch_size << ", " << f.lr << ")";
-  if (f.threads > 0) config::set_num_threads(f.threads);
+  apply_threads_flag(f.threads);
   if (f.deterministic) config::enable_op_determinism();
   random::set_seed(f.seed);
   // Layers take the global policy when they are built; under mixed_float16, compile adds dynamic
@@ -194,6 +195,7 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
         {"strategy", f.strategy},
         {"workers", workers},
         {"replicas", strategy.num_replicas_in_sync()},
+        {"threads", config::num_threads()},
         {"epochs", f.epochs},
         {"steps", steps},
         {"global_batch_size", f.batch_size},
@@ -229,48 +231,57 @@ void add_train(CLI::App& app) {
   if (const char* r = std::getenv("WEFT_REPLICAS_PER_WORKER")) flags->replicas = std::atoi(r);
   auto* cmd = app.add_subcommand("train", "Train a model (the main job)");
   cmd->add_option("--model", flags->model, "mlp (784-700-500-10) or cnn")
-      ->check(CLI::IsMember({"mlp", "cnn"}));
+      ->check(one_of({"mlp", "cnn"}));
   cmd->add_option("--dataset", flags->dataset,
                   "fashion_mnist, cifar10, or a directory of IDX files");
-  cmd->add_option("--epochs", flags->epochs)->check(CLI::PositiveNumber);
+  cmd->add_option("--epochs", flags->epochs, "passes over the training data")->check(at_least(1));
   cmd->add_option("--batch-size", flags->batch_size, "global batch size")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--optimizer", flags->optimizer)
-      ->check(CLI::IsMember({"adam", "sgd", "rmsprop", "adamw"}));
-  cmd->add_option("--lr", flags->lr)->check(CLI::PositiveNumber);
+      ->check(at_least(1));
+  cmd->add_option("--optimizer", flags->optimizer, "the optimizer (Keras's defaults but --lr)")
+      ->check(one_of({"adam", "sgd", "rmsprop", "adamw"}));
+  cmd->add_option("--lr", flags->lr, "learning rate")->check(positive_number());
   cmd->add_option("--lr-schedule", flags->lr_schedule,
                   "cosine (from --lr down to 0 over the run) or constant")
-      ->check(CLI::IsMember({"cosine", "constant"}));
-  cmd->add_option("--seed", flags->seed);
-  cmd->add_option("--strategy", flags->strategy)
-      ->check(CLI::IsMember({"default", "mirrored", "multi_worker", "parameter_server"}));
+      ->check(one_of({"cosine", "constant"}));
+  cmd->add_option("--seed", flags->seed, "the seed of the initial weights, shuffling and dropout");
+  cmd->add_option("--strategy", flags->strategy,
+                  "default (one replica), mirrored (replicas on threads) or multi_worker (the "
+                  "cluster TF_CONFIG describes; see weft launch)")
+      ->check(one_of({"default", "mirrored", "multi_worker", "parameter_server"}));
   cmd->add_option("--replicas", flags->replicas,
                   "local replicas (threads) for --strategy mirrored or multi_worker, each on its "
                   "share of the cores")
-      ->check(CLI::Range(1, 256));
+      ->check(in_range(1, 256));
   cmd->add_option("--collective-timeout", flags->collective_timeout,
                   "multi_worker: seconds any wait of a collective may take before the silent "
                   "worker is named (default 30)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number())
+      ->default_str("");  // 0 stands for the strategy's default
   cmd->add_option("--overlap-all-reduce", flags->overlap_all_reduce,
                   "multi_worker: all-reduce gradient packs while the backward pass still runs "
                   "(on, the default) or all at once after it (off)")
-      ->check(CLI::IsMember({"on", "off"}));
+      ->check(one_of({"on", "off"}));
   cmd->add_option("--bytes-per-pack", flags->bytes_per_pack,
                   "multi_worker: bytes of gradients per all-reduce (default 256 KiB)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1))
+      ->default_str("");
   cmd->add_option("--tls-cert", flags->tls_cert,
                   "multi_worker: this task's certificate (PEM) for the coordination service");
   cmd->add_option("--tls-key", flags->tls_key, "multi_worker: the certificate's private key");
   cmd->add_option("--tls-ca", flags->tls_ca,
                   "multi_worker: the CA that signed every task's certificate (mutual TLS)");
-  cmd->add_option("--mixed-precision", flags->mixed_precision)
-      ->check(CLI::IsMember({"off", "bf16", "f16"}));
-  cmd->add_flag("--deterministic", flags->deterministic);
-  cmd->add_option("--threads", flags->threads)->check(CLI::PositiveNumber);
+  cmd->add_option("--mixed-precision", flags->mixed_precision,
+                  "compute in bfloat16 or float16, keeping float32 variables")
+      ->check(one_of({"off", "bf16", "f16"}));
+  cmd->add_flag("--deterministic", flags->deterministic,
+                "the same weights bit for bit on every run and any number of replicas");
+  cmd->add_option("--threads", flags->threads,
+                  "threads for the kernels (default: every core; more than the cores are capped)")
+      ->check(at_least(1))
+      ->default_str("");
   cmd->add_option("--backup-dir", flags->backup_dir, "BackupAndRestore directory");
   cmd->add_option("--save-freq", flags->save_freq, "back up every epoch, or every N steps")
-      ->check(CLI::IsMember({"epoch"}) | CLI::PositiveNumber);
+      ->check(epoch_or_steps());
   cmd->add_option("--checkpoint-dir", flags->checkpoint_dir, "save a checkpoint every epoch");
   cmd->add_option("--logdir", flags->logdir, "TensorBoard event files");
   cmd->add_option("--metrics-json", flags->metrics_json, "write a JSON summary when done");
