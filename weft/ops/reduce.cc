@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/isa.h"
 #include "weft/core/parallel.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
@@ -73,7 +74,7 @@ struct Dims {
 };
 
 template <typename C, typename T, typename Op>
-C reduce_run(const T* x, int64_t n, int64_t stride, C init, Op op) {
+WEFT_HOT_LOOP C reduce_run(const T* x, int64_t n, int64_t stride, C init, Op op) {
   C acc[kLanes];
   std::fill(acc, acc + kLanes, init);
   int64_t i = 0;
@@ -87,6 +88,12 @@ C reduce_run(const T* x, int64_t n, int64_t stride, C init, Op op) {
     for (int k = 0; k < w; ++k) acc[k] = op(acc[k], acc[k + w]);
   }
   return acc[0];
+}
+
+// acc[k] = op(acc[k], row[k]) for k < width: one row of reduce_rows.
+template <typename C, typename T, typename Op>
+WEFT_HOT_LOOP void combine_row(C* acc, const T* row, int64_t width, Op op) {
+  for (int64_t k = 0; k < width; ++k) acc[k] = op(acc[k], static_cast<C>(row[k]));
 }
 
 // The kept elements are one contiguous run (a per-channel sum over NHWC, a bias gradient): rows
@@ -104,8 +111,7 @@ void reduce_rows(const T* base, const Dims& red, int64_t width, OutT* dst, C ini
     for (int64_t b = begin; b < end; ++b) {
       C* acc = partial.get() + b * width;
       for (int64_t r = b * rows_per_block; r < std::min(rows, (b + 1) * rows_per_block); ++r) {
-        const T* row = base + red.offset(r);
-        for (int64_t k = 0; k < width; ++k) acc[k] = op(acc[k], static_cast<C>(row[k]));
+        combine_row(acc, base + red.offset(r), width, op);
       }
     }
   });

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "weft/core/isa.h"
 #include "weft/core/parallel.h"
 #include "weft/core/tensor.h"
 
@@ -70,9 +71,9 @@ Loop<N> make_loop(const Shape& shape, const std::array<const Tensor*, N>& operan
 }
 
 // Calls inner(ptrs, strides_in_elements, count) over the loop's elements [begin, end), one call
-// per run along the innermost dimension.
+// per run along the innermost dimension. `inner` is inlined into each ISA's clone (weft/core/isa.h).
 template <size_t N, typename Inner>
-void run_range(const Loop<N>& loop, int64_t begin, int64_t end, Inner&& inner) {
+WEFT_HOT_LOOP void run_range(const Loop<N>& loop, int64_t begin, int64_t end, Inner&& inner) {
   size_t rank = loop.shape.size();
   size_t last = rank - 1;
   std::vector<int64_t> index(rank);
