@@ -38,8 +38,9 @@ TEST(CliMessages, ARefusedFlagSaysWhatItAccepts) {
 }
 
 TEST(CliMessages, AnUnknownCommandIsNamedWithTheCommandsThereAre) {
-  const std::string commands = "the commands are bench, evaluate, info, inspect, launch, predict, "
-                               "train (weft --help says what each does)\n";
+  const std::string commands =
+      "the commands are bench, evaluate, info, inspect, launch, predict, "
+      "train (weft --help says what each does)\n";
   Result r = run("frobnicate");
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.output, "weft: unknown command \"frobnicate\"; " + commands);
@@ -75,10 +76,11 @@ TEST(CliMessages, MoreThreadsThanCoresAreCappedWithOneWarning) {
 TEST(CliMessages, HelpShowsTheDefaults) {
   Result r = run("train --help");
   EXPECT_EQ(r.status, 0);
-  for (const char* shown : {"--epochs INT:at least 1=3", "--batch-size INT:at least 1=128",
-                            "--lr FLOAT:greater than 0=0.001", "--seed INT=0",
-                            "--model TEXT:{mlp, cnn}=mlp", "--optimizer TEXT:{adam, sgd, rmsprop, "
-                                                           "adamw}=adam"}) {
+  for (const char* shown :
+       {"--epochs INT:at least 1=3", "--batch-size INT:at least 1=128",
+        "--lr FLOAT:greater than 0=0.001", "--seed INT=0", "--model TEXT:{mlp, cnn}=mlp",
+        "--optimizer TEXT:{adam, sgd, rmsprop, "
+        "adamw}=adam"}) {
     EXPECT_THAT(r.output, HasSubstr(shown));
   }
   r = run("predict --help");

@@ -26,8 +26,7 @@ Result under_haswell(const std::string& args) {
 
 double accuracy_in(const std::string& output) {
   std::smatch m;
-  return std::regex_search(output, m, std::regex("test accuracy ([0-9.]+)")) ? std::stod(m[1])
-                                                                              : -1;
+  return std::regex_search(output, m, std::regex("test accuracy ([0-9.]+)")) ? std::stod(m[1]) : -1;
 }
 
 TEST(PortableBuild, TheWeftCommandRunsOnACpuWithoutAvx512) {
@@ -47,13 +46,14 @@ TEST(PortableBuild, TheWeftCommandRunsOnACpuWithoutAvx512) {
   EXPECT_GT(trained, 0.5) << train.output;
 
   std::string x = (dir / "x.npy").string(), y = (dir / "y.npy").string();
-  Result make_x = shell(std::string(WEFT_PYTHON) + " -c \"import gzip, numpy as np; d = gzip.open('" +
-                        (dir / "data/t10k-images-idx3-ubyte.gz").string() +
-                        "').read(); np.save('" + x + "', (np.frombuffer(d, np.uint8, offset=16)"
-                        ".reshape(-1, 28, 28, 1) / np.float32(255)).astype(np.float32))\"");
+  Result make_x =
+      shell(std::string(WEFT_PYTHON) + " -c \"import gzip, numpy as np; d = gzip.open('" +
+            (dir / "data/t10k-images-idx3-ubyte.gz").string() + "').read(); np.save('" + x +
+            "', (np.frombuffer(d, np.uint8, offset=16)"
+            ".reshape(-1, 28, 28, 1) / np.float32(255)).astype(np.float32))\"");
   ASSERT_EQ(make_x.status, 0) << make_x.output;
-  Result predict = under_haswell("predict " + (dir / "model").string() + " --input " + x +
-                                 " --output " + y);
+  Result predict =
+      under_haswell("predict " + (dir / "model").string() + " --input " + x + " --output " + y);
   ASSERT_EQ(predict.status, 0) << predict.output;
   EXPECT_EQ(predict.output, "wrote " + y + ": (100, 10) float32\n");
 

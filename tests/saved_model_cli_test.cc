@@ -28,9 +28,9 @@ std::string accuracy_in(const std::string& output) {
 class SavedModelCli : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("weft_saved_model_cli_" + std::to_string(getpid()) + "_" +
-            testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ =
+        fs::temp_directory_path() / ("weft_saved_model_cli_" + std::to_string(getpid()) + "_" +
+                                     testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -48,7 +48,8 @@ TEST_F(SavedModelCli, ModelsLoadInAFreshProcessAndPredictTheSameBits) {
     // program that registers it.
     Result loaded =
         std::string(kind) == "functional"
-            ? shell("timeout 300 " + tool() + "load " + (d / "model").string() + " " + x + " " + got)
+            ? shell("timeout 300 " + tool() + "load " + (d / "model").string() + " " + x + " " +
+                    got)
             : run("predict " + (d / "model").string() + " --input " + x + " --output " + got);
     ASSERT_EQ(loaded.status, 0) << kind << ": " << loaded.output;
     std::string expected = read_bytes(d / "expected.npy");
@@ -81,25 +82,36 @@ TEST_F(SavedModelCli, TrainSaveModelThenEvaluateAndPredictAgreeWithTraining) {
     EXPECT_EQ(accuracy_in(eval.output), trained) << model << ": " << eval.output;
     // The loss too: the same line training printed, up to its weights fingerprint.
     std::string line = train.output.substr(train.output.find("test loss"));
-    EXPECT_EQ(eval.output.substr(0, eval.output.find('\n')), line.substr(0, line.find(", weights")));
+    EXPECT_EQ(eval.output.substr(0, eval.output.find('\n')),
+              line.substr(0, line.find(", weights")));
 
     // weft predict on the test images (as fashion_mnist() scales them), argmax against labels in
     // NumPy: the accuracy evaluate printed.
     std::string x = (dir_ / "x.npy").string(), y = (dir_ / "y.npy").string();
     std::string images = (dir_ / "data/t10k-images-idx3-ubyte.gz").string();
     std::string labels = (dir_ / "data/t10k-labels-idx1-ubyte.gz").string();
-    Result make_x = shell(std::string(WEFT_PYTHON) + " -c \"import gzip, numpy as np; "
-                          "d = gzip.open('" + images + "').read(); "
-                          "np.save('" + x + "', (np.frombuffer(d, np.uint8, offset=16)"
+    Result make_x = shell(std::string(WEFT_PYTHON) +
+                          " -c \"import gzip, numpy as np; "
+                          "d = gzip.open('" +
+                          images +
+                          "').read(); "
+                          "np.save('" +
+                          x +
+                          "', (np.frombuffer(d, np.uint8, offset=16)"
                           ".reshape(-1, 28, 28, 1) / np.float32(255)).astype(np.float32))\"");
     ASSERT_EQ(make_x.status, 0) << make_x.output;
-    Result pred = run("predict " + saved.string() + " --input " + x + " --output " + y +
-                      " --batch-size 100");
+    Result pred =
+        run("predict " + saved.string() + " --input " + x + " --output " + y + " --batch-size 100");
     ASSERT_EQ(pred.status, 0) << pred.output;
     EXPECT_THAT(pred.output, testing::HasSubstr("(300, 10) float32"));
-    Result acc = shell(std::string(WEFT_PYTHON) + " -c \"import gzip, numpy as np; "
-                       "y = np.load('" + y + "'); "
-                       "l = np.frombuffer(gzip.open('" + labels + "').read(), np.uint8, offset=8); "
+    Result acc = shell(std::string(WEFT_PYTHON) +
+                       " -c \"import gzip, numpy as np; "
+                       "y = np.load('" +
+                       y +
+                       "'); "
+                       "l = np.frombuffer(gzip.open('" +
+                       labels +
+                       "').read(), np.uint8, offset=8); "
                        "print('%.4f' % (y.argmax(1) == l).mean())\"");
     ASSERT_EQ(acc.status, 0) << acc.output;
     EXPECT_EQ(acc.output, trained + "\n") << model;
@@ -110,10 +122,11 @@ TEST_F(SavedModelCli, AModelTrainedByTwoWorkersLoadsInOneProcess) {
   write_dataset(dir_ / "data", 1000, 300);
   std::string data = " --dataset " + (dir_ / "data").string();
   fs::path saved = dir_ / "model", json = dir_ / "metrics.json";
-  Result train = shell("timeout 300 " + std::string(WEFT_BINARY_DIR) +
-                       "/weft launch -n 2 -- weft train --strategy multi_worker --epochs 1 "
-                       "--batch-size 64 --quiet" + data + " --metrics-json " + json.string() +
-                       " --save-model " + saved.string());
+  Result train =
+      shell("timeout 300 " + std::string(WEFT_BINARY_DIR) +
+            "/weft launch -n 2 -- weft train --strategy multi_worker --epochs 1 "
+            "--batch-size 64 --quiet" +
+            data + " --metrics-json " + json.string() + " --save-model " + saved.string());
   ASSERT_EQ(train.status, 0) << train.output;
   nlohmann::json metrics = read_json(json);
   EXPECT_EQ(metrics["workers"], 2);

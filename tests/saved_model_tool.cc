@@ -2,8 +2,8 @@
 // run again as a fresh process, loads that model and predicts on the same inputs. Both halves
 // register the custom layer "Scale", as a user's program that saves and loads one would.
 //
-//   saved_model_tool save mlp|cnn|functional DIR    # DIR/model (saved), DIR/x.npy, DIR/expected.npy
-//   saved_model_tool load DIR/model X.npy OUT.npy   # load_model, predict, write
+//   saved_model_tool save mlp|cnn|functional DIR    # DIR/model (saved), DIR/x.npy,
+//   DIR/expected.npy saved_model_tool load DIR/model X.npy OUT.npy   # load_model, predict, write
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -24,9 +24,7 @@ class ScaleImpl : public nn::LayerImpl {
   Tensor call(const Tensor& x, bool training) override {
     return mul(mul(x, cast_variable(gamma_)), factor_);
   }
-  ConfigDict get_config() const override {
-    return LayerImpl::get_config().set("factor", factor_);
-  }
+  ConfigDict get_config() const override { return LayerImpl::get_config().set("factor", factor_); }
 
  private:
   double factor_;
@@ -53,11 +51,11 @@ nn::Model functional() {
 
 int save(const std::string& kind, const std::string& dir) {
   random::set_seed(3);
-  nn::Model model = kind == "mlp" ? nn::Model(nn::models::mlp())
+  nn::Model model = kind == "mlp"   ? nn::Model(nn::models::mlp())
                     : kind == "cnn" ? nn::Model(nn::models::cnn())
                                     : functional();
-  model.compile(optim::Adam(1e-3),
-                nn::losses::SparseCategoricalCrossentropy({.from_logits = true}), {"accuracy"});
+  model.compile(optim::Adam(1e-3), nn::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                {"accuracy"});
   Tensor x = stateless_random_uniform({96, 28, 28, 1}, {7, 8});
   Tensor y = cast(mul(stateless_random_uniform({96}, {9, 10}), 10.0), kInt64);
   model.fit(data::Dataset::from_tensor_slices({x, y}).batch(32), {.epochs = 2, .verbose = 0});

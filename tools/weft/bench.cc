@@ -8,13 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
-#include <random>
-#include <sstream>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -81,8 +81,8 @@ std::vector<Row> measure(collective::Communicator& comm, collective::MpiCommunic
         auto t0 = Clock::now();
         once();
         times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-        int64_t more = times.size() < 5 ||
-                       std::chrono::duration<double>(Clock::now() - start).count() < 0.3;
+        int64_t more =
+            times.size() < 5 || std::chrono::duration<double>(Clock::now() - start).count() < 0.3;
         comm.broadcast(&more, {1}, kInt64, 0, {});
         if (!more) break;
       }

@@ -21,8 +21,8 @@ bool parse_number(const std::string& text, bool integer, double* value, std::str
   errno = 0;
   char* end = nullptr;
   *value = std::strtod(text.c_str(), &end);
-  bool number = !text.empty() && end == text.c_str() + text.size() && errno == 0 &&
-                std::isfinite(*value);
+  bool number =
+      !text.empty() && end == text.c_str() + text.size() && errno == 0 && std::isfinite(*value);
   if (!number || (integer && *value != std::floor(*value))) {
     *error = std::string("must be ") + (integer ? "a whole number" : "a number") + ", got \"" +
              text + "\"";

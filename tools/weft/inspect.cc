@@ -84,7 +84,8 @@ std::string describe_saved_model(const std::string& dir) {
     ConfigDict c = file.get_dict("compile");
     ConfigDict optimizer = c.get_dict("optimizer");
     std::string metrics;
-    for (const std::string& m : c.get_strings("metrics")) metrics += (metrics.empty() ? "" : ", ") + m;
+    for (const std::string& m : c.get_strings("metrics"))
+      metrics += (metrics.empty() ? "" : ", ") + m;
     std::printf("compiled with optimizer %s (learning_rate %s), loss %s, metrics [%s]\n",
                 optimizer.get_string("class_name").c_str(),
                 optimizer.get_dict("learning_rate").to_json().c_str(),

@@ -46,8 +46,8 @@ struct LaunchFlags {
 
 // How one start of the cluster ended.
 struct Outcome {
-  int code = 0;             // the exit code for weft launch: the failing task's, else 0
-  std::string failure;      // "worker:1 (pid 123) was killed by signal 9 (Killed)"
+  int code = 0;               // the exit code for weft launch: the failing task's, else 0
+  std::string failure;        // "worker:1 (pid 123) was killed by signal 9 (Killed)"
   bool any_finished = false;  // a worker exited 0 (the job itself completed)
   bool signalled = false;     // SIGINT or SIGTERM came from outside and was forwarded
 };
@@ -157,7 +157,8 @@ void relay(Child& c, bool flush_all) {
 Outcome run_cluster(const LaunchFlags& f) {
   Outcome outcome;
   std::vector<std::string> addresses;
-  for (int i = 0; i < f.workers; ++i) addresses.push_back("127.0.0.1:" + std::to_string(free_port()));
+  for (int i = 0; i < f.workers; ++i)
+    addresses.push_back("127.0.0.1:" + std::to_string(free_port()));
   const std::string token = make_token();
   std::vector<cpu_set_t> shares = cpu_shares(f.workers);
   // `weft` as the command means this very program, wherever it is installed.
@@ -286,7 +287,8 @@ Outcome run_cluster(const LaunchFlags& f) {
         bool because_of_another = c.last_line.find("task worker:") != std::string::npos &&
                                   c.last_line.find(" failed: ") != std::string::npos;
         if (failed < 0 || !because_of_another) failed = static_cast<int>(i);
-        if (!because_of_another && grace_deadline == TimePoint::max()) grace_deadline = TimePoint::min();
+        if (!because_of_another && grace_deadline == TimePoint::max())
+          grace_deadline = TimePoint::min();
         if (grace_deadline == TimePoint::max()) {
           grace_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
         }
@@ -353,8 +355,7 @@ void add_launch(CLI::App& app) {
                   "when a worker fails, stop the others and start them all again, up to this "
                   "many times (with --backup-dir the job resumes where it was backed up)")
       ->check(in_range(0, 1000000));
-  cmd->add_option("command", flags->command, "the command each worker runs, after --")
-      ->required();
+  cmd->add_option("command", flags->command, "the command each worker runs, after --")->required();
   cmd->callback([flags] {
     int code = launch(*flags);
     if (code != 0) throw CLI::RuntimeError(code);

@@ -36,10 +36,10 @@ int main(int argc, char** argv) {
     for (const CLI::App* sub : app.get_subcommands({})) {
       commands += (commands.empty() ? "" : ", ") + sub->get_name();
     }
-    std::fprintf(stderr, "weft: %s; the commands are %s (weft --help says what each does)\n",
-                 first.empty() ? "a command is needed"
-                               : ("unknown command \"" + first + "\"").c_str(),
-                 commands.c_str());
+    std::fprintf(
+        stderr, "weft: %s; the commands are %s (weft --help says what each does)\n",
+        first.empty() ? "a command is needed" : ("unknown command \"" + first + "\"").c_str(),
+        commands.c_str());
     return 2;
   }
   try {

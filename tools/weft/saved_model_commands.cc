@@ -74,12 +74,11 @@ void predict(const ModelFlags& f) {
 void add_evaluate(CLI::App& app) {
   auto f = std::make_shared<ModelFlags>();
   f->batch_size = 512;  // as weft train evaluates
-  auto* cmd = app.add_subcommand(
-      "evaluate", "Loss and metrics of a saved model on a dataset's test split");
+  auto* cmd =
+      app.add_subcommand("evaluate", "Loss and metrics of a saved model on a dataset's test split");
   cmd->add_option("DIR", f->dir, "A saved model (weft train --save-model DIR)")->required();
   cmd->add_option("--dataset", f->dataset, "fashion_mnist, cifar10, or a directory of IDX files");
-  cmd->add_option("--batch-size", f->batch_size, "examples per batch")
-      ->check(at_least(1));
+  cmd->add_option("--batch-size", f->batch_size, "examples per batch")->check(at_least(1));
   cmd->add_option("--threads", f->threads, "threads for the kernels (default: every core)")
       ->check(at_least(1))
       ->default_str("");
@@ -94,8 +93,7 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--input", f->input, "an .npy array of shape (N, the model's input shape)")
       ->required();
   cmd->add_option("--output", f->output, "where to write the outputs (.npy)")->required();
-  cmd->add_option("--batch-size", f->batch_size, "examples per batch")
-      ->check(at_least(1));
+  cmd->add_option("--batch-size", f->batch_size, "examples per batch")->check(at_least(1));
   cmd->add_option("--threads", f->threads, "threads for the kernels (default: every core)")
       ->check(at_least(1))
       ->default_str("");

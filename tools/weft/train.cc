@@ -38,7 +38,7 @@ struct TrainFlags {
   int replicas = 1;
   bool deterministic = false, quiet = false;
   int threads = 0;
-  double collective_timeout = 0;  // seconds; 0: the strategy's default
+  double collective_timeout = 0;   // seconds; 0: the strategy's default
   std::string overlap_all_reduce;  // on, off; empty: the strategy's default
   int64_t bytes_per_pack = 0;      // 0: the strategy's default
   std::string tls_cert, tls_key, tls_ca;
@@ -235,8 +235,7 @@ void add_train(CLI::App& app) {
   cmd->add_option("--dataset", flags->dataset,
                   "fashion_mnist, cifar10, or a directory of IDX files");
   cmd->add_option("--epochs", flags->epochs, "passes over the training data")->check(at_least(1));
-  cmd->add_option("--batch-size", flags->batch_size, "global batch size")
-      ->check(at_least(1));
+  cmd->add_option("--batch-size", flags->batch_size, "global batch size")->check(at_least(1));
   cmd->add_option("--optimizer", flags->optimizer, "the optimizer (Keras's defaults but --lr)")
       ->check(one_of({"adam", "sgd", "rmsprop", "adamw"}));
   cmd->add_option("--lr", flags->lr, "learning rate")->check(positive_number());

@@ -74,7 +74,8 @@ class Conv2DImpl : public LayerImpl {
     ConfigDict c = LayerImpl::get_config();
     c.set("filters", filters_).set("kernel_size", internal::config_pair(kernel_size_));
     c.set("strides", internal::config_pair(options_.strides)).set("padding", options_.padding);
-    c.set("dilation_rate", internal::config_pair(options_.dilation_rate)).set("activation", options_.activation);
+    c.set("dilation_rate", internal::config_pair(options_.dilation_rate))
+        .set("activation", options_.activation);
     c.set("use_bias", options_.use_bias).set("kernel_initializer", options_.kernel_initializer);
     c.set("bias_initializer", options_.bias_initializer);
     return c;

@@ -287,9 +287,8 @@ std::map<std::string, double> merge_logs(ModelImpl& m, metrics::Mean& loss_track
       packed.push_back(total[n].total);
       packed.push_back(total[n].count);
     }
-    std::vector<double> all = m.strategy.extended()
-                                  .sum_across_workers(Tensor::from_vector(packed))
-                                  .to_vector<double>();
+    std::vector<double> all =
+        m.strategy.extended().sum_across_workers(Tensor::from_vector(packed)).to_vector<double>();
     for (size_t i = 0; i < names.size(); ++i) total[names[i]] = {all[2 * i], all[2 * i + 1]};
   }
   loss_tracker.merge_state(total["loss"]);
@@ -428,9 +427,8 @@ std::map<std::string, double> Model::train_on_distributed(const distribute::Dist
 std::map<std::string, double> Model::test_on_batch(const std::vector<Tensor>& batch) {
   ModelImpl& m = model();
   check_compiled(m, "evaluation");
-  distribute::PerReplica<PartialLogs> parts =
-      m.strategy.run([this](const data::Element& e) { return test_step(e); },
-                     m.strategy.split(batch, 0));
+  distribute::PerReplica<PartialLogs> parts = m.strategy.run(
+      [this](const data::Element& e) { return test_step(e); }, m.strategy.split(batch, 0));
   return merge_logs(m, m.test_loss, parts.values());
 }
 
@@ -450,9 +448,8 @@ std::vector<Tensor> Model::predict(const data::Dataset& dataset) {
   ModelImpl& m = model();
   std::vector<std::vector<Tensor>> parts(m.num_outputs());
   for (const data::Element& batch : dataset) {
-    distribute::PerReplica<std::vector<Tensor>> outs =
-        m.strategy.run([this](const data::Element& e) { return predict_step(e); },
-                       m.strategy.split(batch, 0));
+    distribute::PerReplica<std::vector<Tensor>> outs = m.strategy.run(
+        [this](const data::Element& e) { return predict_step(e); }, m.strategy.split(batch, 0));
     for (const std::vector<Tensor>& replica : outs.values()) {
       for (size_t i = 0; i < replica.size(); ++i) parts[i].push_back(replica[i]);
     }

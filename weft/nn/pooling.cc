@@ -40,7 +40,8 @@ class Pooling2DImpl : public LayerImpl {
   ConfigDict get_config() const override {
     ConfigDict c = LayerImpl::get_config();
     c.set("pool_size", internal::config_pair(pool_size_));
-    c.set("strides", internal::config_pair(strides_)).set("padding", padding_ == "SAME" ? "same" : "valid");
+    c.set("strides", internal::config_pair(strides_))
+        .set("padding", padding_ == "SAME" ? "same" : "valid");
     return c;
   }
 

@@ -333,7 +333,8 @@ void write_saved_model(const Model& model, const std::string& dir,
   std::vector<checkpoint::SavedTensor> tensors;
   std::map<std::string, std::string> state;
   checkpoint::NamedTrackables objects{{"model", &model}};
-  if (options.include_optimizer && model.compiled()) objects.emplace_back("optimizer", &model.optimizer());
+  if (options.include_optimizer && model.compiled())
+    objects.emplace_back("optimizer", &model.optimizer());
   checkpoint::collect_trackables(objects, &tensors, &state);
 
   std::string parent = io::parent_directory(dir);
@@ -370,8 +371,8 @@ void Model::save(const std::string& dir, const SaveOptions& options) const {
       failure = std::current_exception();
     }
   }
-  double failed = s.sum_across_workers(Tensor::scalar(failure ? 1.0 : 0.0, kFloat64))
-                      .item<double>();
+  double failed =
+      s.sum_across_workers(Tensor::scalar(failure ? 1.0 : 0.0, kFloat64)).item<double>();
   if (failure) std::rethrow_exception(failure);
   WEFT_CHECK(failed == 0, FailedPrecondition)
       << "Model::save: the chief failed to save the model to " << dir << " (its log says why)";

@@ -36,9 +36,9 @@ using testing::HasSubstr;
 class SavedModel : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("weft_saving_test_" + std::to_string(getpid()) + "_" +
-            testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ =
+        fs::temp_directory_path() / ("weft_saving_test_" + std::to_string(getpid()) + "_" +
+                                     testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -49,9 +49,9 @@ class SavedModel : public testing::Test {
   // rate and clipping.
   static Model trained_model() {
     random::set_seed(4);
-    Sequential model({Flatten(), Dense(16, "relu"), Dropout(0.2, {.seed = 3}),
-                      BatchNormalization(), Dense(3)},
-                     "small");
+    Sequential model(
+        {Flatten(), Dense(16, "relu"), Dropout(0.2, {.seed = 3}), BatchNormalization(), Dense(3)},
+        "small");
     model.compile(optim::SGD({.learning_rate = optim::schedules::ExponentialDecay(0.1, 10, 0.5),
                               .momentum = 0.9,
                               .clipnorm = 5.0}),
@@ -61,9 +61,7 @@ class SavedModel : public testing::Test {
     return model;
   }
   static Tensor inputs() { return stateless_random_uniform({24, 4, 2}, {1, 2}); }
-  static Tensor labels() {
-    return cast(mul(stateless_random_uniform({24}, {3, 4}), 3.0), kInt64);
-  }
+  static Tensor labels() { return cast(mul(stateless_random_uniform({24}, {3, 4}), 3.0), kInt64); }
   // The values' bits, for exact comparison.
   static std::vector<uint32_t> bytes(const Tensor& t) {
     std::vector<float> v = t.to_vector<float>();
@@ -145,7 +143,8 @@ TEST_F(SavedModel, NestedAndSharedLayersInAFunctionalModel) {
   KerasTensor merged = Add()({shared(a), shared(b)})[0];
   KerasTensor out = Concatenate()({tower(merged), merged})[0];
   Model model({a, b}, {out}, "graph");
-  Tensor xa = stateless_random_uniform({3, 6}, {1, 1}), xb = stateless_random_uniform({3, 6}, {2, 2});
+  Tensor xa = stateless_random_uniform({3, 6}, {1, 1}),
+         xb = stateless_random_uniform({3, 6}, {2, 2});
   model.save(path("g"));
   Model loaded = load_model(path("g"));
   EXPECT_FALSE(loaded.compiled());
@@ -225,7 +224,8 @@ TEST_F(SavedModel, DamagedNewerAndUnknownSavedModelsAreRefusedNamingTheFile) {
     std::ofstream(json) << text.substr(0, text.size() / 2);
   });
   EXPECT_THAT(msg, HasSubstr(json + " is damaged: not valid JSON at byte"));
-  msg = expect_refused("newer", [&] { rewrite(dir, [](ConfigDict& c) { c.set("format_version", 2); }); });
+  msg = expect_refused("newer",
+                       [&] { rewrite(dir, [](ConfigDict& c) { c.set("format_version", 2); }); });
   EXPECT_THAT(msg, HasSubstr("FailedPrecondition"));
   EXPECT_THAT(msg, HasSubstr(json + " has saved-model format version 2, newer than the 1"));
   msg = expect_refused("unknown", [&] {

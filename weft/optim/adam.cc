@@ -76,16 +76,17 @@ class AdamAlgorithm : public Optimizer::Algorithm {
 }  // namespace
 
 Adam::Adam(AdamOptions o)
-    : Optimizer(std::make_shared<AdamAlgorithm>("Adam", o.name, o.beta_1, o.beta_2, o.epsilon, o.amsgrad,
-                                                /*weight_decay=*/0.0),
-                internal::common_options(o)) {}
+    : Optimizer(
+          std::make_shared<AdamAlgorithm>("Adam", o.name, o.beta_1, o.beta_2, o.epsilon, o.amsgrad,
+                                          /*weight_decay=*/0.0),
+          internal::common_options(o)) {}
 
 Adam::Adam(schedules::LearningRateSchedule learning_rate)
     : Adam(AdamOptions{.learning_rate = std::move(learning_rate)}) {}
 
 AdamW::AdamW(AdamWOptions o)
-    : Optimizer(std::make_shared<AdamAlgorithm>("AdamW", o.name, o.beta_1, o.beta_2, o.epsilon, o.amsgrad,
-                                                o.weight_decay),
+    : Optimizer(std::make_shared<AdamAlgorithm>("AdamW", o.name, o.beta_1, o.beta_2, o.epsilon,
+                                                o.amsgrad, o.weight_decay),
                 internal::common_options(o)) {}
 
 AdamW::AdamW(schedules::LearningRateSchedule learning_rate)

@@ -9,8 +9,10 @@ namespace {
 class SgdAlgorithm : public Optimizer::Algorithm {
  public:
   ConfigDict get_config() const override {
-    return ConfigDict().set("class_name", "SGD").set("momentum", momentum_).set("nesterov",
-                                                                                 nesterov_);
+    return ConfigDict()
+        .set("class_name", "SGD")
+        .set("momentum", momentum_)
+        .set("nesterov", nesterov_);
   }
   explicit SgdAlgorithm(const SGDOptions& o) : momentum_(o.momentum), nesterov_(o.nesterov) {
     internal::check_range(o.name, "momentum", o.momentum, 0, 1);

@@ -71,7 +71,8 @@ Loop<N> make_loop(const Shape& shape, const std::array<const Tensor*, N>& operan
 }
 
 // Calls inner(ptrs, strides_in_elements, count) over the loop's elements [begin, end), one call
-// per run along the innermost dimension. `inner` is inlined into each ISA's clone (weft/core/isa.h).
+// per run along the innermost dimension. `inner` is inlined into each ISA's clone
+// (weft/core/isa.h).
 template <size_t N, typename Inner>
 WEFT_HOT_LOOP void run_range(const Loop<N>& loop, int64_t begin, int64_t end, Inner&& inner) {
   size_t rank = loop.shape.size();
