@@ -56,6 +56,21 @@ TEST_F(SavedModelCli, ModelsLoadInAFreshProcessAndPredictTheSameBits) {
     EXPECT_GT(expected.size(), 45u * 10 * 4);
     EXPECT_EQ(read_bytes(got), expected) << kind << ": predictions differ after loading";
   }
+  // weft inspect describes a saved model: its layers, their output shapes and parameters, the
+  // compile settings, then the variables; one with a custom layer, from its config.
+  Result inspect = run("inspect " + (dir_ / "mlp/model").string());
+  ASSERT_EQ(inspect.status, 0) << inspect.output;
+  EXPECT_THAT(inspect.output, testing::HasSubstr("dense (Dense)"));
+  EXPECT_THAT(inspect.output, testing::HasSubstr("(None, 700)"));
+  EXPECT_THAT(inspect.output, testing::HasSubstr("Total params: 905010"));
+  EXPECT_THAT(inspect.output, testing::HasSubstr("compiled with optimizer Adam"));
+  EXPECT_THAT(inspect.output, testing::HasSubstr("model/dense/kernel"));
+  inspect = run("inspect --verify " + (dir_ / "functional/model").string());
+  ASSERT_EQ(inspect.status, 0) << inspect.output;
+  EXPECT_THAT(inspect.output, testing::HasSubstr("unknown layer class \"Scale\""));
+  EXPECT_THAT(inspect.output, testing::ContainsRegex("scale +Scale +32\n"));
+  EXPECT_THAT(inspect.output, testing::HasSubstr("verified: every checksum matches"));
+
   // Without the custom layer registered, the model is refused naming the file and the class.
   Result r = run("predict " + (dir_ / "functional/model").string() + " --input " +
                  (dir_ / "functional/x.npy").string() + " --output " + (dir_ / "y.npy").string());

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -70,14 +71,49 @@ void print_listing(const ckpt::CheckpointIndex& index) {
               index.shards.size(), static_cast<unsigned long long>(total));
 }
 
+// Each layer of the model's config, its class and its parameters (counted in the checkpoint):
+// what can be said of a model whose layers this program cannot make.
+void print_config_layers(const ConfigDict& model, const ckpt::CheckpointIndex& index) {
+  std::printf("%-32s %-24s %12s\n", "Layer", "(type)", "Param #");
+  int64_t total = 0;
+  for (const ConfigDict& layer : model.get_dict("config").get_dicts("layers")) {
+    std::string name = layer.get_dict("config").get_string("name", "?");
+    int64_t params = 0;
+    for (const auto& t : index.tensors) {
+      if (t.path.rfind("model/" + name + "/", 0) != 0) continue;
+      int64_t n = 1;
+      for (int64_t d : t.global_shape ? *t.global_shape : t.shape) n *= d;
+      params += n;
+    }
+    total += params;
+    std::printf("%-32s %-24s %12lld\n", name.c_str(), layer.get_string("class_name").c_str(),
+                static_cast<long long>(params));
+  }
+  std::printf("Total params: %lld\n", static_cast<long long>(total));
+}
+
 // A saved model's layers (Model::summary) and compile settings; returns its checkpoint's directory.
 std::string describe_saved_model(const std::string& dir) {
-  nn::Model model = nn::load_model(dir, {.compile = false});
+  std::string variables = dir + "/" + nn::kSavedModelVariablesDir;
+  std::optional<nn::Model> model;
+  std::string unbuildable;
+  try {
+    model = nn::load_model(dir, {.compile = false});
+  } catch (const InvalidArgument& e) {
+    if (e.message().find("unknown layer class") == std::string::npos) throw;
+    unbuildable = e.message();
+  }
   ConfigDict file = ConfigDict::from_json(io::read_whole_file(dir + "/" + nn::kSavedModelFileName));
   std::printf("saved model %s (format version %lld, saved by weft %s)\n", dir.c_str(),
               static_cast<long long>(file.get_int("format_version")),
               file.get_string("weft_version", "?").c_str());
-  model.summary();
+  if (model) {
+    model->summary();
+  } else {
+    // Shapes come from building the model, which takes the program that registers its layers.
+    std::printf("(output shapes unknown: %s)\n", unbuildable.c_str());
+    print_config_layers(file.get_dict("model"), ckpt::read_index(variables));
+  }
   if (file.is_null("compile")) {
     std::printf("not compiled (saved without its optimizer, loss and metrics)\n");
   } else {
@@ -91,7 +127,7 @@ std::string describe_saved_model(const std::string& dir) {
                 optimizer.get_dict("learning_rate").to_json().c_str(),
                 c.get_dict("loss").get_string("name").c_str(), metrics.c_str());
   }
-  return dir + "/" + nn::kSavedModelVariablesDir;
+  return variables;
 }
 
 }  // namespace
