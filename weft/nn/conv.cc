@@ -105,9 +105,8 @@ Conv2D Conv2D::from_config(const ConfigDict& c) {
   o.use_bias = c.get_bool("use_bias", true);
   o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
   o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
-  Conv2D layer(c.get_int("filters"), internal::config_size2(c, "kernel_size", {0, 0}), o);
-  layer.impl().restore_base_config(c);
-  return layer;
+  return internal::configured(
+      Conv2D(c.get_int("filters"), internal::config_size2(c, "kernel_size", {0, 0}), o), c);
 }
 
 }  // namespace weft::nn

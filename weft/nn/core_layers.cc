@@ -200,38 +200,26 @@ Dropout::Dropout(double rate, DropoutOptions options)
 Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options)
     : Layer(std::make_shared<EmbeddingImpl>(input_dim, output_dim, options)) {}
 
-Flatten Flatten::from_config(const ConfigDict& c) {
-  Flatten layer;
-  layer.impl().restore_base_config(c);
-  return layer;
-}
+Flatten Flatten::from_config(const ConfigDict& c) { return internal::configured(Flatten(), c); }
 
 Reshape Reshape::from_config(const ConfigDict& c) {
-  Reshape layer(c.get_ints("target_shape"));
-  layer.impl().restore_base_config(c);
-  return layer;
+  return internal::configured(Reshape(c.get_ints("target_shape")), c);
 }
 
 Activation Activation::from_config(const ConfigDict& c) {
-  Activation layer(c.get_string("activation"));
-  layer.impl().restore_base_config(c);
-  return layer;
+  return internal::configured(Activation(c.get_string("activation")), c);
 }
 
 Dropout Dropout::from_config(const ConfigDict& c) {
   DropoutOptions o;
   o.seed = c.get_optional_int("seed");
-  Dropout layer(c.get_double("rate"), o);
-  layer.impl().restore_base_config(c);
-  return layer;
+  return internal::configured(Dropout(c.get_double("rate"), o), c);
 }
 
 Embedding Embedding::from_config(const ConfigDict& c) {
   EmbeddingOptions o;
   o.embeddings_initializer = c.get_string("embeddings_initializer", o.embeddings_initializer);
-  Embedding layer(c.get_int("input_dim"), c.get_int("output_dim"), o);
-  layer.impl().restore_base_config(c);
-  return layer;
+  return internal::configured(Embedding(c.get_int("input_dim"), c.get_int("output_dim"), o), c);
 }
 
 }  // namespace weft::nn

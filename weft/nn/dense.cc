@@ -64,9 +64,7 @@ Dense Dense::from_config(const ConfigDict& c) {
   o.use_bias = c.get_bool("use_bias", true);
   o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
   o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
-  Dense layer(c.get_int("units"), c.get_string("activation", ""), o);
-  layer.impl().restore_base_config(c);
-  return layer;
+  return internal::configured(Dense(c.get_int("units"), c.get_string("activation", ""), o), c);
 }
 
 }  // namespace weft::nn

@@ -1,5 +1,6 @@
 #include "weft/nn/merging.h"
 
+#include "weft/nn/internal/layer_util.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/shape_ops.h"
 
@@ -45,14 +46,8 @@ Concatenate::Concatenate(int64_t axis, const std::string& name)
 Add::Add(const std::string& name) : Layer(std::make_shared<AddImpl>(name)) {}
 
 Concatenate Concatenate::from_config(const ConfigDict& c) {
-  Concatenate layer(c.get_int("axis", -1));
-  layer.impl().restore_base_config(c);
-  return layer;
+  return internal::configured(Concatenate(c.get_int("axis", -1)), c);
 }
-Add Add::from_config(const ConfigDict& c) {
-  Add layer;
-  layer.impl().restore_base_config(c);
-  return layer;
-}
+Add Add::from_config(const ConfigDict& c) { return internal::configured(Add(), c); }
 
 }  // namespace weft::nn

@@ -264,15 +264,22 @@ LayerNormalization::LayerNormalization(LayerNormalizationOptions options)
     : Layer(std::make_shared<LayerNormalizationImpl>(options)) {}
 
 namespace {
-BatchNormalizationOptions batch_normalization_options(const ConfigDict& c) {
-  BatchNormalizationOptions o;
+// What both normalizations' configs hold (NormalizationImpl::get_config), into their options.
+template <typename Options>
+Options normalization_options(const ConfigDict& c) {
+  Options o;
   o.axis = c.get_int("axis", o.axis);
-  o.momentum = c.get_double("momentum", o.momentum);
   o.epsilon = c.get_double("epsilon", o.epsilon);
   o.center = c.get_bool("center", o.center);
   o.scale = c.get_bool("scale", o.scale);
   o.beta_initializer = c.get_string("beta_initializer", o.beta_initializer);
   o.gamma_initializer = c.get_string("gamma_initializer", o.gamma_initializer);
+  return o;
+}
+
+BatchNormalizationOptions batch_normalization_options(const ConfigDict& c) {
+  auto o = normalization_options<BatchNormalizationOptions>(c);
+  o.momentum = c.get_double("momentum", o.momentum);
   o.moving_mean_initializer = c.get_string("moving_mean_initializer", o.moving_mean_initializer);
   o.moving_variance_initializer =
       c.get_string("moving_variance_initializer", o.moving_variance_initializer);
@@ -282,28 +289,16 @@ BatchNormalizationOptions batch_normalization_options(const ConfigDict& c) {
 }  // namespace
 
 BatchNormalization BatchNormalization::from_config(const ConfigDict& c) {
-  BatchNormalization layer(batch_normalization_options(c));
-  layer.impl().restore_base_config(c);
-  return layer;
+  return internal::configured(BatchNormalization(batch_normalization_options(c)), c);
 }
 
 SyncBatchNormalization SyncBatchNormalization::from_config(const ConfigDict& c) {
-  SyncBatchNormalization layer(batch_normalization_options(c));
-  layer.impl().restore_base_config(c);
-  return layer;
+  return internal::configured(SyncBatchNormalization(batch_normalization_options(c)), c);
 }
 
 LayerNormalization LayerNormalization::from_config(const ConfigDict& c) {
-  LayerNormalizationOptions o;
-  o.axis = c.get_int("axis", o.axis);
-  o.epsilon = c.get_double("epsilon", o.epsilon);
-  o.center = c.get_bool("center", o.center);
-  o.scale = c.get_bool("scale", o.scale);
-  o.beta_initializer = c.get_string("beta_initializer", o.beta_initializer);
-  o.gamma_initializer = c.get_string("gamma_initializer", o.gamma_initializer);
-  LayerNormalization layer(o);
-  layer.impl().restore_base_config(c);
-  return layer;
+  return internal::configured(
+      LayerNormalization(normalization_options<LayerNormalizationOptions>(c)), c);
 }
 
 }  // namespace weft::nn

@@ -87,9 +87,7 @@ Pooling pooling_from_config(const ConfigDict& c) {
   Pooling2DOptions o;
   o.strides = internal::config_size2(c, "strides", o.strides);
   o.padding = c.get_string("padding", o.padding);
-  Pooling layer(internal::config_size2(c, "pool_size", {2, 2}), o);
-  layer.impl().restore_base_config(c);
-  return layer;
+  return internal::configured(Pooling(internal::config_size2(c, "pool_size", {2, 2}), o), c);
 }
 }  // namespace
 
@@ -100,9 +98,7 @@ AveragePooling2D AveragePooling2D::from_config(const ConfigDict& c) {
   return pooling_from_config<AveragePooling2D>(c);
 }
 GlobalAveragePooling2D GlobalAveragePooling2D::from_config(const ConfigDict& c) {
-  GlobalAveragePooling2D layer;
-  layer.impl().restore_base_config(c);
-  return layer;
+  return internal::configured(GlobalAveragePooling2D(), c);
 }
 
 }  // namespace weft::nn

@@ -22,6 +22,13 @@ Initializer initializer_for(const LayerImpl& layer, const std::string& argument,
 // Keras's "valid" / "same" (any case) as the ops' "VALID" / "SAME"; InvalidArgument otherwise.
 std::string op_padding(const LayerImpl& layer, const std::string& padding);
 
+// `layer` with the name, trainable and dtype `config` holds: how every from_config ends.
+template <typename L>
+L configured(L layer, const ConfigDict& config) {
+  layer.impl().restore_base_config(config);
+  return layer;
+}
+
 // A {height, width} pair as a config holds it, [h, w]; and back, `fallback` when the field is
 // absent or null (InvalidArgument unless it holds two integers).
 std::vector<int64_t> config_pair(const Size2& s);
