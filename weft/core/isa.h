@@ -10,7 +10,9 @@
 // -ffast-math neither copy reorders floating-point operations, so both give the same bits.
 #pragma once
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Sanitizer builds (WEFT_SANITIZE) leave the copies out: they check the code, not its speed, and
+// two flattened copies of every loop under AddressSanitizer tripled their build time.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(WEFT_NO_ISA_CLONES)
 #define WEFT_HOT_LOOP __attribute__((target_clones("arch=x86-64-v4", "default"), flatten))
 #else
 #define WEFT_HOT_LOOP
