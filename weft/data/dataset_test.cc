@@ -303,6 +303,24 @@ TEST(Dataset, ShardsPartitionTheData) {
   EXPECT_TRUE(is_permutation_of_range(all, 23));
 }
 
+TEST(Dataset, ShuffleThenShardPartitionsEachEpoch) {
+  // Workers that shuffle with the same seed and then take their shard read disjoint parts that
+  // together cover the data, every epoch, and each epoch in another order.
+  const int64_t n = 103, shards = 4;
+  std::vector<std::vector<int64_t>> epochs(2);
+  for (int64_t i = 0; i < shards; ++i) {
+    Dataset part = Dataset::range(n).shuffle(n, 9).shard(shards, i);
+    for (auto& epoch : epochs) {
+      std::vector<int64_t> got = ints(part);  // each pass reshuffles
+      EXPECT_EQ(static_cast<int64_t>(got.size()), (n - i + shards - 1) / shards);
+      epoch.insert(epoch.end(), got.begin(), got.end());
+    }
+  }
+  EXPECT_TRUE(is_permutation_of_range(epochs[0], n));
+  EXPECT_TRUE(is_permutation_of_range(epochs[1], n));
+  EXPECT_NE(epochs[0], epochs[1]);
+}
+
 // ---- map with parallel calls --------------------------------------------------------------------
 
 TEST(Dataset, ParallelMapKeepsTheInputOrder) {
@@ -468,19 +486,27 @@ TEST(Dataset, ThroughputSanityOverATrainingShapedPipeline) {
   Tensor x = contiguous(broadcast_to(reshape(arange(0, n, 1, kFloat32), {n, 1}), {n, 784}));
   Tensor y = arange(0, n, 1, kInt64);
   auto ds = Dataset::from_tensor_slices({x, y}).shuffle(n, 1).batch(128).repeat(2).prefetch(2);
-  int64_t examples = 0, label_sum = 0;
+  // 40 batches an epoch (39 of 128, one of 8); each epoch must hold every label once.
+  const int64_t batches_per_epoch = (n + 127) / 128;
+  std::vector<std::vector<int>> seen(2, std::vector<int>(n, 0));
+  int64_t batches = 0;
   for (const Element& b : ds) {
     ASSERT_EQ(b[0].dim(1), 784);
+    int64_t epoch = batches++ / batches_per_epoch;
+    ASSERT_LT(epoch, 2);
     std::vector<float> first_column = b[0].to_vector<float>();
     std::vector<int64_t> labels = b[1].to_vector<int64_t>();
     for (size_t i = 0; i < labels.size(); ++i) {
       ASSERT_EQ(first_column[i * 784], static_cast<float>(labels[i]));
-      label_sum += labels[i];
+      ++seen[epoch][labels[i]];
     }
-    examples += b[0].dim(0);
   }
-  EXPECT_EQ(examples, 2 * n);
-  EXPECT_EQ(label_sum, 2 * n * (n - 1) / 2);
+  EXPECT_EQ(batches, 2 * batches_per_epoch);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (int64_t label = 0; label < n; ++label) {
+      ASSERT_EQ(seen[epoch][label], 1) << "example " << label << " in epoch " << epoch;
+    }
+  }
 }
 
 }  // namespace

@@ -141,14 +141,24 @@ TEST(DropoutErrors, RateOutOfRange) {
 }
 
 TEST(Embedding, ShapesWeightsAndFloatIds) {
-  Embedding embed(10, 3, {.embeddings_initializer = "ones", .name = "emb"});
-  Tensor ids = Tensor::from_vector<int32_t>({1, 2, 9, 0, 4, 4}, {2, 3});
+  // A random table, so that every gathered row can be told from every other.
+  Embedding embed(10, 3, {.embeddings_initializer = "random_uniform", .name = "emb"});
+  std::vector<int32_t> id_list{1, 2, 9, 0, 4, 4};
+  Tensor ids = Tensor::from_vector<int32_t>(id_list, {2, 3});
   Tensor y = embed(ids);
   EXPECT_EQ(y.shape(), (Shape{2, 3, 3}));
   ASSERT_EQ(embed.variables().size(), 1u);
   EXPECT_EQ(embed.variables()[0].name(), "emb/embeddings");
   EXPECT_EQ(embed.variables()[0].shape(), (Shape{10, 3}));
-  EXPECT_EQ(embed(cast(ids, kFloat32)).to_vector<float>(), y.to_vector<float>());
+  std::vector<float> table = embed.variables()[0].value().to_vector<float>();
+  std::vector<float> got = y.to_vector<float>();
+  for (size_t i = 0; i < id_list.size(); ++i) {
+    for (size_t k = 0; k < 3; ++k) {
+      EXPECT_EQ(got[i * 3 + k], table[id_list[i] * 3 + k]) << "id " << id_list[i];
+    }
+  }
+  EXPECT_NE(table[1 * 3], table[2 * 3]);  // the rows differ
+  EXPECT_EQ(embed(cast(ids, kFloat32)).to_vector<float>(), got);
   KerasTensor out = embed(Input({3}, kInt64));
   EXPECT_EQ(out.shape(), (Shape{-1, 3, 3}));
 }

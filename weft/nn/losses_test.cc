@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "weft/ops/cast.h"
@@ -76,11 +78,38 @@ TEST(Loss, ComputesInAtLeastFloat32AndGivesPerExampleValues) {
   Tensor f32 = loss(labels, cast(logits, kFloat32));
   EXPECT_EQ(f32.dtype(), kFloat32);
   EXPECT_NEAR(f32.item<double>(), goldens().load("scce_logits", "loss").item<double>(), 1e-5);
-  EXPECT_EQ(loss.per_example(labels, logits).shape(), (Shape{6}));
-  EXPECT_EQ(MeanSquaredError()
-                .per_example(goldens().load("mse", "y_true"), goldens().load("mse", "y_pred"))
-                .shape(),
-            (Shape{6}));
+  // Each example's loss, against -log softmax(logits)[label] computed here in double.
+  Tensor per = loss.per_example(labels, logits);
+  ASSERT_EQ(per.shape(), (Shape{6}));
+  std::vector<double> z = cast(logits, kFloat64).to_vector<double>();
+  std::vector<int64_t> y = cast(labels, kInt64).to_vector<int64_t>();
+  int64_t classes = logits.dim(-1);
+  std::vector<double> got = cast(per, kFloat64).to_vector<double>();
+  double total = 0;
+  for (int64_t i = 0; i < 6; ++i) {
+    double top = *std::max_element(z.begin() + i * classes, z.begin() + (i + 1) * classes);
+    double denom = 0;
+    for (int64_t c = 0; c < classes; ++c) denom += std::exp(z[i * classes + c] - top);
+    double expected = -(z[i * classes + y[i]] - top - std::log(denom));
+    EXPECT_NEAR(got[i], expected, 1e-5 * (1 + expected)) << "example " << i;
+    total += got[i];
+  }
+  EXPECT_NEAR(total / 6, f32.item<double>(), 1e-5);  // the loss is their mean
+  Tensor t = goldens().load("mse", "y_true"), p = goldens().load("mse", "y_pred");
+  Tensor mse = MeanSquaredError().per_example(t, p);
+  ASSERT_EQ(mse.shape(), (Shape{6}));
+  std::vector<double> tv = cast(t, kFloat64).to_vector<double>(),
+                      pv = cast(p, kFloat64).to_vector<double>(),
+                      mv = cast(mse, kFloat64).to_vector<double>();
+  int64_t width = p.dim(-1);
+  for (int64_t i = 0; i < 6; ++i) {
+    double expected = 0;
+    for (int64_t k = 0; k < width; ++k) {
+      double d = pv[i * width + k] - tv[i * width + k];
+      expected += d * d / static_cast<double>(width);
+    }
+    EXPECT_NEAR(mv[i], expected, 1e-5 * (1 + expected)) << "example " << i;
+  }
 }
 
 TEST(Loss, ByKerasName) {

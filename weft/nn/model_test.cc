@@ -49,7 +49,15 @@ TEST(Model, ValidationLogsAndHistory) {
       model.fit(blobs(128, 32), {.epochs = 2, .validation_data = blobs(64, 32), .verbose = 0});
   EXPECT_EQ(h.history.count("val_loss"), 1u);
   EXPECT_EQ(h.history.count("val_accuracy"), 1u);
-  EXPECT_EQ(h.history["val_loss"].size(), 2u);
+  ASSERT_EQ(h.history["val_loss"].size(), 2u);
+  ASSERT_EQ(h.history["loss"].size(), 2u);
+  EXPECT_EQ(h.epoch, (std::vector<int>{0, 1}));
+  // The last epoch's validation logs are those of the trained model on the validation data.
+  std::map<std::string, double> after = model.evaluate(blobs(64, 32));
+  EXPECT_DOUBLE_EQ(h.history["val_loss"].back(), after["loss"]);
+  EXPECT_DOUBLE_EQ(h.history["val_accuracy"].back(), after["accuracy"]);
+  EXPECT_GT(h.history["val_loss"].front(), 0.0);
+  EXPECT_LT(h.history["loss"].back(), h.history["loss"].front());
 }
 
 TEST(Model, FunctionalTwoInputsMatchesManualComputation) {
@@ -87,9 +95,13 @@ TEST(Model, FingerprintChangesWithWeightsAndMatchesForEqualWeights) {
   EXPECT_EQ(m1.weights_fingerprint().size(), 32u);
   std::vector<Variable> v1 = m1.variables(), v2 = m2.variables();
   EXPECT_EQ(v1[0].value().to_vector<float>(), v2[0].value().to_vector<float>());
+  EXPECT_EQ(m1.weights_fingerprint(), m2.weights_fingerprint());  // equal weights, equal digests
   std::string before = m1.weights_fingerprint();
   v1[1].assign_add(ones({3}));
   EXPECT_NE(m1.weights_fingerprint(), before);
+  EXPECT_NE(m1.weights_fingerprint(), m2.weights_fingerprint());
+  v2[1].assign_add(ones({3}));  // the same change to the other: equal again
+  EXPECT_EQ(m1.weights_fingerprint(), m2.weights_fingerprint());
 }
 
 // Names, checkpoint keys and initial values follow the model's structure: the same model made

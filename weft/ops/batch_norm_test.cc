@@ -188,5 +188,24 @@ TEST(BatchNormTraining, Errors) {
               ThrowsMessage<InvalidArgument>(HasSubstr("epsilon must be positive")));
 }
 
+TEST(BatchNormGradient, SecondDerivativesAreUndefinedNotWrong) {
+  // batch_norm_training's backward is one fused kernel that records nothing (docs/autodiff.md):
+  // a derivative of its gradient comes back undefined, as max_pool2d's does, never as a value
+  // that silently leaves the kernel's part out.
+  Tensor x = uniform({4, 3}, 7), gamma = uniform({3}, 8, 0.5, 1.5), beta = uniform({3}, 9);
+  GradientTape outer;
+  outer.watch(x);
+  Tensor dx;
+  {
+    GradientTape inner;
+    inner.watch(x);
+    Tensor y = batch_norm_training(x, gamma, beta, -1, 1e-3).y;
+    dx = inner.gradient(sum(mul(y, y)), x);
+  }
+  ASSERT_TRUE(dx.defined());
+  EXPECT_GT(max(abs(dx)).item<double>(), 0.0);
+  EXPECT_FALSE(outer.gradient(sum(dx), x).defined());
+}
+
 }  // namespace
 }  // namespace weft

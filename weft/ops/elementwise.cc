@@ -204,7 +204,9 @@ Tensor sigmoid(const Tensor& x) {
 
 Tensor relu(const Tensor& x) {
   check_defined("relu", x);
-  Tensor out = unary_kernel(x, x.dtype(), [](auto v) { return v > 0 ? v : decltype(v)(0); });
+  // NaN stays NaN (v != v), as in maximum(x, 0), NumPy and PyTorch: a NaN is never hidden.
+  Tensor out =
+      unary_kernel(x, x.dtype(), [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); });
   record_unary("relu", x, out, [x](const Tensor& g) { return relu_grad(x, g); });
   return out;
 }

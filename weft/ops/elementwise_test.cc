@@ -106,6 +106,25 @@ TEST(Unary, Float32MatchesCmath) {
   }
 }
 
+TEST(Unary, ReluKeepsNaN) {
+  // As maximum(x, 0) does, in every floating dtype and above the parallel split size.
+  for (DType dtype : {kFloat32, kFloat64, kBFloat16, kFloat16}) {
+    std::vector<double> v(100001, -1.0);
+    v[5] = NAN;
+    v[77777] = NAN;
+    v[9] = 2.0;
+    std::vector<double> y =
+        cast(relu(cast(Tensor::from_vector(v), dtype)), kFloat64).to_vector<double>();
+    EXPECT_TRUE(std::isnan(y[5])) << dtype;
+    EXPECT_TRUE(std::isnan(y[77777])) << dtype;
+    EXPECT_EQ(y[9], 2.0) << dtype;
+    EXPECT_EQ(y[10], 0.0) << dtype;
+    std::vector<double> m =
+        cast(maximum(cast(Tensor::from_vector(v), dtype), 0.0), kFloat64).to_vector<double>();
+    EXPECT_TRUE(std::isnan(m[5]));  // relu agrees with maximum(x, 0)
+  }
+}
+
 TEST(Unary, SpecialValues) {
   Tensor x = Tensor::from_vector<double>({0.0, -0.0, 1.0, -2.0, INFINITY, -INFINITY});
   EXPECT_THAT(relu(x).to_vector<double>(), ElementsAre(0, 0, 1, 0, INFINITY, 0));
@@ -268,6 +287,33 @@ TEST(Binary, BroadcastColumnAgainstRow) {
     for (int i = 0; i < 3; ++i) {
       for (int j = 0; j < 4; ++j) EXPECT_DOUBLE_EQ(yt[i * 4 + j], c.reference(bv[j], av[i]));
     }
+  }
+}
+
+TEST(Binary, BroadcastAboveTheParallelSplitSize) {
+  // (300, 1) against (700,) and a transposed (700, 300) against (300, 1): 210000 elements, so
+  // the loops are cut among threads (grain 32768), each cut starting mid-row.
+  Tensor a = positive({300, 1}, 31), b = positive({700}, 32);
+  Tensor c_base = positive({700, 300}, 33);
+  Tensor c = transpose(c_base);  // (300, 700), non-contiguous
+  std::vector<double> av = a.to_vector<double>(), bv = b.to_vector<double>(),
+                      cv = c.to_vector<double>();
+  for (const BinaryCase& k : kBinary) {
+    std::vector<double> y = k.op(a, b).to_vector<double>();
+    std::vector<double> z = k.op(c, a).to_vector<double>();
+    ASSERT_EQ(y.size(), 210000u) << k.name;
+    ASSERT_EQ(z.size(), 210000u) << k.name;
+    auto off = [](double got, double want) {  // EXPECT_DOUBLE_EQ's 4 ulp
+      return std::fabs(got - want) > 4 * std::numeric_limits<double>::epsilon() * std::fabs(want);
+    };
+    int wrong = 0;
+    for (int i = 0; i < 300; ++i) {
+      for (int j = 0; j < 700; ++j) {
+        wrong += off(y[i * 700 + j], k.reference(av[i], bv[j]));
+        wrong += off(z[i * 700 + j], k.reference(cv[i * 700 + j], av[i]));
+      }
+    }
+    EXPECT_EQ(wrong, 0) << k.name;
   }
 }
 

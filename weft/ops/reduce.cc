@@ -20,6 +20,38 @@ namespace {
 // order they are combined in never depend on the thread count.
 constexpr int64_t kBlock = 16384;
 constexpr int kLanes = 16;
+// Pairwise combination (NumPy's pairwise summation): runs of kPairwiseBase elements are combined
+// in kLanes accumulators, and their results, like the blocks' results, in a balanced tree, so
+// that rounding error grows with the log of the length rather than the length (a float32 mean of
+// 131072 values near 1000 came 1.8 ulp off with one accumulator per lane across the block).
+constexpr int64_t kPairwiseBase = 128;
+
+// Combines values pushed one at a time in a balanced binary tree by position (the pairwise
+// order, fixed by the count alone): at most 64 partial results are held.
+template <typename C, typename Op>
+class PairwiseCombiner {
+ public:
+  PairwiseCombiner(C init, Op op) : init_(init), op_(op) {}
+  // The k-th value pushed is merged once for each trailing 1 bit of k: with every subtree that
+  // is complete below it.
+  void push(C v) {
+    for (uint64_t k = count_++; k & 1; k >>= 1) v = op_(stack_[--size_], v);
+    stack_[size_++] = v;
+  }
+  C result() const {
+    if (size_ == 0) return init_;
+    C acc = stack_[size_ - 1];
+    for (int i = size_ - 1; i-- > 0;) acc = op_(stack_[i], acc);
+    return acc;
+  }
+
+ private:
+  C init_;
+  Op op_;
+  C stack_[64];
+  int size_ = 0;
+  uint64_t count_ = 0;
+};
 
 std::vector<bool> reduced_mask(const char* op, const Tensor& x, const Axes& axes) {
   std::vector<bool> mask(x.rank(), axes.empty());
@@ -73,21 +105,30 @@ struct Dims {
   }
 };
 
+// x[0], x[stride], ... x[(n - 1) * stride] combined: each run of kPairwiseBase in kLanes
+// accumulators folded in a tree, the runs' results pairwise.
 template <typename C, typename T, typename Op>
 WEFT_HOT_LOOP C reduce_run(const T* x, int64_t n, int64_t stride, C init, Op op) {
-  C acc[kLanes];
-  std::fill(acc, acc + kLanes, init);
-  int64_t i = 0;
-  if (stride == 1) {
-    for (; i + kLanes <= n; i += kLanes) {
-      for (int k = 0; k < kLanes; ++k) acc[k] = op(acc[k], static_cast<C>(x[i + k]));
+  if (n <= 0) return init;
+  PairwiseCombiner<C, Op> runs(init, op);
+  for (int64_t start = 0; start < n; start += kPairwiseBase) {
+    int64_t len = std::min(kPairwiseBase, n - start);
+    const T* p = x + start * stride;
+    C acc[kLanes];
+    std::fill(acc, acc + kLanes, init);
+    int64_t i = 0;
+    if (stride == 1) {
+      for (; i + kLanes <= len; i += kLanes) {
+        for (int k = 0; k < kLanes; ++k) acc[k] = op(acc[k], static_cast<C>(p[i + k]));
+      }
     }
+    for (; i < len; ++i) acc[i % kLanes] = op(acc[i % kLanes], static_cast<C>(p[i * stride]));
+    for (int w = kLanes / 2; w > 0; w /= 2) {
+      for (int k = 0; k < w; ++k) acc[k] = op(acc[k], acc[k + w]);
+    }
+    runs.push(acc[0]);
   }
-  for (; i < n; ++i) acc[i % kLanes] = op(acc[i % kLanes], static_cast<C>(x[i * stride]));
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int k = 0; k < w; ++k) acc[k] = op(acc[k], acc[k + w]);
-  }
-  return acc[0];
+  return runs.result();
 }
 
 // acc[k] = op(acc[k], row[k]) for k < width: one row of reduce_rows.
@@ -163,9 +204,9 @@ void reduce_kernel(const Tensor& x, const std::vector<bool>& mask, Tensor& out, 
   });
   parallel_for(outputs, 256, [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {
-      C acc = init;
-      for (int64_t k = 0; k < runs * blocks; ++k) acc = op(acc, partial[o * runs * blocks + k]);
-      dst[o] = static_cast<OutT>(acc);
+      PairwiseCombiner<C, Op> all(init, op);
+      for (int64_t k = 0; k < runs * blocks; ++k) all.push(partial[o * runs * blocks + k]);
+      dst[o] = static_cast<OutT>(all.result());
     }
   });
 }

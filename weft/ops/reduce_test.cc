@@ -469,5 +469,27 @@ TEST(ReduceDeterminism, BitIdenticalAcrossThreadCounts) {
   for (int c = 0; c < 32; ++c) EXPECT_NEAR(got[c], channel[c], 1e-2) << "channel " << c;
 }
 
+TEST(Reduce, Float32MeansArePairwiseAccurate) {
+  // NumPy's pairwise summation keeps a float32 mean of values near 1000 within an ulp of the
+  // exact mean; one accumulator per lane across a 16384-element block drifted past it.
+  for (int64_t n : {1000, 16384, 131072, 1 << 20}) {
+    std::mt19937 gen(static_cast<uint32_t>(n));
+    std::uniform_real_distribution<float> dist(999.0f, 1001.0f);
+    std::vector<float> v(static_cast<size_t>(n));
+    double exact = 0;
+    for (float& f : v) {
+      f = dist(gen);
+      exact += f;
+    }
+    exact /= static_cast<double>(n);
+    Tensor x = Tensor::from_vector(v);
+    float ulp = std::nextafter(static_cast<float>(exact), INFINITY) - static_cast<float>(exact);
+    EXPECT_LE(std::fabs(mean(x).item<float>() - exact), ulp) << n << " values";
+    // The same values as a row of a matrix: the reduction over its last axis, as
+    // LayerNormalization takes it.
+    EXPECT_LE(std::fabs(mean(reshape(x, {1, n}), {1}).item<float>() - exact), ulp) << n;
+  }
+}
+
 }  // namespace
 }  // namespace weft

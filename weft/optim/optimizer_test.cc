@@ -536,6 +536,17 @@ TEST(Optimizer, ConcurrentUpdatesOfDistinctVariables) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(opt.iterations().value().item<int64_t>(), 200);
   EXPECT_EQ(opt.tracked_variables().size(), 5u);
+  // Each variable took its own 50 steps, whatever the interleaving: velocity = 0.5 velocity - 1,
+  // w += velocity.
+  double velocity = 0, w = 0;
+  for (int k = 0; k < 50; ++k) {
+    velocity = 0.5 * velocity - 1;
+    w += velocity;
+  }
+  for (const Variable& v : vars) {
+    EXPECT_NEAR(v.value().item<double>(), w, 1e-4 * std::fabs(w)) << v.name();
+    EXPECT_NEAR(opt.get_slot(v, "momentum").value().item<double>(), velocity, 1e-5) << v.name();
+  }
 }
 
 // ---- errors ----------------------------------------------------------------------------------
