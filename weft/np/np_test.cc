@@ -5,7 +5,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>
@@ -24,7 +23,8 @@ namespace {
 
 // A directory of this process's own: CTest runs the cases of one binary as parallel processes.
 struct GoldenDir {
-  std::string path = std::string(WEFT_BINARY_DIR) + "/testdata/np_goldens." + std::to_string(getpid());
+  std::string path =
+      std::string(WEFT_BINARY_DIR) + "/testdata/np_goldens." + std::to_string(getpid());
   ~GoldenDir() { std::filesystem::remove_all(path); }
 };
 

@@ -6,103 +6,21 @@
 #include <numbers>
 
 #include "weft/autodiff/tape.h"
-#include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
-#include "weft/ops/internal/loop.h"
-#include "weft/ops/reduce.h"
+#include "weft/ops/internal/elementwise_kernel.h"
 
 namespace weft {
 namespace {
 
-using ops::internal::make_loop;
-using ops::internal::run_parallel;
-
-void check_defined(const char* op, const Tensor& t) {
-  WEFT_CHECK(t.defined(), InvalidArgument) << op << ": an input tensor is undefined";
-}
-
-// NumPy's result type of a float-valued function of `t` (np.exp(int32) is float64).
-DType float_result(DType t) {
-  if (is_floating(t)) return t;
-  return t == kInt32 || t == kInt64 ? kFloat64 : kFloat16;
-}
-
-// out[i] = f(x[i]); out and x share a dtype.
-template <typename F>
-Tensor unary_kernel(const Tensor& x, DType dtype, F f) {
-  Tensor in = cast(x, dtype);
-  Tensor out = Tensor::empty(in.shape(), dtype);
-  auto loop = make_loop<2>(out.shape(), {&out, &in});
-  dispatch_dtype(dtype, [&]<typename T>() {
-    using C = compute_t<T>;
-    run_parallel(loop, [&](auto p, auto st, int64_t n) {
-      T* o = reinterpret_cast<T*>(p[0]);
-      const T* a = reinterpret_cast<const T*>(p[1]);
-      if (st[0] == 1 && st[1] == 1) {
-        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(f(static_cast<C>(a[i])));
-      } else {
-        for (int64_t i = 0; i < n; ++i) {
-          o[i * st[0]] = static_cast<T>(f(static_cast<C>(a[i * st[1]])));
-        }
-      }
-    });
-  });
-  return out;
-}
-
-// out[i] = f(a[i], b[i]) after broadcasting; a and b already have dtype `in`, out has `out_dtype`.
-template <typename OutT, typename T, typename F>
-void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
-  using C = compute_t<T>;
-  auto loop = make_loop<3>(out.shape(), {&out, &a, &b});
-  run_parallel(loop, [&](auto p, auto st, int64_t n) {
-    OutT* o = reinterpret_cast<OutT*>(p[0]);
-    const T* x = reinterpret_cast<const T*>(p[1]);
-    const T* y = reinterpret_cast<const T*>(p[2]);
-    auto put = [&](int64_t i, C u, C v) { o[i] = static_cast<OutT>(f(u, v)); };
-    if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
-      for (int64_t i = 0; i < n; ++i) put(i, static_cast<C>(x[i]), static_cast<C>(y[i]));
-    } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
-      C v = static_cast<C>(y[0]);
-      for (int64_t i = 0; i < n; ++i) put(i, static_cast<C>(x[i]), v);
-    } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
-      C u = static_cast<C>(x[0]);
-      for (int64_t i = 0; i < n; ++i) put(i, u, static_cast<C>(y[i]));
-    } else {
-      for (int64_t i = 0; i < n; ++i) {
-        o[i * st[0]] =
-            static_cast<OutT>(f(static_cast<C>(x[i * st[1]]), static_cast<C>(y[i * st[2]])));
-      }
-    }
-  });
-}
-
-template <typename F>
-Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType compute, F f) {
-  Shape shape = broadcast_shapes(op, a.shape(), b.shape());
-  Tensor x = cast(a, compute), y = cast(b, compute);
-  Tensor out = Tensor::empty(shape, compute);
-  dispatch_dtype(compute, [&]<typename T>() { binary_loop<T, T>(out, x, y, f); });
-  return out;
-}
-
-// The gradient reaching an input of `input`'s shape and dtype from one of the broadcast output.
-Tensor reduce_grad(const Tensor& g, const Tensor& input) {
-  if (!is_floating(input.dtype())) return Tensor();
-  return cast(sum_to(g, input.shape()), input.dtype());
-}
-
-Tensor scalar_like(Scalar s, const Tensor& t) {
-  return Tensor::scalar(s, promote_with_scalar(t.dtype(), s.is_float));
-}
-
-void record_unary(const char* op, const Tensor& x, const Tensor& out,
-                  std::function<Tensor(const Tensor& g)> grad) {
-  if (!autodiff::is_recording() || !is_floating(x.dtype())) return;
-  autodiff::record(op, {x}, {out}, [grad = std::move(grad), dtype = x.dtype()](const auto& g) {
-    return std::vector<Tensor>{cast(grad(g[0]), dtype)};
-  });
-}
+using ops::internal::arith_dtype;
+using ops::internal::binary_kernel;
+using ops::internal::binary_loop;
+using ops::internal::check_defined;
+using ops::internal::float_result;
+using ops::internal::record_binary;
+using ops::internal::record_unary;
+using ops::internal::scalar_like;
+using ops::internal::unary_kernel;
 
 // relu's gradient, g where x > 0 and 0 elsewhere, in one pass (g has x's shape). It is linear in
 // g, so a nested tape differentiates it by applying it again.
@@ -260,25 +178,6 @@ Tensor sign(const Tensor& x) {
 }
 
 // ---- binary ------------------------------------------------------------------------------------
-
-namespace {
-
-void record_binary(const char* op, const Tensor& a, const Tensor& b, const Tensor& out,
-                   std::function<std::pair<Tensor, Tensor>(const Tensor& g)> grad) {
-  if (!autodiff::is_recording() || !is_floating(out.dtype())) return;
-  autodiff::record(op, {a, b}, {out}, [a, b, grad = std::move(grad)](const auto& g) {
-    auto [ga, gb] = grad(g[0]);
-    return std::vector<Tensor>{reduce_grad(ga, a), reduce_grad(gb, b)};
-  });
-}
-
-DType arith_dtype(const char* op, const Tensor& a, const Tensor& b) {
-  check_defined(op, a);
-  check_defined(op, b);
-  return promote_types(a.dtype(), b.dtype());
-}
-
-}  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
   DType t = arith_dtype("add", a, b);

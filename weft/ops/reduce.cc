@@ -369,6 +369,16 @@ Tensor min(const Tensor& x, const Axes& axes, bool keepdims) {
   return max_or_min("min", Kind::kMin, x, axes, keepdims);
 }
 
+Tensor all(const Tensor& x, const Axes& axes, bool keepdims) {
+  WEFT_CHECK(x.defined(), InvalidArgument) << "all: the input is undefined";
+  return equal(sum(logical_not(x), axes, keepdims), 0);
+}
+
+Tensor any(const Tensor& x, const Axes& axes, bool keepdims) {
+  WEFT_CHECK(x.defined(), InvalidArgument) << "any: the input is undefined";
+  return greater(sum(not_equal(x, zeros({}, x.dtype())), axes, keepdims), 0);
+}
+
 Tensor prod(const Tensor& x, const Axes& axes, bool keepdims) {
   WEFT_CHECK(x.defined(), InvalidArgument) << "prod: the input is undefined";
   auto mask = reduced_mask("prod", x, axes);

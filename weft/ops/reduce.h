@@ -21,6 +21,10 @@ Tensor max(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 Tensor min(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 Tensor prod(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 Tensor logsumexp(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+// Whether every / any element is nonzero (NaN counts as nonzero): bool results. An empty
+// reduction gives true for all and false for any.
+Tensor all(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+Tensor any(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 // Index (int64) of the first largest/smallest element along `axis`.
 Tensor argmax(const Tensor& x, int64_t axis);
 Tensor argmin(const Tensor& x, int64_t axis);

@@ -1,0 +1,140 @@
+// The pieces every elementwise op is made of: a unary and a binary kernel over the strided loop
+// (computing in compute_t<T>, float for bf16/f16), NumPy's result type of a float-valued
+// function, and the tape records that reduce a broadcast gradient back to each input's shape.
+// elementwise.cc and math.cc build their ops from these.
+#pragma once
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "weft/autodiff/tape.h"
+#include "weft/ops/cast.h"
+#include "weft/ops/internal/loop.h"
+#include "weft/ops/reduce.h"
+
+namespace weft::ops::internal {
+
+inline void check_defined(const char* op, const Tensor& t) {
+  WEFT_CHECK(t.defined(), InvalidArgument) << op << ": an input tensor is undefined";
+}
+
+// NumPy's result type of a float-valued function of `t` (np.exp(int32) is float64).
+inline DType float_result(DType t) {
+  if (is_floating(t)) return t;
+  return t == kInt32 || t == kInt64 ? kFloat64 : kFloat16;
+}
+
+// out[i] = f(x[i]) with x cast to `dtype`; the output has `dtype`, or kBool when `to_bool`
+// (predicates such as isnan).
+template <typename F>
+Tensor unary_kernel(const Tensor& x, DType dtype, F f, bool to_bool = false) {
+  Tensor in = cast(x, dtype);
+  Tensor out = Tensor::empty(in.shape(), to_bool ? kBool : dtype);
+  auto loop = make_loop<2>(out.shape(), {&out, &in});
+  auto run = [&]<typename O, typename T>() {
+    using C = compute_t<T>;
+    run_parallel(loop, [&](auto p, auto st, int64_t n) {
+      O* o = reinterpret_cast<O*>(p[0]);
+      const T* a = reinterpret_cast<const T*>(p[1]);
+      if (st[0] == 1 && st[1] == 1) {
+        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f(static_cast<C>(a[i])));
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          o[i * st[0]] = static_cast<O>(f(static_cast<C>(a[i * st[1]])));
+        }
+      }
+    });
+  };
+  dispatch_dtype(dtype, [&]<typename T>() {
+    if (to_bool) {
+      run.template operator()<bool, T>();
+    } else {
+      run.template operator()<T, T>();
+    }
+  });
+  return out;
+}
+
+// out[i] = f(a[i], b[i]) after broadcasting; a and b already have dtype T, out has OutT.
+template <typename OutT, typename T, typename F>
+void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+  using C = compute_t<T>;
+  auto loop = make_loop<3>(out.shape(), {&out, &a, &b});
+  run_parallel(loop, [&](auto p, auto st, int64_t n) {
+    OutT* o = reinterpret_cast<OutT*>(p[0]);
+    const T* x = reinterpret_cast<const T*>(p[1]);
+    const T* y = reinterpret_cast<const T*>(p[2]);
+    auto put = [&](int64_t i, C u, C v) { o[i] = static_cast<OutT>(f(u, v)); };
+    if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+      for (int64_t i = 0; i < n; ++i) put(i, static_cast<C>(x[i]), static_cast<C>(y[i]));
+    } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+      C v = static_cast<C>(y[0]);
+      for (int64_t i = 0; i < n; ++i) put(i, static_cast<C>(x[i]), v);
+    } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
+      C u = static_cast<C>(x[0]);
+      for (int64_t i = 0; i < n; ++i) put(i, u, static_cast<C>(y[i]));
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        o[i * st[0]] =
+            static_cast<OutT>(f(static_cast<C>(x[i * st[1]]), static_cast<C>(y[i * st[2]])));
+      }
+    }
+  });
+}
+
+// a and b broadcast and cast to `compute`; the result has `compute`'s dtype, or kBool when
+// `to_bool` (predicates).
+template <typename F>
+Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType compute, F f,
+                     bool to_bool = false) {
+  Shape shape = broadcast_shapes(op, a.shape(), b.shape());
+  Tensor x = cast(a, compute), y = cast(b, compute);
+  Tensor out = Tensor::empty(shape, to_bool ? kBool : compute);
+  dispatch_dtype(compute, [&]<typename T>() {
+    if (to_bool) {
+      binary_loop<bool, T>(out, x, y, f);
+    } else {
+      binary_loop<T, T>(out, x, y, f);
+    }
+  });
+  return out;
+}
+
+// The gradient reaching an input of `input`'s shape and dtype from one of the broadcast output.
+inline Tensor reduce_grad(const Tensor& g, const Tensor& input) {
+  if (!is_floating(input.dtype())) return Tensor();
+  return cast(sum_to(g, input.shape()), input.dtype());
+}
+
+inline Tensor scalar_like(Scalar s, const Tensor& t) {
+  return Tensor::scalar(s, promote_with_scalar(t.dtype(), s.is_float));
+}
+
+// Records a float-valued unary op: `grad` maps the output's gradient to the input's.
+inline void record_unary(const char* op, const Tensor& x, const Tensor& out,
+                         std::function<Tensor(const Tensor& g)> grad) {
+  if (!autodiff::is_recording() || !is_floating(x.dtype())) return;
+  autodiff::record(op, {x}, {out}, [grad = std::move(grad), dtype = x.dtype()](const auto& g) {
+    return std::vector<Tensor>{cast(grad(g[0]), dtype)};
+  });
+}
+
+// Records a binary op whose float output is differentiable; `grad` gives both inputs' gradients
+// at the output's shape, reduced here to each input's.
+inline void record_binary(const char* op, const Tensor& a, const Tensor& b, const Tensor& out,
+                          std::function<std::pair<Tensor, Tensor>(const Tensor& g)> grad) {
+  if (!autodiff::is_recording() || !is_floating(out.dtype())) return;
+  autodiff::record(op, {a, b}, {out}, [a, b, grad = std::move(grad)](const auto& g) {
+    auto [ga, gb] = grad(g[0]);
+    return std::vector<Tensor>{reduce_grad(ga, a), reduce_grad(gb, b)};
+  });
+}
+
+inline DType arith_dtype(const char* op, const Tensor& a, const Tensor& b) {
+  check_defined(op, a);
+  check_defined(op, b);
+  return promote_types(a.dtype(), b.dtype());
+}
+
+}  // namespace weft::ops::internal
