@@ -391,8 +391,8 @@ Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands
     int64_t dims = 0;
     Operand op{operands[i], parse_term(terms[i], operands[i].rank(), &dims, subscripts)};
     ellipsis_dims = std::max(ellipsis_dims, dims);
+    for (int l : op.labels) ++counts[l];  // "ii" counts i twice: an implicit output drops it
     take_diagonals(op);
-    for (int l : op.labels) ++counts[l];
     ops.push_back(op);
   }
   Labels output;
