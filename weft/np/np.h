@@ -11,6 +11,7 @@
 #include "weft/np/array.h"
 #include "weft/np/array_like.h"
 #include "weft/np/dtypes.h"
+#include "weft/np/indexing.h"
 #include "weft/np/io.h"
 #include "weft/np/linalg.h"
 #include "weft/np/math.h"

@@ -1,0 +1,94 @@
+#include "weft/ops/scatter.h"
+
+#include <vector>
+
+#include "weft/autodiff/tape.h"
+#include "weft/ops/cast.h"
+#include "weft/ops/creation.h"
+#include "weft/ops/reduce.h"
+#include "weft/ops/shape_ops.h"
+
+namespace weft {
+namespace {
+
+// The flat positions, checked against x's size; updates cast to x's dtype and broadcast.
+struct Scatter {
+  std::vector<int64_t> positions;
+  Tensor values;
+};
+
+Scatter prepare(const char* op, const Tensor& x, const Tensor& indices, const Tensor& updates) {
+  WEFT_CHECK(x.defined() && indices.defined() && updates.defined(), InvalidArgument)
+      << op << ": an input is undefined";
+  WEFT_CHECK(indices.dtype() == kInt32 || indices.dtype() == kInt64, InvalidArgument)
+      << op << ": indices must be int32 or int64, got " << indices.dtype();
+  Scatter s{indices.to_vector<int64_t>(),
+            contiguous(broadcast_to(cast(updates, x.dtype()), indices.shape()))};
+  for (size_t i = 0; i < s.positions.size(); ++i) {
+    WEFT_CHECK(s.positions[i] >= 0 && s.positions[i] < x.numel(), OutOfRange)
+        << op << ": position " << s.positions[i] << " (index " << i
+        << ") is out of range for a tensor of " << x.numel() << " elements, shape "
+        << shape_str(x.shape());
+  }
+  return s;
+}
+
+Tensor scatter(const Tensor& x, const Scatter& s, bool add) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  assign_into(out, x);
+  dispatch_dtype(x.dtype(), [&]<typename T>() {
+    T* o = out.data<T>();
+    const T* v = s.values.data<T>();
+    for (size_t i = 0; i < s.positions.size(); ++i) {
+      int64_t p = s.positions[i];
+      if (add) {
+        o[p] = static_cast<T>(static_cast<compute_t<T>>(o[p]) + static_cast<compute_t<T>>(v[i]));
+      } else {
+        o[p] = v[i];
+      }
+    }
+  });
+  return out;
+}
+
+// The gradient reaching `updates`: g at the scattered positions, summed back to its shape.
+Tensor updates_grad(const Tensor& g, const Tensor& indices, const Tensor& updates) {
+  Tensor picked = reshape(gather(flatten(g), flatten(cast(indices, kInt64)), 0), indices.shape());
+  return cast(sum_to(picked, updates.shape()), updates.dtype());
+}
+
+}  // namespace
+
+Tensor scatter_flat_update(const Tensor& x, const Tensor& indices, const Tensor& updates) {
+  Scatter s = prepare("scatter_flat_update", x, indices, updates);
+  Tensor out = scatter(x, s, false);
+  if (autodiff::is_recording() && is_floating(x.dtype())) {
+    autodiff::record("scatter_flat_update", {x, indices, updates}, {out},
+                     [indices, updates](const autodiff::Grads& g) {
+                       // Overwritten elements of x get no gradient.
+                       Tensor dx = scatter_flat_update(g[0], indices, zeros({}, g[0].dtype()));
+                       Tensor du = is_floating(updates.dtype())
+                                       ? updates_grad(g[0], indices, updates)
+                                       : Tensor();
+                       return std::vector<Tensor>{dx, Tensor(), du};
+                     });
+  }
+  return out;
+}
+
+Tensor scatter_flat_add(const Tensor& x, const Tensor& indices, const Tensor& updates) {
+  Scatter s = prepare("scatter_flat_add", x, indices, updates);
+  Tensor out = scatter(x, s, true);
+  if (autodiff::is_recording() && is_floating(x.dtype())) {
+    autodiff::record("scatter_flat_add", {x, indices, updates}, {out},
+                     [indices, updates](const autodiff::Grads& g) {
+                       Tensor du = is_floating(updates.dtype())
+                                       ? updates_grad(g[0], indices, updates)
+                                       : Tensor();
+                       return std::vector<Tensor>{g[0], Tensor(), du};
+                     });
+  }
+  return out;
+}
+
+}  // namespace weft
