@@ -8,6 +8,7 @@
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
+#include "weft/ops/shape_ops.h"
 
 namespace weft {
 
@@ -27,6 +28,7 @@ struct GradientTape::State {
   int paused = 0;
   std::unordered_set<uint64_t> tracked;  // watched tensors and everything computed from them
   std::vector<Entry> entries;            // in execution order, which is a topological order
+  std::vector<Tensor> variables;         // values of the watched variables, first seen first
 };
 
 namespace {
@@ -61,7 +63,9 @@ GradientTape::~GradientTape() { remove_tape(state_.get()); }
 
 void GradientTape::watch(const Tensor& t) {
   WEFT_CHECK(t.defined(), InvalidArgument) << "GradientTape::watch: the tensor is undefined";
-  if (differentiable(t.dtype())) state_->tracked.insert(t.id());
+  if (!differentiable(t.dtype())) return;
+  bool fresh = state_->tracked.insert(t.id()).second;
+  if (fresh && Variable::of(t).defined()) state_->variables.push_back(t);
 }
 
 void GradientTape::watch(const std::vector<Tensor>& ts) {
@@ -76,6 +80,7 @@ void GradientTape::reset() {
   if (state_->used) add_tape(state_.get());
   state_->entries.clear();
   state_->tracked.clear();
+  state_->variables.clear();
   state_->used = false;
 }
 
@@ -104,19 +109,121 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
                                            const GradientReadyFn& on_ready,
                                            const Tensor& output_gradient,
                                            UnconnectedGradients unconnected) {
-  State& s = *state_;
-  WEFT_CHECK(!s.used, FailedPrecondition)
-      << "GradientTape::gradient: a non-persistent tape can compute gradients only once; "
-         "create it with persistent=true to call gradient() again";
+  check_usable("gradient");
   WEFT_CHECK(target.defined(), InvalidArgument) << "GradientTape::gradient: target is undefined";
-  WEFT_CHECK(differentiable(target.dtype()), InvalidArgument)
-      << "GradientTape::gradient: target has dtype " << target.dtype()
-      << "; only floating-point targets can be differentiated";
   if (output_gradient.defined()) {
     WEFT_CHECK(output_gradient.shape() == target.shape(), InvalidArgument)
         << "GradientTape::gradient: output_gradient has shape "
         << shape_str(output_gradient.shape()) << " but the target has shape "
         << shape_str(target.shape());
+  }
+  std::vector<Tensor> result =
+      backprop({target}, {output_gradient}, sources, on_ready, unconnected);
+  consume();
+  return result;
+}
+
+std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets,
+                                           const std::vector<Tensor>& sources,
+                                           UnconnectedGradients unconnected) {
+  check_usable("gradient");
+  WEFT_CHECK(!targets.empty(), InvalidArgument) << "GradientTape::gradient: no targets";
+  std::vector<Tensor> result = backprop(targets, std::vector<Tensor>(targets.size()), sources,
+                                        GradientReadyFn(), unconnected);
+  consume();
+  return result;
+}
+
+Tensor GradientTape::jacobian(const Tensor& target, const Tensor& source,
+                              UnconnectedGradients unconnected) {
+  check_usable("jacobian");
+  WEFT_CHECK(target.defined() && source.defined(), InvalidArgument)
+      << "GradientTape::jacobian: the target or the source is undefined";
+  Shape shape = target.shape();
+  shape.insert(shape.end(), source.shape().begin(), source.shape().end());
+  std::vector<Tensor> rows;
+  for (int64_t i = 0; i < target.numel(); ++i) {
+    Tensor seed = reshape(one_hot(Tensor::scalar(i, kInt64), target.numel(), 1, 0, target.dtype()),
+                          target.shape());
+    Tensor row = backprop({target}, {seed}, {source}, GradientReadyFn(), unconnected)[0];
+    if (!row.defined()) {
+      consume();
+      return Tensor();  // unconnected, kNone
+    }
+    rows.push_back(row);
+  }
+  consume();
+  if (rows.empty()) return zeros(shape, source.dtype());
+  return reshape(stack(rows, 0), shape);
+}
+
+Tensor GradientTape::batch_jacobian(const Tensor& target, const Tensor& source,
+                                    UnconnectedGradients unconnected) {
+  check_usable("batch_jacobian");
+  WEFT_CHECK(target.defined() && source.defined(), InvalidArgument)
+      << "GradientTape::batch_jacobian: the target or the source is undefined";
+  WEFT_CHECK(target.rank() >= 1 && source.rank() >= 1 && target.dim(0) == source.dim(0),
+             InvalidArgument)
+      << "GradientTape::batch_jacobian: target " << shape_str(target.shape()) << " and source "
+      << shape_str(source.shape()) << " need the same first (batch) dimension";
+  int64_t batch = target.dim(0);
+  int64_t per_example = batch == 0 ? 0 : target.numel() / batch;
+  Shape example_shape(target.shape().begin() + 1, target.shape().end());
+  // Output (B, t..., s...): the j-th seed is one at element j of every example's target.
+  Shape shape = target.shape();
+  shape.insert(shape.end(), source.shape().begin() + 1, source.shape().end());
+  std::vector<Tensor> columns;
+  for (int64_t j = 0; j < per_example; ++j) {
+    Tensor one = one_hot(Tensor::scalar(j, kInt64), per_example, 1, 0, target.dtype());
+    Tensor seed = broadcast_to(reshape(one, Shape{1, per_example}), {batch, per_example});
+    Tensor g = backprop({target}, {reshape(contiguous(seed), target.shape())}, {source},
+                        GradientReadyFn(), unconnected)[0];
+    if (!g.defined()) {
+      consume();
+      return Tensor();
+    }
+    columns.push_back(g);  // (B, s...)
+  }
+  consume();
+  if (columns.empty()) return zeros(shape, source.dtype());
+  // (B, t, s...) then t unflattened.
+  return reshape(stack(columns, 1), shape);
+}
+
+std::vector<Variable> GradientTape::watched_variables() const {
+  std::vector<Variable> out;
+  for (const Tensor& t : state_->variables) out.push_back(Variable::of(t));
+  return out;
+}
+
+void GradientTape::check_usable(const char* what) const {
+  WEFT_CHECK(!state_->used, FailedPrecondition)
+      << "GradientTape::" << what
+      << ": a non-persistent tape can compute gradients only once; create it with "
+         "persistent=true to call gradient() again";
+}
+
+void GradientTape::consume() {
+  State& s = *state_;
+  if (!s.persistent) {
+    s.used = true;
+    s.entries.clear();
+    remove_tape(state_.get());
+  }
+}
+
+std::vector<Tensor> GradientTape::backprop(const std::vector<Tensor>& targets,
+                                           const std::vector<Tensor>& seeds,
+                                           const std::vector<Tensor>& sources,
+                                           const GradientReadyFn& on_ready,
+                                           UnconnectedGradients unconnected) {
+  State& s = *state_;
+  for (const Tensor& target : targets) {
+    WEFT_CHECK(target.defined(), InvalidArgument)
+        << "GradientTape::gradient: a target is undefined";
+    WEFT_CHECK(differentiable(target.dtype()), InvalidArgument)
+        << "GradientTape::gradient: target has dtype " << target.dtype()
+        << "; only floating-point targets can be differentiated";
   }
   Pause pause(this);
 
@@ -137,7 +244,11 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
   }
 
   std::unordered_map<uint64_t, Tensor> grads;
-  grads[target.id()] = output_gradient.defined() ? output_gradient : ones_like(target);
+  for (size_t t = 0; t < targets.size(); ++t) {
+    Tensor seed = seeds[t].defined() ? seeds[t] : ones_like(targets[t]);
+    auto [it, fresh] = grads.try_emplace(targets[t].id(), seed);
+    if (!fresh) it->second = add(it->second, seed);
+  }
   // A source's gradient as returned: cast to its dtype, or the unconnected value.
   auto final_gradient = [&](size_t j) {
     const Tensor& src = sources[j];
@@ -213,11 +324,6 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
     result.push_back(final_gradient(j));
     if (on_ready && !reported[j]) on_ready(j, result.back());
   }
-  if (!s.persistent) {
-    s.used = true;
-    s.entries.clear();
-    remove_tape(state_.get());
-  }
   return result;
 }
 
@@ -250,6 +356,7 @@ void record(const char* op, const std::vector<Tensor>& inputs, const std::vector
         watched = true;
       } else if (s->watch_accessed_variables && in.is_trainable_variable()) {
         s->tracked.insert(in.id());
+        s->variables.push_back(in);
         watched = true;
       }
     }

@@ -52,6 +52,23 @@ class GradientTape {
   std::vector<Tensor> gradient(const Tensor& target, const std::vector<Tensor>& sources,
                                const GradientReadyFn& on_ready, const Tensor& output_gradient = {},
                                UnconnectedGradients unconnected = UnconnectedGradients::kNone);
+  // Several targets at once: the gradient of their sum (as tape.gradient([t1, t2], sources)).
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets,
+                               const std::vector<Tensor>& sources,
+                               UnconnectedGradients unconnected = UnconnectedGradients::kNone);
+  // d target[i...] / d source[j...], of shape target.shape + source.shape (tf's jacobian): one
+  // backward pass per element of the target.
+  Tensor jacobian(const Tensor& target, const Tensor& source,
+                  UnconnectedGradients unconnected = UnconnectedGradients::kNone);
+  // For a target (B, ...) and a source (B, ...) whose examples do not interact (row b of the
+  // target depends on row b of the source only): (B, target dims..., source dims...), one
+  // backward pass per element of one example's target (tf's batch_jacobian).
+  Tensor batch_jacobian(const Tensor& target, const Tensor& source,
+                        UnconnectedGradients unconnected = UnconnectedGradients::kNone);
+  // The variables this tape watches, explicitly or because a recorded op used them, in the
+  // order it first saw them (tf's watched_variables).
+  std::vector<Variable> watched_variables() const;
+
   // tape.gradient(loss, {w, b}) with Variables.
   std::vector<Tensor> gradient(const Tensor& target, std::initializer_list<Variable> sources) {
     return gradient(target, std::vector<Variable>(sources));
@@ -76,6 +93,13 @@ class GradientTape {
   struct State;
 
  private:
+  // The backward pass from `targets` seeded with `seeds` (ones where undefined); leaves the tape
+  // as it was (gradient() then marks a non-persistent one used).
+  std::vector<Tensor> backprop(const std::vector<Tensor>& targets, const std::vector<Tensor>& seeds,
+                               const std::vector<Tensor>& sources, const GradientReadyFn& on_ready,
+                               UnconnectedGradients unconnected);
+  void check_usable(const char* what) const;
+  void consume();
   std::unique_ptr<State> state_;
 };
 

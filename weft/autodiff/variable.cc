@@ -39,6 +39,13 @@ Variable Variable::create(const VariableArgs& args) {
   v.state_->value = Tensor::empty(args.initial_value.shape(), args.initial_value.dtype());
   assign_into(v.state_->value, args.initial_value);
   v.state_->value.impl()->trainable_variable = args.trainable;
+  v.state_->value.impl()->variable = v.state_;
+  return v;
+}
+
+Variable Variable::of(const Tensor& value) {
+  Variable v;
+  if (value.defined()) v.state_ = std::static_pointer_cast<State>(value.impl()->variable.lock());
   return v;
 }
 

@@ -45,6 +45,9 @@ class Variable {
                     VariableAggregation aggregation = VariableAggregation::NONE);
   explicit Variable(const VariableArgs& args);
 
+  // The variable whose value() `value` is, or an undefined Variable.
+  static Variable of(const Tensor& value);
+
   bool defined() const { return state_ != nullptr; }
   const Tensor& value() const;
   operator const Tensor&() const { return value(); }  // NOLINT(google-explicit-constructor)

@@ -40,6 +40,7 @@ struct TensorImpl {
   DType dtype = kFloat32;
   uint64_t id = 0;                  // unique per tensor; what gradient tapes key on
   bool trainable_variable = false;  // the value of a trainable Variable: tapes watch it on use
+  std::weak_ptr<void> variable;     // the Variable whose value this is (Variable::of finds it)
 };
 
 class Tensor {
