@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -502,6 +503,28 @@ TEST(NpArray, SortIsStableAndPutsNanLast) {
     ASSERT_TRUE(p < q || (p == q && o[i - 1] < o[i])) << "position " << i;
   }
   EXPECT_EQ(o.back(), 5);
+}
+
+// One long row takes the two-thread path (each half radix-sorted, then merged from both ends).
+TEST(NpArray, SortOfALongRowEqualsASortedCopy) {
+  std::vector<float> v(300001);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<float>((i * 2654435761u) % 100003) - 5e4f;
+  v[7] = std::nanf("");
+  v[99] = -0.0f;
+  v[100] = std::numeric_limits<float>::infinity();
+  v[200000] = -std::numeric_limits<float>::infinity();
+  std::vector<float> want(v.begin(), v.end());
+  std::sort(want.begin(), want.end(), [](float a, float b) { return b != b ? a == a : a < b; });
+  std::vector<float> got = np::sort(Tensor::from_vector(v)).to_vector<float>();
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_TRUE(std::isnan(got.back()));
+  for (size_t i = 0; i + 1 < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << i;
+  std::vector<int32_t> iv(200000);
+  for (size_t i = 0; i < iv.size(); ++i) iv[i] = static_cast<int32_t>((i * 40503u) % 65537) - 30000;
+  std::vector<int32_t> iwant = iv;
+  std::sort(iwant.begin(), iwant.end());
+  EXPECT_EQ(np::sort(Tensor::from_vector(iv)).to_vector<int32_t>(), iwant);
 }
 
 TEST(NpArray, ErrorsNameTheFunctionAndWhatWasExpected) {
