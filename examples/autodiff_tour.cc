@@ -41,5 +41,24 @@ int main() {
   std::cout << g.item<double>() << "\n";  // 3: only the second factor is differentiated
   w.assign_sub(grads[0] * 0.1f);
   std::cout << w.value() << "\n";
+
+  // Jacobians: every d y[i] / d x[j]; batch_jacobian keeps examples apart.
+  weft::Tensor xs = weft::Tensor::from_vector<double>({1, 2, 3, 4}, {2, 2});
+  weft::GradientTape jac(/*persistent=*/true);
+  jac.watch(xs);
+  weft::Tensor ys = xs * xs;
+  weft::Tensor full = jac.jacobian(ys, xs);             // shape (2, 2, 2, 2)
+  weft::Tensor per_example = jac.batch_jacobian(ys, xs);  // shape (2, 2, 2)
+  std::cout << "jacobian " << weft::shape_str(full.shape()) << ", batch_jacobian";
+  for (double d : per_example.to_vector<double>()) std::cout << " " << d;  // 2 0 0 4 6 0 0 8
+  std::cout << "\n";
+
+  // Several targets at once (the gradient of their sum), and the variables a tape watched.
+  weft::GradientTape two;
+  weft::Tensor first = weft::sum(w.value()), second = weft::sum(b.value() * 3.0f);
+  std::vector<weft::Tensor> both = two.gradient({first, second}, {w.value(), b.value()});
+  std::cout << "watched:";
+  for (const weft::Variable& var : two.watched_variables()) std::cout << " " << var.name();
+  std::cout << "\n";
   return 0;
 }
