@@ -182,6 +182,26 @@ def cases():
                                              np.issubdtype(np.float64, np.float64),
                                              np.issubdtype(np.float64, np.float32)])),
     }
+    # The shape and order functions on every dtype they take, empty arrays and NaN: <fn>__<kind>.
+    sweep = {
+        "ravel": np.ravel, "flip": np.flip, "fliplr": np.fliplr, "flipud": np.flipud,
+        "rot90": np.rot90, "swapaxes": lambda a: np.swapaxes(a, 0, 1),
+        "moveaxis": lambda a: np.moveaxis(a, 0, -1), "roll": lambda a: np.roll(a, 1, axis=1),
+        "tile": lambda a: np.tile(a, (1, 2)), "repeat": lambda a: np.repeat(a, 2, axis=0),
+        "tril": np.tril, "triu": np.triu, "diagonal": np.diagonal, "trace": np.trace,
+        "pad": lambda a: np.pad(a, 1), "sort": np.sort, "argsort": lambda a: np.argsort(a, kind="stable"),
+        "atleast_3d": np.atleast_3d, "append": lambda a: np.append(a, a, axis=0),
+        "hstack": lambda a: np.hstack([a, a]), "vstack": lambda a: np.vstack([a, a]),
+        "expand_dims": lambda a: np.expand_dims(a, 1), "take": lambda a: np.take(a, [0, -1], axis=1),
+    }
+    kinds = {
+        "f32": r(3, 4).astype(np.float32), "i32": ints(-9, 9, (3, 4), np.int32),
+        "i64": ints(-9, 9, (3, 4)), "bool": r(3, 4) > 0, "empty": np.zeros((0, 4)),
+        "nan": np.where(r(3, 4) > 0.5, np.nan, r(3, 4)),
+    }
+    for fn_name, fn in sweep.items():
+        for kind, arr in kinds.items():
+            out[f"{fn_name}__{kind}"] = ([arr], fn)
     # einsum: 26 subscript strings (batch matmul, transposes, traces, diagonals, outer products,
     # ellipses, implicit outputs, repeated operands, three operands).
     x, y = r(3, 4), r(4, 5)

@@ -280,6 +280,52 @@ const std::map<std::string, Fn>& cases() {
            return weft::cast(Tensor::from_vector(facts), weft::kBool);
          })},
     };
+    // The dtype sweep: <fn>__<kind> for every kind the script writes.
+    std::map<std::string, std::function<Tensor(const Tensor&)>> sweep = {
+        {"ravel", [](const Tensor& a) { return np::ravel(a); }},
+        {"flip", [](const Tensor& a) { return np::flip(a); }},
+        {"fliplr", [](const Tensor& a) { return np::fliplr(a); }},
+        {"flipud", [](const Tensor& a) { return np::flipud(a); }},
+        {"rot90", [](const Tensor& a) { return np::rot90(a); }},
+        {"swapaxes", [](const Tensor& a) { return np::swapaxes(a, 0, 1); }},
+        {"moveaxis", [](const Tensor& a) { return np::moveaxis(a, 0, -1); }},
+        {"roll", [](const Tensor& a) { return np::roll(a, 1, 1); }},
+        {"tile",
+         [](const Tensor& a) {
+           return np::tile(a, {1, 2});
+         }},
+        {"repeat", [](const Tensor& a) { return np::repeat(a, 2, 0); }},
+        {"tril", [](const Tensor& a) { return np::tril(a); }},
+        {"triu", [](const Tensor& a) { return np::triu(a); }},
+        {"diagonal", [](const Tensor& a) { return np::diagonal(a); }},
+        {"trace", [](const Tensor& a) { return np::trace(a); }},
+        {"pad",
+         [](const Tensor& a) {
+           return np::pad(a, {{1, 1}});
+         }},
+        {"sort", [](const Tensor& a) { return np::sort(a); }},
+        {"argsort", [](const Tensor& a) { return np::argsort(a); }},
+        {"atleast_3d", [](const Tensor& a) { return np::atleast_3d(a); }},
+        {"append", [](const Tensor& a) { return np::append(a, a, 0); }},
+        {"hstack",
+         [](const Tensor& a) {
+           return np::hstack({a, a});
+         }},
+        {"vstack",
+         [](const Tensor& a) {
+           return np::vstack({a, a});
+         }},
+        {"expand_dims", [](const Tensor& a) { return np::expand_dims(a, 1); }},
+        {"take",
+         [](const Tensor& a) {
+           return np::take(a, Tensor::from_vector<int64_t>({0, -1}), 1);
+         }},
+    };
+    for (const auto& [name, f] : sweep) {
+      for (const char* kind : {"f32", "i32", "i64", "bool", "empty", "nan"}) {
+        c[name + "__" + kind] = one([f](const In& in) { return f(in[0]); });
+      }
+    }
     return c;
   }();
   return m;
@@ -376,6 +422,17 @@ TEST(NpArray, DifferentiableFunctionsPassTheGradientCheck) {
        },
        {uniform({3, 1}, 7), v}},
       {"swapaxes", [](auto& x) { return np::swapaxes(x[0], 0, 2); }, {c3}},
+      {"ravel", [](auto& x) { return np::ravel(np::transpose(x[0])); }, {a}},
+      {"squeeze", [](auto& x) { return np::squeeze(np::expand_dims(x[0], 1)); }, {a}},
+      {"atleast_2d", [](auto& x) { return np::atleast_2d(x[0]); }, {v}},
+      {"broadcast_to",
+       [](auto& x) {
+         return np::broadcast_to(x[0], {2, 3, 5});
+       },
+       {v}},
+      {"fliplr", [](auto& x) { return np::fliplr(x[0]); }, {a}},
+      {"flipud", [](auto& x) { return np::flipud(x[0]); }, {a}},
+      {"hsplit", [](auto& x) { return np::hsplit(x[0], 2)[1]; }, {a}},
       {"moveaxis", [](auto& x) { return np::moveaxis(x[0], 0, -1); }, {c3}},
       {"flip",
        [](auto& x) {
