@@ -16,26 +16,15 @@
 
 #include "weft/np/np.h"
 #include "weft/testing/gradient_check.h"
+#include "weft/testing/np_goldens.h"
 
 namespace np = weft::np;
 using weft::Tensor;
 
 namespace {
 
-struct GoldenDir {
-  std::string path =
-      std::string(WEFT_BINARY_DIR) + "/testdata/np_array." + std::to_string(getpid());
-  GoldenDir() {
-    std::string cmd = std::string(WEFT_PYTHON) + " " + WEFT_SOURCE_DIR +
-                      "/scripts/make_np_array_goldens.py " + path;
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  }
-  ~GoldenDir() { std::filesystem::remove_all(path); }
-};
-
-const std::string& golden_dir() {
-  static const GoldenDir dir;
-  return dir.path;
+const weft::testing::NpGoldens& goldens() {
+  return weft::testing::np_goldens("make_np_array_goldens.py");
 }
 
 using In = std::vector<Tensor>;
@@ -55,7 +44,7 @@ Tensor finfo_fields(weft::DType t) {
 }
 
 std::vector<std::string> einsum_subscripts() {
-  std::ifstream in(golden_dir() + "/einsum_subscripts.txt");
+  std::ifstream in(goldens().dir() + "/einsum_subscripts.txt");
   std::vector<std::string> specs;
   for (std::string line; std::getline(in, line);) specs.push_back(line);
   return specs;
@@ -331,50 +320,19 @@ const std::map<std::string, Fn>& cases() {
   return m;
 }
 
-std::vector<Tensor> load_all(const std::string& name, const std::string& kind) {
-  std::string base = golden_dir() + "/" + name + "." + kind;
-  if (std::filesystem::exists(base + ".npy")) return {np::load(base + ".npy")};
-  std::vector<Tensor> out;
-  for (int i = 0; std::filesystem::exists(base + std::to_string(i) + ".npy"); ++i) {
-    out.push_back(np::load(base + std::to_string(i) + ".npy"));
-  }
-  return out;
-}
-
-::testing::AssertionResult same(const Tensor& got, const Tensor& want) {
-  if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
-    return ::testing::AssertionFailure()
-           << "weft gives " << got.dtype() << weft::shape_str(got.shape()) << ", NumPy "
-           << want.dtype() << weft::shape_str(want.shape());
-  }
-  double rtol = want.dtype() == weft::kFloat32 ? 2e-6 : 1e-12;
-  std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
-  for (size_t i = 0; i < w.size(); ++i) {
-    bool ok = std::isnan(w[i])   ? std::isnan(g[i])
-              : std::isinf(w[i]) ? g[i] == w[i]
-                                 : std::fabs(g[i] - w[i]) <= 1e-13 + rtol * std::fabs(w[i]);
-    if (!ok) {
-      return ::testing::AssertionFailure()
-             << "element " << i << ": weft " << g[i] << ", NumPy " << w[i];
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
 void expect_case(const std::string& name, const Fn& fn, const std::string& label = "") {
   SCOPED_TRACE(name + " " + label);
-  std::vector<Tensor> got = fn(load_all(name, "in")), want = load_all(name, "out");
+  std::vector<Tensor> got = fn(goldens().load(name, "in")), want = goldens().load(name, "out");
   ASSERT_EQ(got.size(), want.size()) << name;
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(same(got[i], want[i])) << name << " #" << i;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_TRUE(weft::testing::matches_numpy(got[i], want[i])) << name << " #" << i;
+  }
 }
 
 TEST(NpArray, EveryCaseMatchesNumPy) {
   std::set<std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(golden_dir())) {
-    std::string file = entry.path().filename().string();
-    if (file.find(".out") != std::string::npos && file.rfind("einsum_", 0) != 0) {
-      files.insert(file.substr(0, file.find('.')));
-    }
+  for (const std::string& name : goldens().case_names()) {
+    if (name.rfind("einsum_", 0) != 0) files.insert(name);
   }
   std::set<std::string> known;
   for (const auto& [name, fn] : cases()) known.insert(name);

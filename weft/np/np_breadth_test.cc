@@ -15,26 +15,15 @@
 
 #include "weft/np/np.h"
 #include "weft/testing/gradient_check.h"
+#include "weft/testing/np_goldens.h"
 
 namespace np = weft::np;
 using weft::Tensor;
 
 namespace {
 
-struct GoldenDir {
-  std::string path =
-      std::string(WEFT_BINARY_DIR) + "/testdata/np_breadth." + std::to_string(getpid());
-  GoldenDir() {
-    std::string cmd = std::string(WEFT_PYTHON) + " " + WEFT_SOURCE_DIR +
-                      "/scripts/make_np_breadth_goldens.py " + path;
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  }
-  ~GoldenDir() { std::filesystem::remove_all(path); }
-};
-
-const std::string& golden_dir() {
-  static const GoldenDir dir;
-  return dir.path;
+const weft::testing::NpGoldens& goldens() {
+  return weft::testing::np_goldens("make_np_breadth_goldens.py");
 }
 
 using In = std::vector<Tensor>;
@@ -247,64 +236,19 @@ Fn case_function(const std::string& name) {
   return nullptr;
 }
 
-std::vector<std::string> case_names() {
-  std::set<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(golden_dir())) {
-    std::string file = entry.path().filename().string();
-    if (file.find(".out") != std::string::npos) names.insert(file.substr(0, file.find('.')));
-  }
-  return {names.begin(), names.end()};
-}
-
-std::vector<Tensor> load_all(const std::string& name, const std::string& kind) {
-  std::vector<Tensor> out;
-  std::string base = golden_dir() + "/" + name + "." + kind;
-  if (std::filesystem::exists(base + ".npy")) return {np::load(base + ".npy")};
-  for (int i = 0; std::filesystem::exists(base + std::to_string(i) + ".npy"); ++i) {
-    out.push_back(np::load(base + std::to_string(i) + ".npy"));
-  }
-  return out;
-}
-
-// Tolerance by dtype: NumPy's own SIMD math differs from libm by a few ulp.
-std::pair<double, double> tolerance(weft::DType t) {
-  if (t == weft::kFloat64) return {1e-12, 1e-14};
-  if (t == weft::kFloat32) return {4e-6, 1e-6};
-  if (t == weft::kFloat16) return {2e-3, 1e-3};
-  return {0, 0};
-}
-
-::testing::AssertionResult same(const Tensor& got, const Tensor& want) {
-  if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
-    return ::testing::AssertionFailure()
-           << "weft gives " << got.dtype() << weft::shape_str(got.shape()) << ", NumPy "
-           << want.dtype() << weft::shape_str(want.shape());
-  }
-  auto [rtol, atol] = tolerance(want.dtype());
-  std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
-  for (size_t i = 0; i < w.size(); ++i) {
-    bool ok = std::isnan(w[i])   ? std::isnan(g[i])
-              : std::isinf(w[i]) ? g[i] == w[i]
-                                 : std::fabs(g[i] - w[i]) <= atol + rtol * std::fabs(w[i]);
-    if (!ok) {
-      return ::testing::AssertionFailure()
-             << "element " << i << ": weft " << g[i] << ", NumPy " << w[i];
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
 TEST(NpBreadth, EveryCaseMatchesNumPy) {
-  std::vector<std::string> names = case_names();
+  std::set<std::string> names = goldens().case_names();
   ASSERT_GT(names.size(), 600u);
   std::set<std::string> covered;
   for (const std::string& name : names) {
     SCOPED_TRACE(name);
     Fn fn = case_function(name);
     ASSERT_TRUE(fn) << "no weft::np function for golden case " << name;
-    std::vector<Tensor> got = fn(load_all(name, "in")), want = load_all(name, "out");
+    std::vector<Tensor> got = fn(goldens().load(name, "in")), want = goldens().load(name, "out");
     ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(same(got[i], want[i])) << name;
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_TRUE(weft::testing::matches_numpy(got[i], want[i])) << name;
+    }
     covered.insert(name.substr(0, name.find("__")));
   }
   // Every function the tables name has goldens.

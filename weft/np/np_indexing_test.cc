@@ -12,28 +12,13 @@
 
 #include "weft/np/np.h"
 #include "weft/testing/gradient_check.h"
+#include "weft/testing/np_goldens.h"
 
 namespace np = weft::np;
 using np::_;
 using weft::Tensor;
 
 namespace {
-
-struct GoldenDir {
-  std::string path =
-      std::string(WEFT_BINARY_DIR) + "/testdata/np_indexing." + std::to_string(getpid());
-  GoldenDir() {
-    std::string cmd = std::string(WEFT_PYTHON) + " " + WEFT_SOURCE_DIR +
-                      "/scripts/make_np_indexing_goldens.py " + path;
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  }
-  ~GoldenDir() { std::filesystem::remove_all(path); }
-};
-
-const std::string& golden_dir() {
-  static const GoldenDir dir;
-  return dir.path;
-}
 
 Tensor ints(std::vector<int64_t> v, weft::Shape shape) { return Tensor::from_vector(v, shape); }
 Tensor ints(std::vector<int64_t> v) { return Tensor::from_vector(v); }
@@ -210,27 +195,12 @@ const std::map<std::string, std::function<Tensor()>>& cases() {
 }
 
 TEST(NpIndexing, TheIndexingGuideExamplesGiveNumPysResults) {
-  std::set<std::string> files, known;
-  for (const auto& entry : std::filesystem::directory_iterator(golden_dir())) {
-    std::string f = entry.path().filename().string();
-    files.insert(f.substr(0, f.find('.')));
-  }
+  const auto& goldens = weft::testing::np_goldens("make_np_indexing_goldens.py");
+  std::set<std::string> known;
   for (const auto& [name, fn] : cases()) known.insert(name);
-  EXPECT_EQ(files, known);
+  EXPECT_EQ(goldens.case_names(), known);
   for (const auto& [name, fn] : cases()) {
-    SCOPED_TRACE(name);
-    Tensor want = np::load(golden_dir() + "/" + name + ".out.npy");
-    Tensor got = fn();
-    ASSERT_EQ(got.dtype(), want.dtype());
-    ASSERT_EQ(got.shape(), want.shape());
-    std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
-    for (size_t i = 0; i < w.size(); ++i) {
-      if (std::isnan(w[i])) {
-        EXPECT_TRUE(std::isnan(g[i])) << i;
-      } else {
-        EXPECT_EQ(g[i], w[i]) << i;
-      }
-    }
+    EXPECT_TRUE(weft::testing::matches_numpy(fn(), goldens.load(name, "out").at(0))) << name;
   }
 }
 

@@ -9,6 +9,7 @@
 #include "weft/core/parallel.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/elementwise.h"
+#include "weft/ops/internal/axis_perms.h"
 #include "weft/ops/shape_ops.h"
 
 namespace weft {
@@ -16,17 +17,7 @@ namespace {
 
 DType scan_dtype(DType t) { return is_floating(t) ? t : kInt64; }
 
-// The permutation that moves `axis` last, and the one that moves it back.
-std::pair<std::vector<int64_t>, std::vector<int64_t>> last_axis_perms(int64_t axis, int64_t rank) {
-  std::vector<int64_t> to_last;
-  for (int64_t i = 0; i < rank; ++i) {
-    if (i != axis) to_last.push_back(i);
-  }
-  to_last.push_back(axis);
-  std::vector<int64_t> back(rank);
-  for (int64_t i = 0; i < rank; ++i) back[to_last[i]] = i;
-  return {to_last, back};
-}
+using ops::internal::last_axis_perms;
 
 // Runs `row(inputs, offset, out, n)` over every row along `axis` of the inputs cast to `dtype`
 // (int64, float32 or float64); returns the result in x's layout.

@@ -15,22 +15,13 @@
 #include "weft/autodiff/tape.h"
 #include "weft/core/parallel.h"
 #include "weft/ops/cast.h"
+#include "weft/ops/internal/axis_perms.h"
 #include "weft/ops/shape_ops.h"
 
 namespace weft {
 namespace {
 
-// The permutation that moves `axis` last, and its inverse.
-std::pair<std::vector<int64_t>, std::vector<int64_t>> last_axis_perms(int64_t axis, int64_t rank) {
-  std::vector<int64_t> to_last;
-  for (int64_t i = 0; i < rank; ++i) {
-    if (i != axis) to_last.push_back(i);
-  }
-  to_last.push_back(axis);
-  std::vector<int64_t> back(rank);
-  for (int64_t i = 0; i < rank; ++i) back[to_last[i]] = i;
-  return {to_last, back};
-}
+using ops::internal::last_axis_perms;
 
 uint32_t radix_key(float v) {
   if (v != v) return 0xFFFFFFFFu;                           // every NaN last
