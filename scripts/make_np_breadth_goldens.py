@@ -182,6 +182,10 @@ def binary_cases(out):
         out["divmod__bcast"] = ([np.round(uniform(-9, 9, (3, 1)) * 2) / 2, np.array([-2.5, -1, 1.5, 4])],
                                 np.divmod)
         out["divmod__i64"] = ([ints(-9, 10, (3, 1), np.int64), np.array([-3, -1, 2, 4])], np.divmod)
+    out["nextafter__f16"] = ([SPECIAL.astype(np.float16).reshape(-1, 1), SPECIAL.astype(np.float16)],
+                             np.nextafter)
+    out["nextafter__f16_tiny"] = ([np.array([0.0, 1.0, -1.0, 65504.0], np.float16),
+                                   np.array([1.0, 0.0, -2.0, np.inf], np.float16)], np.nextafter)
     out["isclose__equal_nan"] = ([SPECIAL.reshape(-1, 1), SPECIAL.copy()],
                                  lambda a, b: np.isclose(a, b, equal_nan=True))
     out["isclose__tolerances"] = ([np.array([1.0, 1.1, 2.0]), np.array([1.05, 1.0, 2.5])],

@@ -12,6 +12,7 @@
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/internal/elementwise_kernel.h"
+#include "weft/ops/shape_ops.h"
 
 namespace weft {
 namespace {
@@ -379,8 +380,45 @@ Tensor signbit(const Tensor& x) {
   });
 }
 
+namespace {
+// The half type H's next value after x toward y, stepping its 16-bit pattern (a float
+// computation would round back to x).
+template <typename H>
+H next_half(H x, H y) {
+  float fx = x, fy = y;
+  if (fx != fx || fy != fy) return H(fx + fy);
+  if (fx == fy) return y;
+  H out;
+  if (fx == 0) {
+    out.bits = static_cast<uint16_t>(fy > 0 ? 0x0001 : 0x8001);  // the smallest subnormal
+  } else {
+    bool away_from_zero = (fy > fx) == (fx > 0);
+    out.bits = static_cast<uint16_t>(away_from_zero ? x.bits + 1 : x.bits - 1);
+  }
+  return out;
+}
+}  // namespace
+
 Tensor nextafter(const Tensor& a, const Tensor& b) {
   DType t = float_binary_dtype("nextafter", a, b);
+  if (is_half(t)) {
+    Shape shape = broadcast_shapes("nextafter", a.shape(), b.shape());
+    Tensor x = contiguous(broadcast_to(cast(a, t), shape));
+    Tensor y = contiguous(broadcast_to(cast(b, t), shape));
+    Tensor out = Tensor::empty(shape, t);
+    auto run = [&]<typename H>() {
+      const H* u = x.data<H>();
+      const H* v = y.data<H>();
+      H* o = out.data<H>();
+      for (int64_t i = 0; i < out.numel(); ++i) o[i] = next_half(u[i], v[i]);
+    };
+    if (t == kFloat16) {
+      run.template operator()<float16>();
+    } else {
+      run.template operator()<bfloat16>();
+    }
+    return out;
+  }
   return binary_kernel("nextafter", a, b, t, [](auto u, auto v) {
     using C = decltype(u);
     if constexpr (kFloat<C>) return std::nextafter(u, v);

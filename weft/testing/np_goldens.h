@@ -74,8 +74,9 @@ inline const NpGoldens& np_goldens(const std::string& script) {
 
 // Same dtype and shape, and values within a tolerance for the dtype (NumPy's own SIMD math
 // differs from libm by a few ulp): NaN matches NaN, infinities match exactly, integers and bools
-// exactly.
-inline ::testing::AssertionResult matches_numpy(const Tensor& got, const Tensor& want) {
+// exactly; every value exactly when `exact` (for results that are exact by definition).
+inline ::testing::AssertionResult matches_numpy(const Tensor& got, const Tensor& want,
+                                                bool exact = false) {
   if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
     return ::testing::AssertionFailure() << "weft gives " << got.dtype() << shape_str(got.shape())
                                          << ", NumPy " << want.dtype() << shape_str(want.shape());
@@ -84,6 +85,7 @@ inline ::testing::AssertionResult matches_numpy(const Tensor& got, const Tensor&
   if (want.dtype() == kFloat64) rtol = 1e-12, atol = 1e-14;
   if (want.dtype() == kFloat32) rtol = 4e-6, atol = 1e-6;
   if (want.dtype() == kFloat16) rtol = 2e-3, atol = 1e-3;
+  if (exact) rtol = atol = 0;
   std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
   for (size_t i = 0; i < w.size(); ++i) {
     bool ok = std::isnan(w[i])   ? std::isnan(g[i])
