@@ -202,6 +202,12 @@ def binary_cases(out):
     out["add__i32_weak_float"] = ([ints(-5, 6)], lambda a: np.add(a, 0.5))
     out["multiply__f32_weak_float"] = ([uniform(-1, 1).astype(np.float32)], lambda a: np.multiply(a, 0.5))
     out["power__weak_base"] = ([uniform(-2, 2)], lambda a: np.power(2, a))
+    out["add__bool_weak_bool"] = ([uniform(-1, 1) > 0], lambda a: np.add(a, True))
+    out["add__i32_weak_bool"] = ([ints(-5, 6)], lambda a: np.add(a, True))
+    out["add__i32_weak_big_int"] = ([ints(-5, 6)], lambda a: np.add(a, 3000000000))
+    out["gcd__int_min"] = ([np.array([-2**31, -2**31, 12], np.int32), np.array([0, 6, -18], np.int32)],
+                           np.gcd)
+    out["lcm__negative"] = ([np.array([-4, 6, 0], np.int64), np.array([6, -4, 5], np.int64)], np.lcm)
     out["where__weak_scalars"] = ([uniform(-1, 1)], lambda a: np.where(a > 0, a, 0))
 
 
@@ -229,6 +235,8 @@ def reduction_cases(out):
                                   lambda a, w: np.average(a, axis=1, weights=w))
     out["average__weights_full"] = ([x, uniform(0.5, 2, (3, 4))],
                                     lambda a, w: np.average(a, weights=w))
+    out["var__ddof_too_big_none"] = ([np.array([1.0, 2.0])], lambda a: np.var(a, ddof=3))
+    out["cumsum__wraps_none"] = ([np.array([2**62, 2**62, 2**62], np.int64)], np.cumsum)
     out["cumsum__bool_axis1"] = ([x > 0], lambda a: np.cumsum(a, axis=1))
     out["cumprod__zeros_axis1"] = ([np.array([[1.5, 0.0, 2.0, -1.0], [0.0, 0.0, 3.0, 2.0]])],
                              lambda a: np.cumprod(a, axis=1))

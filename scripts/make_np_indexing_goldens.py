@@ -62,7 +62,8 @@ def cases():
         "array_then_slice": y[np.array([0, 2, 4]), 1:3], "slices": x43[1:2, 1:3],
         "slice_then_list": x43[1:2, [1, 2]], "mask_then_slice": y[b[:, 5], 1:3],
         "separated_arrays": x234[[0, 1], :, [0, 2]], "adjacent_arrays": x234[:, [0, 1], [1, 2]],
-        "ellipsis_array": x234[..., [1, 2]], "newaxis_and_array": x234[np.newaxis, [1, 0], ..., 1],
+        "ellipsis_array": x234[..., [1, 2]],
+        "empty_ellipsis_separates": x234[:, [0, 1], ..., [0, 1]], "newaxis_and_array": x234[np.newaxis, [1, 0], ..., 1],
         "ix_mask": a34[np.ix_(np.array([True, False, True]), np.array([0, 2]))],
         # assignment (functional: a copy comes back)
         "set_slice": assigned(x10, slice(2, 7), 1),

@@ -150,6 +150,13 @@ TEST(GradientTape, WatchedVariablesInTheOrderFirstSeen) {
   EXPECT_EQ(tape.watched_variables().size(), 3u);
   EXPECT_EQ(tape.watched_variables()[2].name(), "frozen");
   (void)y;
+  {
+    Variable gone(uniform({2}, 15), "gone");
+    Tensor z = gone.value() * 2.0;
+    (void)z;
+  }
+  // A variable destroyed while the tape lives is left out, not returned undefined.
+  EXPECT_EQ(tape.watched_variables().size(), 3u);
 }
 
 }  // namespace

@@ -192,7 +192,10 @@ Tensor GradientTape::batch_jacobian(const Tensor& target, const Tensor& source,
 
 std::vector<Variable> GradientTape::watched_variables() const {
   std::vector<Variable> out;
-  for (const Tensor& t : state_->variables) out.push_back(Variable::of(t));
+  for (const Tensor& t : state_->variables) {
+    Variable v = Variable::of(t);
+    if (v.defined()) out.push_back(v);  // a variable destroyed since is left out
+  }
   return out;
 }
 

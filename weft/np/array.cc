@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "weft/autodiff/tape.h"
 #include "weft/np/linalg.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
@@ -10,6 +11,7 @@
 #include "weft/ops/linalg.h"
 #include "weft/ops/random.h"
 #include "weft/ops/reduce.h"
+#include "weft/ops/scatter.h"
 #include "weft/ops/shape_ops.h"
 #include "weft/ops/sort.h"
 
@@ -90,7 +92,14 @@ Tensor empty(const Shape& shape, DType dtype) { return weft::zeros(shape, dtype)
 Tensor empty_like(const Tensor& t) { return weft::zeros_like(t); }
 Tensor copy(const Tensor& a) {
   check("copy", a);
-  return weft::add(a, weft::zeros({}, a.dtype()));  // a new buffer; the gradient passes through
+  // A buffer of its own (a Variable's value changes in place when assigned); the gradient passes.
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  assign_into(out, a);
+  if (autodiff::is_recording()) {
+    autodiff::record("copy", {a}, {out},
+                     [](const autodiff::Grads& g) { return std::vector<Tensor>{g[0]}; });
+  }
+  return out;
 }
 Tensor asanyarray(const Tensor& a) { return a; }
 Tensor ascontiguousarray(const Tensor& a) {
@@ -160,11 +169,14 @@ Tensor vander(const Tensor& x, int64_t n, bool increasing) {
   WEFT_CHECK(x.rank() == 1, InvalidArgument)
       << "np::vander: x must be 1-D, got shape " << shape_str(x.shape());
   if (n < 0) n = x.dim(0);
-  Tensor powers =
-      increasing ? int_range(n) : weft::sub(Tensor::scalar(n - 1, kInt64), int_range(n));
-  Tensor base = weft::reshape(x, {x.dim(0), 1});
-  // Integer x keeps its integer type, as NumPy; float x differentiates through pow.
-  return weft::pow(base, cast(powers, x.dtype()));
+  // Columns x^0, x^1, ... by repeated products (pow's gradient at x = 0 for x^0 would be NaN).
+  std::vector<Tensor> columns;
+  for (int64_t p = 0; p < n; ++p) {
+    columns.push_back(p == 0 ? weft::ones_like(x) : weft::mul(columns.back(), x));
+  }
+  if (!increasing) std::reverse(columns.begin(), columns.end());
+  if (columns.empty()) return weft::zeros({x.dim(0), 0}, x.dtype());
+  return weft::stack(columns, 1);
 }
 
 Tensor diag(const Tensor& v, int64_t k) {
@@ -173,12 +185,13 @@ Tensor diag(const Tensor& v, int64_t k) {
   WEFT_CHECK(v.rank() == 1, InvalidArgument)
       << "np::diag: expected a 1-D or 2-D input, got shape " << shape_str(v.shape());
   int64_t n = v.dim(0) + std::abs(k);
-  // v[i] at (i, i + k): v scattered onto the diagonal as a sum of one-hot rows (differentiable).
-  Tensor rows = weft::add(int_range(v.dim(0)), Tensor::scalar(k < 0 ? -k : 0, kInt64));
-  Tensor cols = weft::add(int_range(v.dim(0)), Tensor::scalar(k > 0 ? k : 0, kInt64));
-  Tensor r = weft::one_hot(rows, n, 1, 0, v.dtype()), c = weft::one_hot(cols, n, 1, 0, v.dtype());
-  Tensor scaled = weft::mul(r, weft::reshape(v, {v.dim(0), 1}));
-  return weft::matmul(weft::transpose(scaled), c);
+  // v[i] at (i, i + k) of an n x n zero matrix: a scatter, so NaN and inf stay where they are.
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < v.dim(0); ++i) {
+    positions.push_back((i + (k < 0 ? -k : 0)) * n + i + (k > 0 ? k : 0));
+  }
+  Tensor square = weft::zeros({n, n}, v.dtype());
+  return scatter_flat_update(square, Tensor::from_vector(positions), v);
 }
 
 Tensor diagflat(const Tensor& v, int64_t k) { return diag(weft::flatten(v), k); }
@@ -393,13 +406,14 @@ std::vector<Tensor> split(const Tensor& a, int64_t sections, int64_t axis) {
 std::vector<Tensor> split(const Tensor& a, const std::vector<int64_t>& indices, int64_t axis) {
   check("split", a);
   int64_t ax = normalize_axis("np::split", axis, a.rank());
-  int64_t n = a.dim(ax), prev = 0;
+  // Piece i is a[indices[i-1]:indices[i]] along axis, with Python's slice rules (negative
+  // indices count from the end; a piece whose stop is before its start is empty).
   std::vector<Tensor> out;
   for (size_t i = 0; i <= indices.size(); ++i) {
-    int64_t stop = i < indices.size() ? std::clamp<int64_t>(indices[i], 0, n) : n;
-    int64_t start = std::min(prev, n);
-    out.push_back(weft::slice(a, along(ax, Slice{start, std::max(start, stop), 1})));
-    prev = std::max(prev, stop);
+    std::optional<int64_t> start, stop;
+    if (i > 0) start = indices[i - 1];
+    if (i < indices.size()) stop = indices[i];
+    out.push_back(weft::slice(a, along(ax, Slice{start, stop, 1})));
   }
   return out;
 }

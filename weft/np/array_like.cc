@@ -2,19 +2,41 @@
 
 namespace weft::np {
 
+namespace {
+
+// Whether integer `v` is a value of integer dtype t.
+bool fits(double v, DType t) {
+  switch (t) {
+    case kUInt8:
+      return v >= 0 && v <= 255;
+    case kInt32:
+      return v >= -2147483648.0 && v <= 2147483647.0;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
 Tensor ArrayLike::tensor() const {
   if (!is_scalar_) return tensor_;
-  return Tensor::scalar(scalar_, scalar_.is_float ? kFloat64 : kInt64);
+  return Tensor::scalar(scalar_, is_bool_ ? kBool : scalar_.is_float ? kFloat64 : kInt64);
 }
 
 Tensor ArrayLike::tensor_next_to(const ArrayLike& other) const {
   if (!is_scalar_) return tensor_;
   if (other.is_scalar_) {
+    if (is_bool_ && other.is_bool_) return tensor();
     bool any_float = scalar_.is_float || other.scalar_.is_float;
     return Tensor::scalar(scalar_, any_float ? kFloat64 : kInt64);
   }
   WEFT_CHECK(other.tensor_.defined(), InvalidArgument) << "np: an input tensor is undefined";
-  return Tensor::scalar(scalar_, promote_with_scalar(other.tensor_.dtype(), scalar_.is_float));
+  DType t = other.tensor_.dtype();
+  if (is_bool_) return Tensor::scalar(scalar_, t);  // a weak bool takes the array's type
+  if (!scalar_.is_float && is_integral(t) && !fits(scalar_.value, t)) {
+    return Tensor::scalar(scalar_, kInt64);  // too big for the array's type: int64, as NumPy 1.x
+  }
+  return Tensor::scalar(scalar_, promote_with_scalar(t, scalar_.is_float));
 }
 
 int64_t Axis::single(const char* op) const {

@@ -1,6 +1,7 @@
 // weft::np::ArrayLike: what NumPy's binary functions accept, a tensor or a C++ number. A number
 // is "weak", as a Python scalar in NumPy 1.x: next to an int32 array, 1 stays int32 and 0.5 makes
-// float64; next to a float32 array, 0.5 stays float32. Two numbers give int64 or float64.
+// float64; next to a float32 array, 0.5 stays float32; an integer the array's type cannot hold
+// makes int64; a bool takes the array's type. Numbers alone give bool, int64 or float64.
 //
 //   np::add(x, 1);  np::power(2, x);  np::maximum(x, y);
 #pragma once
@@ -20,7 +21,8 @@ class ArrayLike {
   ArrayLike(const Tensor& t) : tensor_(t) {}            // NOLINT(google-explicit-constructor)
   ArrayLike(const Variable& v) : tensor_(v.value()) {}  // NOLINT(google-explicit-constructor)
   template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
-  ArrayLike(T v) : scalar_(v), is_scalar_(true) {}  // NOLINT(google-explicit-constructor)
+  ArrayLike(T v)  // NOLINT(google-explicit-constructor)
+      : scalar_(v), is_scalar_(true), is_bool_(std::is_same_v<T, bool>) {}
 
   bool is_scalar() const { return is_scalar_; }
   // The tensor itself, or the number as a 0-d tensor of the type NumPy gives it next to `other`.
@@ -32,6 +34,7 @@ class ArrayLike {
   Tensor tensor_;
   Scalar scalar_ = 0;
   bool is_scalar_ = false;
+  bool is_bool_ = false;
 };
 
 // NumPy's axis argument: None (the default: every axis, or the flattened array), one axis, or

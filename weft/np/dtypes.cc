@@ -68,9 +68,10 @@ DType result_type(std::initializer_list<ArrayLike> args) {
   }
   for (const ArrayLike& a : args) {
     if (!a.is_scalar()) continue;
-    DType s = a.tensor().dtype();  // int64 or float64
-    t = any_array ? promote_with_scalar(t, s == kFloat64)
-                  : (t == kFloat64 || s == kFloat64 ? kFloat64 : s);
+    // Next to the arrays a number is weak (ArrayLike's rules); numbers alone promote.
+    DType s =
+        any_array ? a.tensor_next_to(ArrayLike(Tensor::empty({0}, t))).dtype() : a.tensor().dtype();
+    t = weft::promote_types(t, s);
   }
   return t;
 }

@@ -28,6 +28,9 @@ struct AxisIndex {
   SliceIndex slice;
   int64_t integer = 0;
   Tensor array;  // int64
+  // The place of its entry in the index: advanced entries are adjacent when their slots are
+  // consecutive (an ellipsis standing for no axes still takes a slot, and so separates them).
+  int64_t slot = 0;
 };
 
 // The entries for each axis of `x` (newaxis inserted into x as length-1 axes; each k-dimensional
@@ -58,8 +61,9 @@ std::vector<AxisIndex> resolve(Tensor& x, const std::vector<Index>& index) {
   if (!ellipsis) entries.emplace_back(np::ellipsis);
   Shape shape;
   std::vector<AxisIndex> axes;
-  int64_t src = 0;
+  int64_t src = 0, slot = 0;
   for (const Index& i : entries) {
+    size_t first_new = axes.size();
     switch (i.kind()) {
       case Index::Kind::kNewAxis:
         shape.push_back(1);
@@ -70,20 +74,21 @@ std::vector<AxisIndex> resolve(Tensor& x, const std::vector<Index>& index) {
           shape.push_back(x.dim(src++));
           axes.push_back({});
         }
+        if (x.rank() == consumed) ++slot;  // no axes, but it still separates its neighbours
         break;
       case Index::Kind::kSlice:
         shape.push_back(x.dim(src++));
-        axes.push_back({AxisIndex::Kind::kSlice, i.slice(), 0, {}});
+        axes.push_back({AxisIndex::Kind::kSlice, i.slice(), 0, {}, 0});
         break;
       case Index::Kind::kInteger:
         shape.push_back(x.dim(src++));
-        axes.push_back({AxisIndex::Kind::kInteger, {}, i.integer(), {}});
+        axes.push_back({AxisIndex::Kind::kInteger, {}, i.integer(), {}, 0});
         break;
       case Index::Kind::kArray: {
         const Tensor& t = i.array();
         if (t.dtype() != kBool) {
           shape.push_back(x.dim(src++));
-          axes.push_back({AxisIndex::Kind::kArray, {}, 0, cast(t, kInt64)});
+          axes.push_back({AxisIndex::Kind::kArray, {}, 0, cast(t, kInt64), 0});
           break;
         }
         for (int64_t k = 0; k < t.rank(); ++k) {
@@ -93,11 +98,12 @@ std::vector<AxisIndex> resolve(Tensor& x, const std::vector<Index>& index) {
         }
         for (const Tensor& positions : np::nonzero(t)) {
           shape.push_back(x.dim(src++));
-          axes.push_back({AxisIndex::Kind::kArray, {}, 0, positions});
+          axes.push_back({AxisIndex::Kind::kArray, {}, 0, positions, 0});
         }
         break;
       }
     }
+    for (size_t k = first_new; k < axes.size(); ++k) axes[k].slot = slot++;
   }
   x = weft::reshape(x, shape);
   return axes;
@@ -175,7 +181,8 @@ Tensor At::get() const {
   merged.insert(merged.end(), rest.begin(), rest.end());
   Tensor out = weft::gather(weft::reshape(weft::transpose(x, perm), merged), flat_index, 0);
   // Adjacent advanced indices put B where the first of them was; otherwise B stays first.
-  bool adjacent = adv.back() - adv.front() + 1 == static_cast<int64_t>(adv.size());
+  bool adjacent =
+      axes[adv.back()].slot - axes[adv.front()].slot + 1 == static_cast<int64_t>(adv.size());
   if (!adjacent || adv.front() == 0) return out;
   std::vector<int64_t> src, dst;
   int64_t nb = static_cast<int64_t>(b_shape.size());

@@ -267,6 +267,12 @@ void take_diagonals(Operand& op) {
         ++j;
         continue;
       }
+      WEFT_CHECK(op.t.dim(static_cast<int64_t>(i)) == op.t.dim(static_cast<int64_t>(j)),
+                 InvalidArgument)
+          << "np::einsum: label '"
+          << (op.labels[i] < kEllipsisBase ? std::string(1, char(op.labels[i])) : "...")
+          << "' repeats in one operand over axes of sizes " << op.t.dim(static_cast<int64_t>(i))
+          << " and " << op.t.dim(static_cast<int64_t>(j));
       // diagonal() drops axes i and j and appends the diagonal: move it back to i.
       Tensor d = diagonal(op.t, 0, static_cast<int64_t>(i), static_cast<int64_t>(j));
       int64_t last = d.rank() - 1;

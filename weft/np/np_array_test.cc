@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -82,6 +83,8 @@ const std::map<std::string, Fn>& cases() {
         {"diag_from_1d_k_neg1", one([](const In& in) { return np::diag(in[0], -1); })},
         {"diag_of_2d_k1", one([](const In& in) { return np::diag(in[0], 1); })},
         {"diagflat", one([](const In& in) { return np::diagflat(in[0], -1); })},
+        {"diag_nan_inf", one([](const In& in) { return np::diag(in[0]); })},
+        {"diag_bool", one([](const In& in) { return np::diag(in[0], 1); })},
         {"diag_indices", [](const In&) { return np::diag_indices(3, 3); }},
         {"ix_",
          [](const In& in) {
@@ -159,6 +162,10 @@ const std::map<std::string, Fn>& cases() {
          [](const In& in) { return np::split(in[0], std::vector<int64_t>{2, 5, 9}); }},
         {"split_indices_axis1",
          [](const In& in) { return np::split(in[0], std::vector<int64_t>{3}, 1); }},
+        {"split_negative_index",
+         [](const In& in) { return np::split(in[0], std::vector<int64_t>{-2}); }},
+        {"split_unsorted_indices",
+         [](const In& in) { return np::split(in[0], std::vector<int64_t>{4, 2}); }},
         {"hsplit", [](const In& in) { return np::hsplit(in[0], 2); }},
         {"vsplit", [](const In& in) { return np::vsplit(in[0], 2); }},
         {"dsplit", [](const In& in) { return np::dsplit(in[0], 2); }},
@@ -367,6 +374,7 @@ TEST(NpArray, DifferentiableFunctionsPassTheGradientCheck) {
       {"tril", [](auto& x) { return np::tril(x[0], 1); }, {a}},
       {"triu", [](auto& x) { return np::triu(x[0]); }, {a}},
       {"vander", [](auto& x) { return np::vander(x[0], 4); }, {v}},
+      {"vander_at_zero", [](auto& x) { return np::vander(x[0], 3); }, {np::array({0.0, 0.5})}},
       {"diag_1d", [](auto& x) { return np::diag(x[0], 1); }, {v}},
       {"diag_2d", [](auto& x) { return np::diag(x[0], -1); }, {a}},
       {"meshgrid",
@@ -542,6 +550,14 @@ TEST(NpArray, SortOfALongRowEqualsASortedCopy) {
   EXPECT_EQ(np::sort(Tensor::from_vector(iv)).to_vector<int32_t>(), iwant);
 }
 
+TEST(NpArray, SignedZerosKeepTheirSign) {
+  Tensor z = Tensor::from_vector<float>({0.0f, -0.0f, 1.0f, -0.0f});
+  std::vector<float> sorted = np::sort(z).to_vector<float>();
+  EXPECT_EQ(std::count_if(sorted.begin(), sorted.end(), [](float f) { return std::signbit(f); }),
+            2);
+  EXPECT_TRUE(std::signbit(np::copy(z).to_vector<float>()[1]));
+}
+
 TEST(NpArray, ErrorsNameTheFunctionAndWhatWasExpected) {
   auto message = [](auto f) {
     try {
@@ -562,6 +578,10 @@ TEST(NpArray, ErrorsNameTheFunctionAndWhatWasExpected) {
             std::string::npos);
   EXPECT_NE(message([&] { np::einsum("i2", {a}); }).find("invalid subscript '2'"),
             std::string::npos);
+  EXPECT_NE(message([&] {
+              np::einsum("ii", {a});
+            }).find("label 'i' repeats in one operand over axes of sizes 3 and 4"),
+            std::string::npos);
   EXPECT_NE(message([&] { np::take(a, np::array({9.0})); }).find("indices must be int32 or int64"),
             std::string::npos);
   EXPECT_NE(message([&] { np::pad(a, {{1, 1}}, "wrap"); }).find("mode must be"), std::string::npos);
@@ -580,6 +600,19 @@ TEST(NpRandom, GlobalSeedMakesTheSequenceReproducible) {
   EXPECT_EQ(k1.dtype(), weft::kInt64);
   EXPECT_EQ(np::min(k1).item<int64_t>(), 3);
   EXPECT_EQ(np::max(k1).item<int64_t>(), 8);
+}
+
+TEST(NpRandom, RandintCoversWideAndExtremeRanges) {
+  np::random::seed(3);
+  int64_t base = int64_t{1} << 60;
+  std::vector<int64_t> k = np::random::randint(base, base + 10, {2000}).to_vector<int64_t>();
+  std::set<int64_t> distinct(k.begin(), k.end());
+  EXPECT_EQ(distinct.size(), 10u);
+  EXPECT_EQ(*distinct.begin(), base);
+  std::vector<int64_t> all = np::random::randint(INT64_MIN, INT64_MAX, {1000}).to_vector<int64_t>();
+  EXPECT_LT(*std::min_element(all.begin(), all.end()), 0);
+  EXPECT_GT(*std::max_element(all.begin(), all.end()), 0);
+  EXPECT_THROW(np::random::randint(0, int64_t{1} << 40, {2}, weft::kInt32), weft::InvalidArgument);
 }
 
 TEST(NpRandom, DistributionsHaveTheirMoments) {

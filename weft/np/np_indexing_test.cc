@@ -165,6 +165,10 @@ const std::map<std::string, std::function<Tensor()>>& cases() {
          [=] {
            return np::at(x234, {np::ellipsis, ints({1, 2})}).get();
          }},
+        {"empty_ellipsis_separates",
+         [=] {
+           return np::at(x234, {_, ints({0, 1}), np::ellipsis, ints({0, 1})}).get();
+         }},
         {"newaxis_and_array",
          [=] {
            return np::at(x234, {np::newaxis, ints({1, 0}), np::ellipsis, 1}).get();
@@ -244,9 +248,15 @@ TEST(NpIndexing, GatherMaskAndScatterGradientsPassTheChecker) {
          return np::at(x[0], {ints({3, 3})}).add(x[1]);
        }},
       {"set_mask", [=](auto& x) { return np::at(x[0], {m}).set(2.5); }},
+      // Repeated positions: the last write wins, and only it gets a gradient.
+      {"set_repeated",
+       [=](auto& x) {
+         return np::at(x[0], {ints({2, 2})}).set(x[1]);
+       }},
   };
   std::map<std::string, Tensor> values = {{"set", uniform({4, 1}, 4)},
-                                          {"add_repeated", uniform({5}, 5)}};
+                                          {"add_repeated", uniform({5}, 5)},
+                                          {"set_repeated", uniform({2, 5}, 6)}};
   for (const auto& [name, f] : fns) {
     std::vector<Tensor> in = {a};
     if (values.count(name)) in.push_back(values.at(name));

@@ -1,6 +1,8 @@
 #include "weft/np/random.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "weft/core/philox.h"
@@ -30,11 +32,21 @@ Tensor randint(int64_t low, int64_t high, const Shape& size, DType dtype) {
       << "np::random::randint: low must be below high, got [" << low << ", " << high << ")";
   WEFT_CHECK(dtype == kInt32 || dtype == kInt64, InvalidArgument)
       << "np::random::randint: dtype must be int32 or int64, got " << dtype;
-  Tensor u = stateless_random_uniform(size, weft::random::next_seed(), 0, 1, kFloat64);
-  Tensor k = weft::floor(
-      weft::add(weft::mul(u, static_cast<double>(high - low)), static_cast<double>(low)));
-  // u < 1, but u * (high - low) may round up to it: clamp to high - 1.
-  return cast(weft::minimum(k, static_cast<double>(high - 1)), dtype);
+  if (dtype == kInt32) {
+    WEFT_CHECK(low >= INT32_MIN && high - 1 <= INT32_MAX, InvalidArgument)
+        << "np::random::randint: [" << low << ", " << high << ") is out of range for int32";
+  }
+  // low + floor(u * range) in unsigned arithmetic (high - low may exceed int64's range); u has
+  // 53 random bits, so ranges beyond 2^53 are covered with that granularity.
+  uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  std::vector<double> u =
+      stateless_random_uniform(size, weft::random::next_seed(), 0, 1, kFloat64).to_vector<double>();
+  std::vector<int64_t> out(u.size());
+  for (size_t i = 0; i < u.size(); ++i) {
+    uint64_t offset = std::min(static_cast<uint64_t>(u[i] * static_cast<double>(range)), range - 1);
+    out[i] = static_cast<int64_t>(static_cast<uint64_t>(low) + offset);
+  }
+  return cast(Tensor::from_vector(out, size), dtype);
 }
 
 namespace {

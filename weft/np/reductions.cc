@@ -1,5 +1,7 @@
 #include "weft/np/reductions.h"
 
+#include <algorithm>
+
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/cumulative.h"
@@ -57,7 +59,8 @@ Tensor var(const Tensor& a, const Axis& axis, bool keepdims, int64_t ddof) {
   check("var", a);
   Tensor x = is_floating(a.dtype()) ? a : cast(a, kFloat64);
   Tensor centered = sub(x, weft::mean(x, axis.axes(), true));
-  double n = static_cast<double>(reduced_count("var", x, axis) - ddof);
+  // As NumPy: the divisor is max(n - ddof, 0) (0 gives inf or NaN).
+  double n = static_cast<double>(std::max<int64_t>(reduced_count("var", x, axis) - ddof, 0));
   return div(weft::sum(weft::square(centered), axis.axes(), keepdims), n);
 }
 Tensor std(const Tensor& a, const Axis& axis, bool keepdims, int64_t ddof) {

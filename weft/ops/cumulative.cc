@@ -3,6 +3,7 @@
 #include "weft/ops/cumulative.h"
 
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include "weft/autodiff/tape.h"

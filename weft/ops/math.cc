@@ -445,11 +445,25 @@ Tensor heaviside(const Tensor& x, const Tensor& h0) {
 
 // ---- integers and bits -------------------------------------------------------------------------
 
+namespace {
+// |v| as the unsigned type (|INT_MIN| included), and gcd/lcm computed there and cast back, so
+// results that do not fit wrap as NumPy's do instead of overflowing.
+template <typename C>
+auto magnitude(C v) {
+  using U = std::make_unsigned_t<C>;
+  if constexpr (std::is_signed_v<C>)
+    return v < 0 ? static_cast<U>(U(0) - static_cast<U>(v)) : static_cast<U>(v);
+  return static_cast<U>(v);
+}
+}  // namespace
+
 Tensor gcd(const Tensor& a, const Tensor& b) {
   DType t = integer_dtype("gcd", a, b, false);
   return binary_kernel("gcd", a, b, t, [](auto u, auto v) {
     using C = decltype(u);
-    if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) return std::gcd(u, v);
+    if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+      return static_cast<C>(std::gcd(magnitude(u), magnitude(v)));
+    }
     return u;
   });
 }
@@ -457,7 +471,11 @@ Tensor lcm(const Tensor& a, const Tensor& b) {
   DType t = integer_dtype("lcm", a, b, false);
   return binary_kernel("lcm", a, b, t, [](auto u, auto v) {
     using C = decltype(u);
-    if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) return std::lcm(u, v);
+    if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+      auto x = magnitude(u), y = magnitude(v);
+      if (x == 0 || y == 0) return C(0);
+      return static_cast<C>(static_cast<decltype(x)>(x / std::gcd(x, y) * y));
+    }
     return u;
   });
 }

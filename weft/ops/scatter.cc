@@ -1,10 +1,12 @@
 #include "weft/ops/scatter.h"
 
+#include <unordered_set>
 #include <vector>
 
 #include "weft/autodiff/tape.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
+#include "weft/ops/elementwise.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
 
@@ -51,9 +53,18 @@ Tensor scatter(const Tensor& x, const Scatter& s, bool add) {
   return out;
 }
 
-// The gradient reaching `updates`: g at the scattered positions, summed back to its shape.
-Tensor updates_grad(const Tensor& g, const Tensor& indices, const Tensor& updates) {
+// The gradient reaching `updates`: g at the scattered positions, summed back to its shape. For an
+// update only the last write to a position counts (the earlier ones were overwritten).
+Tensor updates_grad(const Tensor& g, const Tensor& indices, const Tensor& updates,
+                    bool last_write_only) {
   Tensor picked = reshape(gather(flatten(g), flatten(cast(indices, kInt64)), 0), indices.shape());
+  if (last_write_only) {
+    std::vector<int64_t> positions = indices.to_vector<int64_t>();
+    std::vector<uint8_t> last(positions.size(), 0);
+    std::unordered_set<int64_t> seen;
+    for (size_t i = positions.size(); i-- > 0;) last[i] = seen.insert(positions[i]).second;
+    picked = mul(picked, cast(Tensor::from_vector(last, indices.shape()), picked.dtype()));
+  }
   return cast(sum_to(picked, updates.shape()), updates.dtype());
 }
 
@@ -68,7 +79,7 @@ Tensor scatter_flat_update(const Tensor& x, const Tensor& indices, const Tensor&
                        // Overwritten elements of x get no gradient.
                        Tensor dx = scatter_flat_update(g[0], indices, zeros({}, g[0].dtype()));
                        Tensor du = is_floating(updates.dtype())
-                                       ? updates_grad(g[0], indices, updates)
+                                       ? updates_grad(g[0], indices, updates, true)
                                        : Tensor();
                        return std::vector<Tensor>{dx, Tensor(), du};
                      });
@@ -83,7 +94,7 @@ Tensor scatter_flat_add(const Tensor& x, const Tensor& indices, const Tensor& up
     autodiff::record("scatter_flat_add", {x, indices, updates}, {out},
                      [indices, updates](const autodiff::Grads& g) {
                        Tensor du = is_floating(updates.dtype())
-                                       ? updates_grad(g[0], indices, updates)
+                                       ? updates_grad(g[0], indices, updates, false)
                                        : Tensor();
                        return std::vector<Tensor>{g[0], Tensor(), du};
                      });

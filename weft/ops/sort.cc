@@ -23,12 +23,15 @@ namespace {
 
 using ops::internal::last_axis_perms;
 
-uint32_t radix_key(float v) {
-  if (v != v) return 0xFFFFFFFFu;                           // every NaN last
-  uint32_t b = std::bit_cast<uint32_t>(v == 0 ? 0.0f : v);  // -0 and +0 equal, as comparisons
+// A key whose unsigned order is v's order, every NaN last. With zeros_equal, -0 and +0 share a
+// key (argsort keeps equal values in their order); without, -0 sorts just before +0 and both
+// come back with their sign.
+uint32_t radix_key(float v, bool zeros_equal = true) {
+  if (v != v) return 0xFFFFFFFFu;
+  uint32_t b = std::bit_cast<uint32_t>(zeros_equal && v == 0 ? 0.0f : v);
   return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
-uint32_t radix_key(int32_t v) { return static_cast<uint32_t>(v) ^ 0x80000000u; }
+uint32_t radix_key(int32_t v, bool = true) { return static_cast<uint32_t>(v) ^ 0x80000000u; }
 float float_of_key(uint32_t k) {
   if (k == 0xFFFFFFFFu) return std::numeric_limits<float>::quiet_NaN();
   return std::bit_cast<float>((k & 0x80000000u) ? (k & 0x7FFFFFFFu) : ~k);
@@ -126,7 +129,7 @@ void sort_row(const T* v, int64_t n, T* out, int threads) {
     if (radix_sortable<T>(n)) {
       uint32_t* keys = reinterpret_cast<uint32_t*>(out);  // T and uint32_t have one size
       if (threads < 2 || n < (1 << 16)) {
-        for (int64_t i = 0; i < n; ++i) keys[i] = radix_key(v[i]);
+        for (int64_t i = 0; i < n; ++i) keys[i] = radix_key(v[i], false);
         radix_sort(keys, nullptr, static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) out[i] = value_of_key<T>(keys[i]);
         return;
@@ -136,7 +139,7 @@ void sort_row(const T* v, int64_t n, T* out, int threads) {
       parallel_for(2, 1, [&](int64_t begin, int64_t end) {
         for (int64_t h = begin; h < end; ++h) {
           int64_t lo = h == 0 ? 0 : mid, hi = h == 0 ? mid : n;
-          for (int64_t i = lo; i < hi; ++i) halves[i] = radix_key(v[i]);
+          for (int64_t i = lo; i < hi; ++i) halves[i] = radix_key(v[i], false);
           radix_sort(halves.get() + lo, nullptr, static_cast<size_t>(hi - lo));
         }
       });
