@@ -62,16 +62,18 @@ Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse) {
   Tensor out =
       scan_rows("cumsum", {x}, axis, acc, [&](const auto& in, int64_t off, auto* o, int64_t n) {
         using T = std::remove_pointer_t<decltype(o)>;
+        // Integers add as unsigned: an overflow wraps, as NumPy's, instead of being undefined.
+        using A = std::conditional_t<std::is_integral_v<T>, std::make_unsigned_t<T>, T>;
         const T* v = in[0] + off;
-        T total = 0;
+        A total = 0;
         for (int64_t j = 0; j < n; ++j) {
           int64_t i = reverse ? n - 1 - j : j;
           if (exclusive) {
-            o[i] = total;
-            total += v[i];
+            o[i] = static_cast<T>(total);
+            total += static_cast<A>(v[i]);
           } else {
-            total += v[i];
-            o[i] = total;
+            total += static_cast<A>(v[i]);
+            o[i] = static_cast<T>(total);
           }
         }
       });
@@ -118,9 +120,10 @@ Tensor cumprod(const Tensor& x, int64_t axis) {
   Tensor out =
       scan_rows("cumprod", {x}, axis, acc, [](const auto& in, int64_t off, auto* o, int64_t n) {
         using T = std::remove_pointer_t<decltype(o)>;
+        using A = std::conditional_t<std::is_integral_v<T>, std::make_unsigned_t<T>, T>;
         const T* v = in[0] + off;
-        T total = 1;
-        for (int64_t i = 0; i < n; ++i) o[i] = total *= v[i];
+        A total = 1;
+        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(total *= static_cast<A>(v[i]));
       });
   out = cast(out, dtype);
   if (autodiff::is_recording() && is_floating(x.dtype())) {
