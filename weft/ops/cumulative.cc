@@ -18,6 +18,19 @@ namespace {
 
 DType scan_dtype(DType t) { return is_floating(t) ? t : kInt64; }
 
+// What a scan of T accumulates in: integers as unsigned (an overflow wraps, as NumPy's, instead
+// of being undefined), floats as themselves.
+template <typename T, bool = std::is_integral_v<T>>
+struct Accumulator {
+  using type = T;
+};
+template <typename T>
+struct Accumulator<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+template <typename T>
+using accumulator_t = typename Accumulator<T>::type;
+
 using ops::internal::last_axis_perms;
 
 // Runs `row(inputs, offset, out, n)` over every row along `axis` of the inputs cast to `dtype`
@@ -62,8 +75,7 @@ Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse) {
   Tensor out =
       scan_rows("cumsum", {x}, axis, acc, [&](const auto& in, int64_t off, auto* o, int64_t n) {
         using T = std::remove_pointer_t<decltype(o)>;
-        // Integers add as unsigned: an overflow wraps, as NumPy's, instead of being undefined.
-        using A = std::conditional_t<std::is_integral_v<T>, std::make_unsigned_t<T>, T>;
+        using A = accumulator_t<T>;
         const T* v = in[0] + off;
         A total = 0;
         for (int64_t j = 0; j < n; ++j) {
@@ -120,7 +132,7 @@ Tensor cumprod(const Tensor& x, int64_t axis) {
   Tensor out =
       scan_rows("cumprod", {x}, axis, acc, [](const auto& in, int64_t off, auto* o, int64_t n) {
         using T = std::remove_pointer_t<decltype(o)>;
-        using A = std::conditional_t<std::is_integral_v<T>, std::make_unsigned_t<T>, T>;
+        using A = accumulator_t<T>;
         const T* v = in[0] + off;
         A total = 1;
         for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(total *= static_cast<A>(v[i]));
