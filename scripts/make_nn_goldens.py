@@ -3,8 +3,8 @@
 
   make_nn_goldens.py OUT_DIR [GROUP ...]
 
-GROUPs: dense conv pooling core normalization losses metrics (default: all). Each case writes
-<case>.<array>.npy into OUT_DIR. A layer case holds its input `x`, its weights `w0`, `w1`, ... in
+GROUPs: dense conv pooling core normalization losses metrics more_losses more_metrics (default:
+all). Each case writes <case>.<array>.npy into OUT_DIR. A layer case holds its input `x`, its weights `w0`, `w1`, ... in
 the layer's creation order, the upstream gradient `dy`, and what NumPy computes for the layer:
 the output `y` and the gradients of sum(y * dy) with respect to x (`dx`) and each weight (`dw0`,
 ...). Forward and backward passes are written out by hand (plain loops for convolution and
@@ -363,6 +363,187 @@ def metric_cases():
     return out
 
 
+# ---- more losses: per-example values, the batch mean, and the sample-weighted mean ----------
+
+
+def log_softmax(z):
+    return z - z.max(-1, keepdims=True) - np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True))
+
+
+def unit(v):
+    return v / np.sqrt(np.maximum((v * v).sum(-1, keepdims=True), 1e-12))
+
+
+def more_loss_cases():
+    b, k = 5, 4
+    y_reg, p_reg = randn(b, k), randn(b, k)
+    pos_t, pos_p = 3 * rng.random((b, k)), 0.1 + 3 * rng.random((b, k))
+    dist_t, dist_p = softmax(randn(b, k)), softmax(randn(b, k))
+    dist_t[0, 0] = 0.0  # clipped to 1e-7, as Keras
+    pm1 = rng.choice([-1.0, 1.0], size=(b, k))
+    zero_one = rng.integers(0, 2, size=(b, k)).astype(np.float64)
+    onehot = np.eye(k)[rng.integers(0, k, size=b)]
+    logits = 2 * randn(b, k)
+    smooth_cce = onehot * 0.9 + 0.1 / k
+    z = zero_one * 0.8 + 0.1  # binary label smoothing 0.2
+    sig = 1 / (1 + np.exp(-logits))
+    hinge = lambda y: np.maximum(1 - y * p_reg, 0)
+    kt, kp = np.clip(dist_t, EPS, 1), np.clip(dist_p, EPS, 1)
+    per = {
+        "mape": (y_reg, p_reg, 100 * np.abs((y_reg - p_reg) / np.maximum(np.abs(y_reg), EPS)).mean(-1)),
+        "msle": (pos_t, pos_p, ((np.log(pos_p + 1) - np.log(pos_t + 1)) ** 2).mean(-1)),
+        "logcosh": (y_reg, p_reg, np.log(np.cosh(p_reg - y_reg)).mean(-1)),
+        "kld": (dist_t, dist_p, (kt * np.log(kt / kp)).sum(-1)),
+        "poisson": (pos_t, pos_p, (pos_p - pos_t * np.log(pos_p + EPS)).mean(-1)),
+        "cosine": (y_reg, p_reg, -(unit(y_reg) * unit(p_reg)).sum(-1)),
+        "hinge_pm1": (pm1, p_reg, hinge(pm1).mean(-1)),
+        "hinge_01": (zero_one, p_reg, hinge(2 * zero_one - 1).mean(-1)),
+        "squared_hinge": (zero_one, p_reg, (hinge(2 * zero_one - 1) ** 2).mean(-1)),
+        "categorical_hinge": (onehot, p_reg, np.maximum(
+            0, ((1 - onehot) * p_reg).max(-1) - (onehot * p_reg).sum(-1) + 1)),
+        "cce_smoothed": (onehot, logits, -(smooth_cce * log_softmax(logits)).sum(-1)),
+        "bce_smoothed": (zero_one, logits, -(z * np.log(sig) + (1 - z) * np.log(1 - sig)).mean(-1)),
+    }
+    out = {}
+    for name, (y_true, y_pred, values) in per.items():
+        w = 0.25 + rng.random(b)
+        out[name] = {"y_true": y_true, "y_pred": y_pred, "per_example": values,
+                     "loss": np.float64(values.mean()), "w": w,
+                     "weighted": np.float64((values * w).sum() / b)}
+    # One value per example, for the label-shape rules: labels (N,) or (N, 1) against (N, 1).
+    col_t, col_p = randn(6, 1), randn(6, 1)
+    out["mse_column"] = {"y_true": col_t, "y_pred": col_p,
+                         "loss": np.float64(((col_p - col_t) ** 2).mean())}
+    bt, bp = rng.integers(0, 2, size=(6, 1)).astype(np.float64), 0.05 + 0.9 * rng.random((6, 1))
+    out["bce_column"] = {"y_true": bt, "y_pred": bp, "loss": np.float64(
+        -(bt * np.log(bp) + (1 - bt) * np.log(1 - bp)).mean())}
+    # A sequence: integer labels (N, T), logits (N, T, C) and per-step weights (N, T).
+    seq_labels = rng.integers(0, 5, size=(3, 4))
+    seq_logits = randn(3, 4, 5)
+    seq_w = rng.random((3, 4))
+    seq_l = -np.take_along_axis(log_softmax(seq_logits), seq_labels[..., None], -1)[..., 0]
+    out["scce_sequence"] = {"y_true": seq_labels.astype(np.int64), "y_pred": seq_logits,
+                            "w": seq_w, "per_example": seq_l,
+                            "weighted": np.float64((seq_l * seq_w).sum() / seq_l.size)}
+    return out
+
+
+# ---- more metrics: two weighted batches each, and the results Keras would give ----------------
+
+
+def confusion_at(labels, preds, weights, thresholds):
+    """Weighted (tp, fp, tn, fn) at each threshold: a value is positive above the threshold."""
+    above = preds[None, :] > thresholds[:, None]
+    pos = labels[None, :] != 0
+    w = weights[None, :]
+    return ((above & pos) * w).sum(1), ((above & ~pos) * w).sum(1), \
+        ((~above & ~pos) * w).sum(1), ((~above & pos) * w).sum(1)
+
+
+def safe_div(a, b):
+    return np.where(b != 0, a / np.where(b != 0, b, 1), 0.0)
+
+
+def keras_auc(labels, preds, weights, n, curve, method):
+    thresholds = np.array([-EPS] + [i / (n - 1) for i in range(1, n - 1)] + [1 + EPS])
+    tp, fp, tn, fn = confusion_at(labels, preds, weights, thresholds)
+    if curve == "PR" and method == "interpolation":
+        dtp = tp[:-1] - tp[1:]
+        p = tp + fp
+        slope = safe_div(dtp, np.maximum(p[:-1] - p[1:], 0))
+        intercept = tp[1:] - slope * p[1:]
+        ratio = np.where((p[:-1] > 0) & (p[1:] > 0), safe_div(p[:-1], np.maximum(p[1:], 0)), 1.0)
+        return safe_div(slope * (dtp + intercept * np.log(ratio)), np.maximum(tp[1:] + fn[1:], 0)).sum()
+    recall = safe_div(tp, tp + fn)
+    x, y = (safe_div(fp, fp + tn), recall) if curve == "ROC" else (recall, safe_div(tp, tp + fp))
+    heights = {"interpolation": (y[:-1] + y[1:]) / 2, "minoring": np.minimum(y[:-1], y[1:]),
+               "majoring": np.maximum(y[:-1], y[1:])}[method]
+    return ((x[:-1] - x[1:]) * heights).sum()
+
+
+def more_metric_cases():
+    out = {}
+    # Binary labels against probabilities, (b, 1), two batches with per-example weights.
+    t1, t2 = rng.integers(0, 2, size=(40, 1)), rng.integers(0, 2, size=(24, 1))
+    p1 = np.clip(0.35 * t1 + 0.65 * rng.random((40, 1)), 0, 1)
+    p2 = np.clip(0.35 * t2 + 0.65 * rng.random((24, 1)), 0, 1)
+    w1, w2 = 0.5 + rng.random(40), 0.5 + rng.random(24)
+    labels, preds, weights = np.concatenate([t1, t2])[:, 0], np.concatenate([p1, p2])[:, 0], \
+        np.concatenate([w1, w2])
+    tp, fp, tn, fn = (v[0] for v in confusion_at(labels, preds, weights, np.array([0.5])))
+    case = {"y_true0": t1.astype(np.float64), "y_pred0": p1, "w0": w1,
+            "y_true1": t2.astype(np.float64), "y_pred1": p2, "w1": w2,
+            "tp": tp, "fp": fp, "tn": tn, "fn": fn, "precision": tp / (tp + fp),
+            "recall": tp / (tp + fn)}
+    for curve in ("ROC", "PR"):
+        for method in ("interpolation", "minoring", "majoring"):
+            case[f"auc_{curve}_{method}"] = keras_auc(labels, preds, weights, 200, curve, method)
+    # The exact (rank) ROC AUC, which 200 thresholds approximate.
+    pos, neg = preds[labels == 1], preds[labels == 0]
+    wp, wn = weights[labels == 1], weights[labels == 0]
+    case["auc_exact"] = (((pos[:, None] > neg[None, :]) * wp[:, None] * wn[None, :]).sum()
+                         / (wp.sum() * wn.sum()))
+    out["binary_weighted"] = case
+    # Precision and recall of one class of (b, 3) scores.
+    c1, c2 = rng.random((9, 3)), rng.random((7, 3))
+    o1, o2 = rng.integers(0, 2, size=(9, 3)), rng.integers(0, 2, size=(7, 3))
+    col = 1
+    tp, fp, tn, fn = (v[0] for v in confusion_at(np.concatenate([o1, o2])[:, col],
+                                                  np.concatenate([c1, c2])[:, col],
+                                                  np.ones(16), np.array([0.5])))
+    out["class_id"] = {"y_true0": o1.astype(np.float64), "y_pred0": c1,
+                       "y_true1": o2.astype(np.float64), "y_pred1": c2,
+                       "precision": tp / (tp + fp), "recall": tp / (tp + fn)}
+    # Regression metrics, weighted per example.
+    r1, r2 = randn(6, 3), randn(4, 3)
+    q1, q2 = randn(6, 3), randn(4, 3)
+    v1, v2 = 0.5 + rng.random(6), 0.5 + rng.random(4)
+    y, p, w = np.concatenate([r1, r2]), np.concatenate([q1, q2]), np.concatenate([v1, v2])
+    wmean = lambda per: (per * w).sum() / w.sum()
+    out["regression"] = {
+        "y_true0": r1, "y_pred0": q1, "w0": v1, "y_true1": r2, "y_pred1": q2, "w1": v2,
+        "mse": wmean(((p - y) ** 2).mean(-1)), "mae": wmean(np.abs(p - y).mean(-1)),
+        "mape": wmean((100 * np.abs((y - p) / np.maximum(np.abs(y), EPS))).mean(-1)),
+        "rmse": np.sqrt(wmean(((p - y) ** 2).mean(-1))),
+        "logcosh": wmean(np.log(np.cosh(p - y)).mean(-1)),
+        "cosine": wmean((unit(y) * unit(p)).sum(-1)),
+        "mse_unweighted": ((p - y) ** 2).mean(),
+    }
+    # Class scores: top-k of one-hot labels, crossentropies, weighted sparse accuracy.
+    s1, s2 = softmax(randn(8, 5)), softmax(randn(5, 5))
+    l1, l2 = rng.integers(0, 5, size=8), rng.integers(0, 5, size=5)
+    u1, u2 = 0.5 + rng.random(8), 0.5 + rng.random(5)
+    scores, ids, w = np.concatenate([s1, s2]), np.concatenate([l1, l2]), np.concatenate([u1, u2])
+    true_score = scores[np.arange(len(ids)), ids]
+    better = (scores > true_score[:, None]).sum(-1)
+    out["classes"] = {
+        "y_true0": np.eye(5)[l1], "y_pred0": s1, "w0": u1, "ids0": l1.astype(np.int64),
+        "y_true1": np.eye(5)[l2], "y_pred1": s2, "w1": u2, "ids1": l2.astype(np.int64),
+        "top2": (better < 2).mean(), "top2_weighted": ((better < 2) * w).sum() / w.sum(),
+        "cce": (-np.log(true_score)).mean(),
+        "sparse_accuracy_weighted": ((scores.argmax(-1) == ids) * w).sum() / w.sum(),
+    }
+    # Mean IoU of class ids (4 classes; class 3 never occurs, so it is left out of the mean).
+    a1, a2 = rng.integers(0, 3, size=(4, 5)), rng.integers(0, 3, size=(3, 5))
+    b1, b2 = rng.integers(0, 3, size=(4, 5)), rng.integers(0, 3, size=(3, 5))
+    m1, m2 = rng.random(4), rng.random(3)
+    cm = np.zeros((4, 4))
+    for t, q, ww in ((a1, b1, m1), (a2, b2, m2)):
+        np.add.at(cm, (t.reshape(-1), q.reshape(-1)), np.repeat(ww, 5))
+    inter = np.diag(cm)
+    union = cm.sum(0) + cm.sum(1) - inter
+    out["iou"] = {"y_true0": a1.astype(np.int64), "y_pred0": b1.astype(np.int64), "w0": m1,
+                  "y_true1": a2.astype(np.int64), "y_pred1": b2.astype(np.int64), "w1": m2,
+                  "mean_iou": (inter[union > 0] / union[union > 0]).mean()}
+    # Sum and the weighted Mean.
+    x1, x2 = randn(5), randn(3)
+    g1, g2 = rng.random(5), rng.random(3)
+    out["sums"] = {"values0": x1, "w0": g1, "values1": x2, "w1": g2,
+                   "sum": (x1 * g1).sum() + (x2 * g2).sum(),
+                   "mean": ((x1 * g1).sum() + (x2 * g2).sum()) / (g1.sum() + g2.sum())}
+    return out
+
+
 def groups():
     return {
         "dense": lambda: {
@@ -401,6 +582,8 @@ def groups():
         },
         "losses": loss_cases,
         "metrics": metric_cases,
+        "more_losses": more_loss_cases,
+        "more_metrics": more_metric_cases,
     }
 
 

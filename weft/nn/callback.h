@@ -86,6 +86,10 @@ struct FitOptions {
   std::optional<int64_t> steps_per_epoch{};  // with it, one iterator runs across epochs
   int initial_epoch = 0;
   int verbose = 1;  // 0: silent, 1: progress bar (plain lines off a terminal), 2: a line per epoch
+  // Keras's class_weight: each training example's loss is scaled by its class's weight (and by
+  // its sample weight, when the dataset has one). For a model of one output whose targets are
+  // integer labels (N) or (N, 1), or one-hot (N, classes); every label must have a weight.
+  std::map<int64_t, double> class_weight{};
 };
 
 }  // namespace weft::nn

@@ -1,5 +1,7 @@
-// Losses against NumPy (scripts/make_nn_goldens.py, group "losses"): the batch-mean loss and its
-// gradient w.r.t. y_pred, for crossentropies from logits and from probabilities, MSE, MAE, Huber.
+// Losses against NumPy (scripts/make_nn_goldens.py, groups "losses" and "more_losses"): the
+// batch-mean loss and its gradient w.r.t. y_pred, for crossentropies from logits and from
+// probabilities, MSE, MAE, Huber; the other Keras losses' per-example values, mean and
+// sample-weighted mean (gradients by finite differences); label shapes and per-step weights.
 #include "weft/nn/losses.h"
 
 #include <gmock/gmock.h>
@@ -11,6 +13,8 @@
 
 #include "weft/ops/cast.h"
 #include "weft/ops/shape_ops.h"
+#include "weft/ops/reduce.h"
+#include "weft/testing/gradient_check.h"
 #include "weft/testing/nn_goldens.h"
 
 namespace weft::nn::losses {
@@ -133,6 +137,128 @@ TEST(LossErrors, ShapeMismatchNamesLossAndShapes) {
     EXPECT_THAT(e.message(), HasSubstr("(6, 3)"));
     EXPECT_THAT(e.message(), HasSubstr("(3, 6)"));
   }
+}
+
+// ---- the other losses, sample weights and label shapes (group "more_losses") -----------------
+
+const testing::NnGoldens& more() {
+  static const testing::NnGoldens g("more_losses");
+  return g;
+}
+
+const std::map<std::string, Loss>& more_cases() {
+  static const std::map<std::string, Loss> m = {
+      {"mape", MeanAbsolutePercentageError()},
+      {"msle", MeanSquaredLogarithmicError()},
+      {"logcosh", LogCosh()},
+      {"kld", KLDivergence()},
+      {"poisson", Poisson()},
+      {"cosine", CosineSimilarity()},
+      {"hinge_pm1", Hinge()},
+      {"hinge_01", Hinge()},
+      {"squared_hinge", SquaredHinge()},
+      {"categorical_hinge", CategoricalHinge()},
+      {"cce_smoothed", CategoricalCrossentropy({.from_logits = true, .label_smoothing = 0.1})},
+      {"bce_smoothed", BinaryCrossentropy({.from_logits = true, .label_smoothing = 0.2})},
+  };
+  return m;
+}
+
+class MoreLossGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MoreLossGolden, PerExampleMeanAndWeightedMatchNumPyAndGradientsMatchDifferences) {
+  const std::string& name = GetParam();
+  const Loss& loss = more_cases().at(name);
+  Tensor y_true = more().load(name, "y_true"), y_pred = more().load(name, "y_pred");
+  Tensor w = more().load(name, "w");
+  EXPECT_TRUE(testing::all_close(loss.per_example(y_true, y_pred),
+                                 more().load(name, "per_example")));
+  EXPECT_TRUE(testing::all_close(loss(y_true, y_pred), more().load(name, "loss")));
+  EXPECT_TRUE(testing::all_close(loss(y_true, y_pred, w), more().load(name, "weighted")));
+  // Weights of shape (N, 1) are the same weights.
+  EXPECT_TRUE(testing::all_close(loss(y_true, y_pred, expand_dims(w, -1)),
+                                 more().load(name, "weighted")));
+  EXPECT_TRUE(testing::gradient_check(
+      [&](const std::vector<Tensor>& xs) { return loss(y_true, xs[0], w); }, {y_pred}));
+  // A loss by its Keras name is the same loss.
+  std::string keras = loss.name();
+  if (name != "cce_smoothed" && name != "bce_smoothed") {
+    EXPECT_EQ(get(keras)(y_true, y_pred).item<double>(), loss(y_true, y_pred).item<double>());
+  }
+  EXPECT_EQ(from_config(keras, *loss.get_config())(y_true, y_pred).item<double>(),
+            loss(y_true, y_pred).item<double>());
+}
+
+INSTANTIATE_TEST_SUITE_P(All, MoreLossGolden,
+                         ::testing::Values("mape", "msle", "logcosh", "kld", "poisson", "cosine",
+                                           "hinge_pm1", "hinge_01", "squared_hinge",
+                                           "categorical_hinge", "cce_smoothed", "bce_smoothed"),
+                         [](const auto& info) { return info.param; });
+
+TEST(LossLabelShapes, OneValuePerExampleFitsLabelsWithOrWithoutTheTrailingAxis) {
+  // Keras accepts labels (N,) against predictions (N, 1), and the other ways round.
+  for (const char* name : {"mse_column", "bce_column"}) {
+    SCOPED_TRACE(name);
+    Loss loss = std::string(name) == "mse_column" ? Loss(MeanSquaredError())
+                                                  : Loss(BinaryCrossentropy());
+    Tensor t = more().load(name, "y_true"), p = more().load(name, "y_pred");
+    double want = more().load(name, "loss").item<double>();
+    Tensor t1 = reshape(t, {-1}), p1 = reshape(p, {-1});
+    EXPECT_NEAR(loss(t, p).item<double>(), want, 1e-12);
+    EXPECT_NEAR(loss(t1, p).item<double>(), want, 1e-12);
+    EXPECT_NEAR(loss(t, p1).item<double>(), want, 1e-12);
+    EXPECT_NEAR(loss(t1, p1).item<double>(), want, 1e-12);
+    EXPECT_EQ(loss.per_example(t1, p).shape(), (Shape{6}));
+    EXPECT_EQ(loss.per_example(t1, p1).shape(), (Shape{6}));
+  }
+  // Other shapes must match.
+  Tensor t = more().load("mape", "y_true"), p = more().load("mape", "y_pred");  // (5, 4)
+  EXPECT_THROW(MeanSquaredError()(reshape(t, {-1}), p), InvalidArgument);
+}
+
+TEST(LossSampleWeight, PerStepWeightsOfASequence) {
+  Tensor labels = more().load("scce_sequence", "y_true");  // (3, 4)
+  Tensor logits = more().load("scce_sequence", "y_pred");  // (3, 4, 5)
+  Tensor w = more().load("scce_sequence", "w");            // (3, 4)
+  SparseCategoricalCrossentropy loss({.from_logits = true});
+  EXPECT_TRUE(testing::all_close(loss.per_example(labels, logits),
+                                 more().load("scce_sequence", "per_example")));
+  EXPECT_TRUE(testing::all_close(loss(labels, logits, w), more().load("scce_sequence", "weighted")));
+  // A scalar weight scales the mean; one per example applies to each of its steps.
+  EXPECT_NEAR(loss(labels, logits, Tensor::scalar(2.0, kFloat64)).item<double>(),
+              2 * loss(labels, logits).item<double>(), 1e-12);
+  Tensor per_example_w = Tensor::from_vector(std::vector<double>{1, 0, 0});
+  EXPECT_NEAR(loss(labels, logits, per_example_w).item<double>(),
+              sum(loss.per_example(slice(labels, {Slice{0, 1}}), slice(logits, {Slice{0, 1}})))
+                      .item<double>() /
+                  12,
+              1e-12);
+}
+
+TEST(LossErrors, SampleWeightThatDoesNotFitNamesBothShapes) {
+  Tensor t = more().load("mape", "y_true"), p = more().load("mape", "y_pred");  // (5, 4)
+  try {
+    MeanSquaredError()(t, p, Tensor::from_vector(std::vector<double>{1, 2, 3}));
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.message(), HasSubstr("sample_weight of shape (3,)"));
+    EXPECT_THAT(e.message(), HasSubstr("losses of shape (5,)"));
+  }
+  EXPECT_THROW(SparseCategoricalCrossentropy({.label_smoothing = 0.1}), InvalidArgument);
+  EXPECT_THROW(CategoricalCrossentropy({.label_smoothing = 1.5}), InvalidArgument);
+}
+
+TEST(Loss, EveryKerasNameAndAlias) {
+  for (const char* name :
+       {"sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy",
+        "mse", "mean_squared_error", "mae", "mean_absolute_error", "mape",
+        "mean_absolute_percentage_error", "msle", "mean_squared_logarithmic_error", "huber",
+        "logcosh", "log_cosh", "kld", "kl_divergence", "kullback_leibler_divergence", "poisson",
+        "cosine_similarity", "hinge", "squared_hinge", "categorical_hinge"}) {
+    EXPECT_NO_THROW(get(name)) << name;
+  }
+  EXPECT_EQ(get("kld").name(), "kl_divergence");
+  EXPECT_EQ(get("logcosh").name(), "log_cosh");
 }
 
 }  // namespace

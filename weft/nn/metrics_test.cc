@@ -1,11 +1,12 @@
-// Metrics against NumPy (scripts/make_nn_goldens.py, group "metrics"): each accumulates two
-// batches and its result is compared with NumPy's over both; reset, names and Keras's choice of
-// accuracy for "accuracy".
+// Metrics against NumPy (scripts/make_nn_goldens.py, groups "metrics" and "more_metrics"): each
+// accumulates two batches (weighted, for the second group) and its result is compared with
+// NumPy's over both; reset, names, replicas' partials and Keras's choice of accuracy.
 #include "weft/nn/metrics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "weft/ops/shape_ops.h"
 #include "weft/testing/nn_goldens.h"
 
 namespace weft::nn::metrics {
@@ -87,6 +88,164 @@ TEST(MetricsErrors, LabelsThatDoNotFit) {
   EXPECT_THROW(CategoricalAccuracy().update_state(goldens().load("sparse", "y_true0"), preds),
                InvalidArgument);
   EXPECT_THROW(SparseCategoricalAccuracy().update_state(preds, goldens().load("sparse", "y_pred1")),
+               InvalidArgument);
+}
+
+// ---- weighted batches of the other metrics (group "more_metrics") ----------------------------
+
+const testing::NnGoldens& more() {
+  static const testing::NnGoldens g("more_metrics");
+  return g;
+}
+
+double more_expected(const std::string& name, const std::string& value) {
+  return more().load(name, value).item<double>();
+}
+
+// Updates `metric` with the two golden batches of case `name`, weighted unless `weighted` is
+// false; returns its result.
+double run_more(Metric metric, const std::string& name, bool weighted = true) {
+  metric.reset_state();
+  for (int i = 0; i < 2; ++i) {
+    std::string k = std::to_string(i);
+    metric.update_state(more().load(name, "y_true" + k), more().load(name, "y_pred" + k),
+                        weighted ? more().load(name, "w" + k) : Tensor());
+  }
+  return metric.result();
+}
+
+TEST(MoreMetricsGolden, ConfusionCountsPrecisionAndRecallWeighted) {
+  const char* c = "binary_weighted";
+  EXPECT_NEAR(run_more(TruePositives(), c), more_expected(c, "tp"), 1e-9);
+  EXPECT_NEAR(run_more(FalsePositives(), c), more_expected(c, "fp"), 1e-9);
+  EXPECT_NEAR(run_more(TrueNegatives(), c), more_expected(c, "tn"), 1e-9);
+  EXPECT_NEAR(run_more(FalseNegatives(), c), more_expected(c, "fn"), 1e-9);
+  EXPECT_NEAR(run_more(Precision(), c), more_expected(c, "precision"), 1e-12);
+  EXPECT_NEAR(run_more(Recall(), c), more_expected(c, "recall"), 1e-12);
+  // class_id picks one column of (N, 3) scores.
+  EXPECT_NEAR(run_more(Precision({.class_id = 1}), "class_id", false),
+              more_expected("class_id", "precision"), 1e-12);
+  EXPECT_NEAR(run_more(Recall({.class_id = 1}), "class_id", false),
+              more_expected("class_id", "recall"), 1e-12);
+}
+
+TEST(MoreMetricsGolden, AUCOfEveryCurveAndSummation) {
+  const char* c = "binary_weighted";
+  for (auto [curve, curve_name] : {std::pair{AUCCurve::ROC, "ROC"}, std::pair{AUCCurve::PR, "PR"}}) {
+    for (auto [method, method_name] : {std::pair{AUCSummation::INTERPOLATION, "interpolation"},
+                                       std::pair{AUCSummation::MINORING, "minoring"},
+                                       std::pair{AUCSummation::MAJORING, "majoring"}}) {
+      SCOPED_TRACE(std::string(curve_name) + " " + method_name);
+      double got = run_more(AUC({.curve = curve, .summation_method = method}), c);
+      EXPECT_NEAR(got, more_expected(c, std::string("auc_") + curve_name + "_" + method_name),
+                  1e-12);
+    }
+  }
+  // 200 thresholds come close to the exact (rank) ROC AUC.
+  EXPECT_NEAR(run_more(AUC(), c), more_expected(c, "auc_exact"), 5e-3);
+  // Perfectly ranked predictions: 1.
+  AUC perfect;
+  perfect.update_state(Tensor::from_vector(std::vector<double>{0, 0, 1, 1}),
+                       Tensor::from_vector(std::vector<double>{0.1, 0.3, 0.6, 0.9}));
+  EXPECT_NEAR(perfect.result(), 1.0, 1e-12);
+}
+
+TEST(MoreMetricsGolden, RegressionMetricsWeighted) {
+  const char* c = "regression";
+  EXPECT_NEAR(run_more(MeanSquaredError(), c), more_expected(c, "mse"), 1e-12);
+  EXPECT_NEAR(run_more(MeanAbsoluteError(), c), more_expected(c, "mae"), 1e-12);
+  EXPECT_NEAR(run_more(MeanAbsolutePercentageError(), c), more_expected(c, "mape"), 1e-9);
+  EXPECT_NEAR(run_more(RootMeanSquaredError(), c), more_expected(c, "rmse"), 1e-12);
+  EXPECT_NEAR(run_more(LogCoshError(), c), more_expected(c, "logcosh"), 1e-12);
+  EXPECT_NEAR(run_more(CosineSimilarity(), c), more_expected(c, "cosine"), 1e-12);
+  EXPECT_NEAR(run_more(get("mse"), c, false), more_expected(c, "mse_unweighted"), 1e-12);
+  EXPECT_EQ(get("mse").name(), "mse");
+  EXPECT_EQ(get("mae").name(), "mae");
+}
+
+TEST(MoreMetricsGolden, ClassScores) {
+  const char* c = "classes";
+  EXPECT_NEAR(run_more(TopKCategoricalAccuracy(2), c, false), more_expected(c, "top2"), 1e-12);
+  EXPECT_NEAR(run_more(TopKCategoricalAccuracy(2), c), more_expected(c, "top2_weighted"), 1e-12);
+  EXPECT_NEAR(run_more(CategoricalCrossentropy(), c, false), more_expected(c, "cce"), 1e-6);
+  SparseCategoricalAccuracy sparse;
+  SparseCategoricalCrossentropy sparse_ce;
+  for (int i = 0; i < 2; ++i) {
+    std::string k = std::to_string(i);
+    Tensor ids = more().load(c, "ids" + k), scores = more().load(c, "y_pred" + k);
+    sparse.update_state(ids, scores, more().load(c, "w" + k));
+    sparse_ce.update_state(ids, scores);
+  }
+  EXPECT_NEAR(sparse.result(), more_expected(c, "sparse_accuracy_weighted"), 1e-12);
+  EXPECT_NEAR(sparse_ce.result(), more_expected(c, "cce"), 1e-6);
+}
+
+TEST(MoreMetricsGolden, MeanIoUSkipsClassesThatNeverOccur) {
+  EXPECT_NEAR(run_more(MeanIoU(4), "iou"), more_expected("iou", "mean_iou"), 1e-12);
+}
+
+TEST(MoreMetricsGolden, SumAndWeightedMean) {
+  Sum total;
+  Mean mean;
+  for (int i = 0; i < 2; ++i) {
+    std::string k = std::to_string(i);
+    total.update_state(more().load("sums", "values" + k), more().load("sums", "w" + k));
+    mean.update_state(more().load("sums", "values" + k), more().load("sums", "w" + k));
+  }
+  EXPECT_NEAR(total.result(), more_expected("sums", "sum"), 1e-12);
+  EXPECT_NEAR(mean.result(), more_expected("sums", "mean"), 1e-12);
+}
+
+TEST(Metrics, PartialsFromReplicasAddUpToOneUpdate) {
+  // What a strategy does: each replica's partial of its rows, merged in order.
+  const char* c = "binary_weighted";
+  AUC whole, merged;
+  Tensor t = more().load(c, "y_true0"), p = more().load(c, "y_pred0"), w = more().load(c, "w0");
+  whole.update_state(t, p, w);
+  Partial a = whole.partial(slice(t, {Slice{0, 15}}), slice(p, {Slice{0, 15}}),
+                            slice(w, {Slice{0, 15}}));
+  Partial b = whole.partial(slice(t, {Slice{15, 40}}), slice(p, {Slice{15, 40}}),
+                            slice(w, {Slice{15, 40}}));
+  Partial sum_of_parts;
+  sum_of_parts += Partial{};
+  sum_of_parts += a;
+  sum_of_parts += b;
+  merged.merge_state(sum_of_parts);
+  EXPECT_EQ(merged.result(), whole.result());
+  EXPECT_THROW(merged.merge_state(Partial{{1.0, 2.0}}), InvalidArgument);
+}
+
+TEST(Metrics, EveryKerasName) {
+  for (const char* name :
+       {"accuracy", "binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy",
+        "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy", "mse", "mae", "mape",
+        "msle", "binary_crossentropy", "categorical_crossentropy",
+        "sparse_categorical_crossentropy", "kld", "cosine_similarity", "poisson", "logcosh",
+        "hinge", "squared_hinge", "categorical_hinge", "AUC", "Precision", "Recall",
+        "RootMeanSquaredError", "TruePositives", "TrueNegatives", "FalsePositives",
+        "FalseNegatives"}) {
+    EXPECT_NO_THROW(get(name)) << name;
+  }
+  EXPECT_EQ(get("AUC").name(), "auc");
+  EXPECT_EQ(get("RootMeanSquaredError").name(), "root_mean_squared_error");
+  // A saved model names its metrics; the default names resolve again.
+  EXPECT_EQ(get(get("Precision").name()).name(), "precision");
+}
+
+TEST(MetricsErrors, ProbabilitiesOutOfRangeAndBadClassIds) {
+  Tensor labels = Tensor::from_vector(std::vector<double>{0, 1});
+  try {
+    AUC().update_state(labels, Tensor::from_vector(std::vector<double>{0.5, 1.5}));
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.message(), ::testing::HasSubstr("auc: predictions must be in [0, 1]"));
+    EXPECT_THAT(e.message(), ::testing::HasSubstr("1.5"));
+  }
+  EXPECT_THROW(Precision({.class_id = 3}).update_state(more().load("class_id", "y_true0"),
+                                                      more().load("class_id", "y_pred0")),
+               InvalidArgument);
+  EXPECT_THROW(MeanIoU(2).update_state(more().load("iou", "y_true0"),
+                                       more().load("iou", "y_pred0")),
                InvalidArgument);
 }
 

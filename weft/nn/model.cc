@@ -228,36 +228,52 @@ void Model::reset_metrics() {
 
 namespace {
 
-// Splits a dataset element into the model's inputs and targets.
-std::pair<std::vector<Tensor>, std::vector<Tensor>> split_element(const ModelImpl& m,
-                                                                  const std::vector<Tensor>& e,
-                                                                  bool need_targets) {
+// A dataset element cut into the model's inputs, targets and sample weights (none, one for
+// every output, or one per output), as Keras's (x, y, sample_weight).
+struct ElementParts {
+  std::vector<Tensor> inputs, targets, weights;
+};
+
+ElementParts split_element(const ModelImpl& m, const std::vector<Tensor>& e, bool need_targets) {
   size_t n_in = m.num_inputs(), n_out = m.num_outputs();
-  WEFT_CHECK(e.size() == n_in + n_out || (!need_targets && e.size() == n_in), InvalidArgument)
+  bool fits = e.size() == n_in + n_out || e.size() == n_in + n_out + 1 ||
+              e.size() == n_in + 2 * n_out || (!need_targets && e.size() == n_in);
+  WEFT_CHECK(fits, InvalidArgument)
       << "Model \"" << m.name() << "\": a dataset element has " << e.size()
-      << " components; expected " << n_in << " input(s) followed by " << n_out << " target(s)";
-  return {std::vector<Tensor>(e.begin(), e.begin() + n_in),
-          std::vector<Tensor>(e.begin() + n_in, e.end())};
+      << " components; expected " << n_in << " input(s) followed by " << n_out
+      << " target(s) and optionally a sample weight (one, or one per target)";
+  ElementParts parts;
+  parts.inputs.assign(e.begin(), e.begin() + n_in);
+  if (e.size() == n_in) return parts;
+  parts.targets.assign(e.begin() + n_in, e.begin() + n_in + n_out);
+  parts.weights.assign(e.begin() + n_in + n_out, e.end());
+  if (parts.weights.size() == 1) parts.weights.resize(n_out, parts.weights[0]);
+  return parts;
 }
 
-// Each example's loss: the compiled loss's per-example values summed over the outputs.
+// Each example's loss: the compiled loss's per-example values, times their sample weights, as
+// one value per example (the mean over a sequence's steps), summed over the outputs.
 Tensor per_example_loss(const ModelImpl& m, const std::vector<Tensor>& outputs,
-                        const std::vector<Tensor>& targets) {
+                        const std::vector<Tensor>& targets, const std::vector<Tensor>& weights) {
   Tensor total;
   for (size_t i = 0; i < outputs.size(); ++i) {
     Tensor l = m.loss->per_example(targets[i], outputs[i]);
+    if (!weights.empty()) l = losses::apply_sample_weight(l, weights[i]);
+    if (l.rank() > 1) l = mean(reshape(l, {l.dim(0), -1}), {1});
     total = total.defined() ? add(total, l) : l;
   }
   return total;
 }
 
-// The partial logs of some rows: the loss's sum and count, and each metric's partial.
+// The partial logs of some rows: the loss's sum and the number of examples (Keras reports the
+// loss weighted by examples: sum(l * w) / N), and each metric's partial (unweighted, as Keras's
+// compiled `metrics`).
 PartialLogs partial_logs(const ModelImpl& m, const Tensor& per_example,
                          const std::vector<Tensor>& outputs, const std::vector<Tensor>& targets) {
   autodiff::NoRecordScope no_record;
   PartialLogs logs;
-  logs["loss"] = {sum(cast(per_example, kFloat64)).item<double>(),
-                  static_cast<double>(per_example.numel())};
+  logs["loss"] = {{sum(cast(per_example, kFloat64)).item<double>(),
+                   static_cast<double>(per_example.numel())}};
   for (const metrics::Metric& metric : m.compiled_metrics) {
     logs[metric.name()] += metric.partial(targets[0], outputs[0]);
   }
@@ -279,17 +295,24 @@ std::map<std::string, double> merge_logs(ModelImpl& m, metrics::Mean& loss_track
     for (const auto& [name, part] : p) total[name] += part;
   }
   if (m.strategy.extended().num_local_replicas() < m.strategy.num_replicas_in_sync()) {
-    // The other workers' partials too, in one sum of (total, count) pairs.
-    std::vector<std::string> names{"loss"};
-    for (metrics::Metric& metric : m.compiled_metrics) names.push_back(metric.name());
+    // The other workers' partials too, in one sum of every metric's sums (a replica with no
+    // rows added none: zeros).
+    std::vector<std::pair<std::string, size_t>> sizes{{"loss", loss_tracker.state_size()}};
+    for (metrics::Metric& metric : m.compiled_metrics)
+      sizes.emplace_back(metric.name(), metric.state_size());
     std::vector<double> packed;
-    for (const auto& n : names) {
-      packed.push_back(total[n].total);
-      packed.push_back(total[n].count);
+    for (const auto& [name, size] : sizes) {
+      std::vector<double>& sums = total[name].sums;
+      sums.resize(size, 0.0);
+      packed.insert(packed.end(), sums.begin(), sums.end());
     }
     std::vector<double> all =
         m.strategy.extended().sum_across_workers(Tensor::from_vector(packed)).to_vector<double>();
-    for (size_t i = 0; i < names.size(); ++i) total[names[i]] = {all[2 * i], all[2 * i + 1]};
+    size_t at = 0;
+    for (const auto& [name, size] : sizes) {
+      total[name].sums.assign(all.begin() + at, all.begin() + at + size);
+      at += size;
+    }
   }
   loss_tracker.merge_state(total["loss"]);
   std::map<std::string, double> logs{{"loss", loss_tracker.result()}};
@@ -304,7 +327,7 @@ std::map<std::string, double> merge_logs(ModelImpl& m, metrics::Mean& loss_track
 
 PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
   ModelImpl& m = model();
-  auto [inputs, targets] = split_element(m, batch, true);
+  auto [inputs, targets, weights] = split_element(m, batch, true);
   int64_t rows = inputs[0].dim(0);
   // Outside a distributed dataset, each replica's rows are taken to be an equal share.
   const distribute::ReplicaContext& ctx = distribute::get_replica_context();
@@ -346,9 +369,10 @@ PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
         {where.step, where.first_example + lo, hi - lo, where.global_batch_size});
     autodiff::UpdateCollector collector;  // this part's BatchNormalization updates
     std::vector<Tensor> part_targets = rows_of(targets, lo, hi);
+    std::vector<Tensor> part_weights = rows_of(weights, lo, hi);
     GradientTape tape;
     std::vector<Tensor> outputs = m.invoke(rows_of(inputs, lo, hi), /*training=*/true);
-    Tensor per_example = per_example_loss(m, outputs, part_targets);
+    Tensor per_example = per_example_loss(m, outputs, part_targets, part_weights);
     Tensor loss = distribute::compute_average_loss(per_example, where.global_batch_size);
     if (packs) {
       m.optimizer.compute_gradients(loss, vars, tape,
@@ -387,16 +411,16 @@ PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
 PartialLogs Model::test_step(const std::vector<Tensor>& batch) {
   ModelImpl& m = model();
   autodiff::NoRecordScope no_record;
-  auto [inputs, targets] = split_element(m, batch, true);
+  auto [inputs, targets, weights] = split_element(m, batch, true);
   if (inputs[0].dim(0) == 0) return {};
   std::vector<Tensor> outputs = m.invoke(inputs, /*training=*/false);
-  return partial_logs(m, per_example_loss(m, outputs, targets), outputs, targets);
+  return partial_logs(m, per_example_loss(m, outputs, targets, weights), outputs, targets);
 }
 
 std::vector<Tensor> Model::predict_step(const std::vector<Tensor>& batch) {
   ModelImpl& m = model();
   autodiff::NoRecordScope no_record;
-  auto [inputs, targets] = split_element(m, batch, false);
+  std::vector<Tensor> inputs = split_element(m, batch, false).inputs;
   if (inputs[0].dim(0) == 0) return {};
   return m.invoke(inputs, false);
 }

@@ -6,10 +6,51 @@
 // derived from the epoch and step, so it resumes too. A dataset of unknown size gets a fresh pass
 // per epoch.
 #include "weft/autodiff/tape.h"
+#include "weft/ops/cast.h"
+#include "weft/ops/elementwise.h"
+#include "weft/ops/reduce.h"
+#include "weft/ops/shape_ops.h"
 #include "weft/nn/model.h"
 #include "weft/train/callbacks.h"
 
 namespace weft::nn {
+namespace {
+
+// The batch with each example's sample weight multiplied by its class's weight (appended when
+// the batch has none), as Keras's fit(class_weight=...).
+data::Element with_class_weights(const ModelImpl& m, data::Element batch,
+                                 const std::map<int64_t, double>& class_weight) {
+  const size_t n_in = m.num_inputs();
+  WEFT_CHECK(m.num_outputs() == 1 && (batch.size() == n_in + 1 || batch.size() == n_in + 2),
+             InvalidArgument)
+      << "fit: class_weight needs a model of one output and elements of its inputs, one target "
+         "and optionally a sample weight; model \""
+      << m.name() << "\" has " << m.num_outputs() << " outputs and elements of " << batch.size()
+      << " components";
+  Tensor y = batch[n_in];
+  WEFT_CHECK(y.rank() >= 1 && y.rank() <= 2, InvalidArgument)
+      << "fit: class_weight needs targets of shape (N), (N, 1) or (N, classes), got "
+      << shape_str(y.shape());
+  Tensor labels = y.rank() == 2 && y.dim(1) > 1 ? argmax(y, -1) : reshape(y, {-1});
+  std::vector<int64_t> ids = cast(labels, kInt64).to_vector<int64_t>();
+  std::vector<double> weights(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto found = class_weight.find(ids[i]);
+    WEFT_CHECK(found != class_weight.end(), InvalidArgument)
+        << "fit: class_weight has no weight for class " << ids[i] << " (example " << i
+        << " of a batch)";
+    weights[i] = found->second;
+  }
+  Tensor w = Tensor::from_vector(weights);
+  if (batch.size() == n_in + 2) {
+    batch[n_in + 1] = losses::apply_sample_weight(cast(batch[n_in + 1], kFloat64), w);
+  } else {
+    batch.push_back(w);
+  }
+  return batch;
+}
+
+}  // namespace
 
 train::History Model::fit(const data::Dataset& dataset, const train::FitOptions& options) {
   ModelImpl& m = model();
@@ -94,6 +135,9 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
       }
       for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
       int64_t global_step = steps ? epoch * *steps + step : unsized_steps++;
+      if (!options.class_weight.empty()) {
+        batch = with_class_weights(m, std::move(*batch), options.class_weight);
+      }
       logs = train_on_distributed(m.strategy.split(
           *batch, global_step, dataset.options().experimental_distribute.auto_shard_policy));
       for (const train::Callback& c : callbacks) {
