@@ -102,7 +102,8 @@ SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(CrossentropyOptions
             WEFT_CHECK(labels.rank() + 1 == y_pred.rank(), InvalidArgument)
                 << "sparse_categorical_crossentropy: integer labels of shape "
                 << shape_str(y_true.shape()) << " do not fit class scores of shape "
-                << shape_str(y_pred.shape()) << "; expected the scores' shape without its last axis";
+                << shape_str(y_pred.shape())
+                << "; expected the scores' shape without its last axis";
             if (is_floating(labels.dtype())) labels = cast(labels, kInt64);
             Tensor p = widen(y_pred);
             if (o.from_logits) return sparse_softmax_cross_entropy_with_logits(labels, p);
@@ -153,7 +154,8 @@ BinaryCrossentropy::BinaryCrossentropy(CrossentropyOptions o)
           [o](const Tensor& y_true, const Tensor& y_pred) {
             check_same_shape("binary_crossentropy", y_true, y_pred);
             Tensor x = widen(y_pred), z = cast(y_true, widen(y_pred).dtype());
-            if (o.label_smoothing > 0) z = add(mul(z, 1 - o.label_smoothing), 0.5 * o.label_smoothing);
+            if (o.label_smoothing > 0)
+              z = add(mul(z, 1 - o.label_smoothing), 0.5 * o.label_smoothing);
             if (o.from_logits) {
               // max(x, 0) - x z + log(1 + exp(-|x|)), stable for large |x|.
               Tensor l = add(sub(maximum(x, 0.0), mul(x, z)), log(add(exp(neg(abs(x))), 1.0)));
@@ -191,8 +193,8 @@ MeanSquaredLogarithmicError::MeanSquaredLogarithmicError()
     : Loss("mean_squared_logarithmic_error",
            elementwise_mean("mean_squared_logarithmic_error",
                             [](const Tensor& y, const Tensor& p) {
-                              return square(sub(log1p(maximum(p, kEpsilon)),
-                                                log1p(maximum(y, kEpsilon))));
+                              return square(
+                                  sub(log1p(maximum(p, kEpsilon)), log1p(maximum(y, kEpsilon))));
                             }),
            ConfigDict()) {}
 

@@ -12,8 +12,8 @@
 #include <map>
 
 #include "weft/ops/cast.h"
-#include "weft/ops/shape_ops.h"
 #include "weft/ops/reduce.h"
+#include "weft/ops/shape_ops.h"
 #include "weft/testing/gradient_check.h"
 #include "weft/testing/nn_goldens.h"
 
@@ -171,13 +171,13 @@ TEST_P(MoreLossGolden, PerExampleMeanAndWeightedMatchNumPyAndGradientsMatchDiffe
   const Loss& loss = more_cases().at(name);
   Tensor y_true = more().load(name, "y_true"), y_pred = more().load(name, "y_pred");
   Tensor w = more().load(name, "w");
-  EXPECT_TRUE(testing::all_close(loss.per_example(y_true, y_pred),
-                                 more().load(name, "per_example")));
+  EXPECT_TRUE(
+      testing::all_close(loss.per_example(y_true, y_pred), more().load(name, "per_example")));
   EXPECT_TRUE(testing::all_close(loss(y_true, y_pred), more().load(name, "loss")));
   EXPECT_TRUE(testing::all_close(loss(y_true, y_pred, w), more().load(name, "weighted")));
   // Weights of shape (N, 1) are the same weights.
-  EXPECT_TRUE(testing::all_close(loss(y_true, y_pred, expand_dims(w, -1)),
-                                 more().load(name, "weighted")));
+  EXPECT_TRUE(
+      testing::all_close(loss(y_true, y_pred, expand_dims(w, -1)), more().load(name, "weighted")));
   EXPECT_TRUE(testing::gradient_check(
       [&](const std::vector<Tensor>& xs) { return loss(y_true, xs[0], w); }, {y_pred}));
   // A loss by its Keras name is the same loss.
@@ -199,8 +199,8 @@ TEST(LossLabelShapes, OneValuePerExampleFitsLabelsWithOrWithoutTheTrailingAxis) 
   // Keras accepts labels (N,) against predictions (N, 1), and the other ways round.
   for (const char* name : {"mse_column", "bce_column"}) {
     SCOPED_TRACE(name);
-    Loss loss = std::string(name) == "mse_column" ? Loss(MeanSquaredError())
-                                                  : Loss(BinaryCrossentropy());
+    Loss loss =
+        std::string(name) == "mse_column" ? Loss(MeanSquaredError()) : Loss(BinaryCrossentropy());
     Tensor t = more().load(name, "y_true"), p = more().load(name, "y_pred");
     double want = more().load(name, "loss").item<double>();
     Tensor t1 = reshape(t, {-1}), p1 = reshape(p, {-1});
@@ -223,7 +223,8 @@ TEST(LossSampleWeight, PerStepWeightsOfASequence) {
   SparseCategoricalCrossentropy loss({.from_logits = true});
   EXPECT_TRUE(testing::all_close(loss.per_example(labels, logits),
                                  more().load("scce_sequence", "per_example")));
-  EXPECT_TRUE(testing::all_close(loss(labels, logits, w), more().load("scce_sequence", "weighted")));
+  EXPECT_TRUE(
+      testing::all_close(loss(labels, logits, w), more().load("scce_sequence", "weighted")));
   // A scalar weight scales the mean; one per example applies to each of its steps.
   EXPECT_NEAR(loss(labels, logits, Tensor::scalar(2.0, kFloat64)).item<double>(),
               2 * loss(labels, logits).item<double>(), 1e-12);
@@ -249,12 +250,28 @@ TEST(LossErrors, SampleWeightThatDoesNotFitNamesBothShapes) {
 }
 
 TEST(Loss, EveryKerasNameAndAlias) {
-  for (const char* name :
-       {"sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy",
-        "mse", "mean_squared_error", "mae", "mean_absolute_error", "mape",
-        "mean_absolute_percentage_error", "msle", "mean_squared_logarithmic_error", "huber",
-        "logcosh", "log_cosh", "kld", "kl_divergence", "kullback_leibler_divergence", "poisson",
-        "cosine_similarity", "hinge", "squared_hinge", "categorical_hinge"}) {
+  for (const char* name : {"sparse_categorical_crossentropy",
+                           "categorical_crossentropy",
+                           "binary_crossentropy",
+                           "mse",
+                           "mean_squared_error",
+                           "mae",
+                           "mean_absolute_error",
+                           "mape",
+                           "mean_absolute_percentage_error",
+                           "msle",
+                           "mean_squared_logarithmic_error",
+                           "huber",
+                           "logcosh",
+                           "log_cosh",
+                           "kld",
+                           "kl_divergence",
+                           "kullback_leibler_divergence",
+                           "poisson",
+                           "cosine_similarity",
+                           "hinge",
+                           "squared_hinge",
+                           "categorical_hinge"}) {
     EXPECT_NO_THROW(get(name)) << name;
   }
   EXPECT_EQ(get("kld").name(), "kl_divergence");

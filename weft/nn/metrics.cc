@@ -45,13 +45,13 @@ using Values = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>
 
 // A metric that is the weighted mean of values(y_true, y_pred) (Keras's MeanMetricWrapper).
 Metric::Spec mean_of(const std::string& name, Values values) {
-  return {name, 2,
-          [values = std::move(values)](const Tensor& y_true, const Tensor& y_pred,
-                                       const Tensor& w) {
-            auto [t, p] = losses::match_label_shape(y_true, y_pred);
-            return weighted_sums(values(t, p), w);
-          },
-          nullptr};
+  return {
+      name, 2,
+      [values = std::move(values)](const Tensor& y_true, const Tensor& y_pred, const Tensor& w) {
+        auto [t, p] = losses::match_label_shape(y_true, y_pred);
+        return weighted_sums(values(t, p), w);
+      },
+      nullptr};
 }
 
 Metric::Spec mean_of_loss(const std::string& name, const losses::Loss& loss, double sign = 1) {
@@ -97,9 +97,9 @@ Tensor sparse_hits(const Tensor& y_true, const Tensor& y_pred) {
 Tensor in_top_k(const Tensor& labels, const Tensor& y_pred, int k) {
   Tensor flat = reshape(y_pred, {-1, y_pred.dim(-1)});
   Tensor flat_labels = reshape(labels, {-1});
-  Tensor true_score = gather(reshape(flat, {-1}), add(mul(arange(0, flat_labels.numel(), 1, kInt64),
-                                                          flat.dim(-1)),
-                                                      flat_labels));
+  Tensor true_score =
+      gather(reshape(flat, {-1}),
+             add(mul(arange(0, flat_labels.numel(), 1, kInt64), flat.dim(-1)), flat_labels));
   Tensor better = sum(cast(greater(flat, expand_dims(true_score, -1)), kInt64), {-1});
   return reshape(less(better, k), labels.shape());
 }
@@ -108,9 +108,9 @@ Tensor in_top_k(const Tensor& labels, const Tensor& y_pred, int k) {
 
 // Weighted counts, for each threshold (ascending), of true positives, false positives, true
 // negatives and false negatives, in that order (4 × thresholds sums).
-std::vector<double> confusion(const std::string& metric, const Tensor& y_true,
-                              const Tensor& y_pred, const Tensor& sample_weight,
-                              const std::vector<double>& thresholds, int class_id) {
+std::vector<double> confusion(const std::string& metric, const Tensor& y_true, const Tensor& y_pred,
+                              const Tensor& sample_weight, const std::vector<double>& thresholds,
+                              int class_id) {
   auto [t, p] = losses::match_label_shape(y_true, y_pred);
   check_same_shape(metric.c_str(), "labels", t, p);
   std::vector<double> labels = cast(t, kFloat64).to_vector<double>();
@@ -135,8 +135,8 @@ std::vector<double> confusion(const std::string& metric, const Tensor& y_true,
     WEFT_CHECK(preds[i] >= 0 && preds[i] <= 1, InvalidArgument)
         << metric << ": predictions must be in [0, 1] (probabilities), got " << preds[i]
         << " at flat index " << i;
-    size_t k = std::lower_bound(thresholds.begin(), thresholds.end(), preds[i]) -
-               thresholds.begin();
+    size_t k =
+        std::lower_bound(thresholds.begin(), thresholds.end(), preds[i]) - thresholds.begin();
     (labels[i] != 0 ? pos : negs)[k] += weights[i];
   }
   // Above threshold i: the values above more than i thresholds, summed from the top (so that
@@ -196,16 +196,16 @@ double auc_of(const std::vector<double>& s, int n, AUCCurve curve, AUCSummation 
   }
   auto x = [&](int i) {
     return curve == AUCCurve::ROC ? div_no_nan(fp(i), fp(i) + tn(i))
-                                    : div_no_nan(tp(i), tp(i) + fn(i));
+                                  : div_no_nan(tp(i), tp(i) + fn(i));
   };
   auto y = [&](int i) {
     return curve == AUCCurve::ROC ? div_no_nan(tp(i), tp(i) + fn(i))
-                                    : div_no_nan(tp(i), tp(i) + fp(i));
+                                  : div_no_nan(tp(i), tp(i) + fp(i));
   };
   for (int i = 0; i + 1 < n; ++i) {
     double height = method == AUCSummation::INTERPOLATION ? (y(i) + y(i + 1)) / 2
-                    : method == AUCSummation::MINORING   ? std::min(y(i), y(i + 1))
-                                                           : std::max(y(i), y(i + 1));
+                    : method == AUCSummation::MINORING    ? std::min(y(i), y(i + 1))
+                                                          : std::max(y(i), y(i + 1));
     total += (x(i) - x(i + 1)) * height;
   }
   return total;
@@ -219,8 +219,7 @@ Metric::Metric(Spec spec) : impl_(std::make_shared<Impl>()) {
   impl_->spec = std::move(spec);
 }
 
-void Metric::update_state(const Tensor& y_true, const Tensor& y_pred,
-                          const Tensor& sample_weight) {
+void Metric::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
   merge_state(partial(y_true, y_pred, sample_weight));
 }
 
@@ -323,8 +322,7 @@ BinaryCrossentropy::BinaryCrossentropy(const std::string& name, bool from_logits
     : Metric(mean_of_loss(name, losses::BinaryCrossentropy({from_logits, label_smoothing}))) {}
 CategoricalCrossentropy::CategoricalCrossentropy(const std::string& name, bool from_logits,
                                                  double label_smoothing)
-    : Metric(mean_of_loss(name,
-                          losses::CategoricalCrossentropy({from_logits, label_smoothing}))) {}
+    : Metric(mean_of_loss(name, losses::CategoricalCrossentropy({from_logits, label_smoothing}))) {}
 SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(const std::string& name,
                                                              bool from_logits)
     : Metric(mean_of_loss(name, losses::SparseCategoricalCrossentropy({from_logits, 0}))) {}
@@ -368,13 +366,12 @@ Metric::Spec auc_spec(const std::string& name, AUCOptions o) {
   std::vector<double> thresholds{-kEpsilon};
   for (int i = 1; i + 1 < n; ++i) thresholds.push_back(static_cast<double>(i) / (n - 1));
   thresholds.push_back(1 + kEpsilon);
-  return {name, 4 * static_cast<size_t>(n),
-          [name, thresholds](const Tensor& y_true, const Tensor& y_pred, const Tensor& w) {
-            return confusion(name, y_true, y_pred, w, thresholds, -1);
-          },
-          [o, n](const std::vector<double>& s) {
-            return auc_of(s, n, o.curve, o.summation_method);
-          }};
+  return {
+      name, 4 * static_cast<size_t>(n),
+      [name, thresholds](const Tensor& y_true, const Tensor& y_pred, const Tensor& w) {
+        return confusion(name, y_true, y_pred, w, thresholds, -1);
+      },
+      [o, n](const std::vector<double>& s) { return auc_of(s, n, o.curve, o.summation_method); }};
 }
 
 }  // namespace

@@ -112,12 +112,10 @@ struct MeanAbsoluteError : Metric {
   explicit MeanAbsoluteError(const std::string& name = "mean_absolute_error");
 };
 struct MeanAbsolutePercentageError : Metric {
-  explicit MeanAbsolutePercentageError(
-      const std::string& name = "mean_absolute_percentage_error");
+  explicit MeanAbsolutePercentageError(const std::string& name = "mean_absolute_percentage_error");
 };
 struct MeanSquaredLogarithmicError : Metric {
-  explicit MeanSquaredLogarithmicError(
-      const std::string& name = "mean_squared_logarithmic_error");
+  explicit MeanSquaredLogarithmicError(const std::string& name = "mean_squared_logarithmic_error");
 };
 // The square root of the mean squared error over every value.
 struct RootMeanSquaredError : Metric {

@@ -131,7 +131,8 @@ TEST(MoreMetricsGolden, ConfusionCountsPrecisionAndRecallWeighted) {
 
 TEST(MoreMetricsGolden, AUCOfEveryCurveAndSummation) {
   const char* c = "binary_weighted";
-  for (auto [curve, curve_name] : {std::pair{AUCCurve::ROC, "ROC"}, std::pair{AUCCurve::PR, "PR"}}) {
+  for (auto [curve, curve_name] :
+       {std::pair{AUCCurve::ROC, "ROC"}, std::pair{AUCCurve::PR, "PR"}}) {
     for (auto [method, method_name] : {std::pair{AUCSummation::INTERPOLATION, "interpolation"},
                                        std::pair{AUCSummation::MINORING, "minoring"},
                                        std::pair{AUCSummation::MAJORING, "majoring"}}) {
@@ -202,8 +203,8 @@ TEST(Metrics, PartialsFromReplicasAddUpToOneUpdate) {
   AUC whole, merged;
   Tensor t = more().load(c, "y_true0"), p = more().load(c, "y_pred0"), w = more().load(c, "w0");
   whole.update_state(t, p, w);
-  Partial a = whole.partial(slice(t, {Slice{0, 15}}), slice(p, {Slice{0, 15}}),
-                            slice(w, {Slice{0, 15}}));
+  Partial a =
+      whole.partial(slice(t, {Slice{0, 15}}), slice(p, {Slice{0, 15}}), slice(w, {Slice{0, 15}}));
   Partial b = whole.partial(slice(t, {Slice{15, 40}}), slice(p, {Slice{15, 40}}),
                             slice(w, {Slice{15, 40}}));
   Partial sum_of_parts;
@@ -216,14 +217,34 @@ TEST(Metrics, PartialsFromReplicasAddUpToOneUpdate) {
 }
 
 TEST(Metrics, EveryKerasName) {
-  for (const char* name :
-       {"accuracy", "binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy",
-        "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy", "mse", "mae", "mape",
-        "msle", "binary_crossentropy", "categorical_crossentropy",
-        "sparse_categorical_crossentropy", "kld", "cosine_similarity", "poisson", "logcosh",
-        "hinge", "squared_hinge", "categorical_hinge", "AUC", "Precision", "Recall",
-        "RootMeanSquaredError", "TruePositives", "TrueNegatives", "FalsePositives",
-        "FalseNegatives"}) {
+  for (const char* name : {"accuracy",
+                           "binary_accuracy",
+                           "categorical_accuracy",
+                           "sparse_categorical_accuracy",
+                           "top_k_categorical_accuracy",
+                           "sparse_top_k_categorical_accuracy",
+                           "mse",
+                           "mae",
+                           "mape",
+                           "msle",
+                           "binary_crossentropy",
+                           "categorical_crossentropy",
+                           "sparse_categorical_crossentropy",
+                           "kld",
+                           "cosine_similarity",
+                           "poisson",
+                           "logcosh",
+                           "hinge",
+                           "squared_hinge",
+                           "categorical_hinge",
+                           "AUC",
+                           "Precision",
+                           "Recall",
+                           "RootMeanSquaredError",
+                           "TruePositives",
+                           "TrueNegatives",
+                           "FalsePositives",
+                           "FalseNegatives"}) {
     EXPECT_NO_THROW(get(name)) << name;
   }
   EXPECT_EQ(get("AUC").name(), "auc");
@@ -241,12 +262,13 @@ TEST(MetricsErrors, ProbabilitiesOutOfRangeAndBadClassIds) {
     EXPECT_THAT(e.message(), ::testing::HasSubstr("auc: predictions must be in [0, 1]"));
     EXPECT_THAT(e.message(), ::testing::HasSubstr("1.5"));
   }
-  EXPECT_THROW(Precision({.class_id = 3}).update_state(more().load("class_id", "y_true0"),
-                                                      more().load("class_id", "y_pred0")),
-               InvalidArgument);
-  EXPECT_THROW(MeanIoU(2).update_state(more().load("iou", "y_true0"),
-                                       more().load("iou", "y_pred0")),
-               InvalidArgument);
+  EXPECT_THROW(
+      Precision({.class_id = 3})
+          .update_state(more().load("class_id", "y_true0"), more().load("class_id", "y_pred0")),
+      InvalidArgument);
+  EXPECT_THROW(
+      MeanIoU(2).update_state(more().load("iou", "y_true0"), more().load("iou", "y_pred0")),
+      InvalidArgument);
 }
 
 }  // namespace

@@ -201,6 +201,11 @@ void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
 }
 
 void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
+                    std::initializer_list<const char*> metric_names) {
+  compile(optimizer, loss, std::vector<std::string>(metric_names.begin(), metric_names.end()));
+}
+
+void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
                     const std::vector<metrics::Metric>& ms) {
   WEFT_CHECK(optimizer.defined(), InvalidArgument) << "Model::compile: the optimizer is undefined";
   // Logs, and the partial logs replicas merge, are keyed by name.
@@ -272,8 +277,8 @@ PartialLogs partial_logs(const ModelImpl& m, const Tensor& per_example,
                          const std::vector<Tensor>& outputs, const std::vector<Tensor>& targets) {
   autodiff::NoRecordScope no_record;
   PartialLogs logs;
-  logs["loss"] = {{sum(cast(per_example, kFloat64)).item<double>(),
-                   static_cast<double>(per_example.numel())}};
+  logs["loss"] = {
+      {sum(cast(per_example, kFloat64)).item<double>(), static_cast<double>(per_example.numel())}};
   for (const metrics::Metric& metric : m.compiled_metrics) {
     logs[metric.name()] += metric.partial(targets[0], outputs[0]);
   }

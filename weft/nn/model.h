@@ -87,6 +87,9 @@ class Model : public Layer, public Trackable {
                const std::vector<std::string>& metrics = {});
   void compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
                const std::vector<metrics::Metric>& metrics);
+  // compile(optimizer, loss, {"accuracy", "AUC"}): names in braces.
+  void compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
+               std::initializer_list<const char*> metrics);
 
   // Defined in weft/train/fit.cc, with the built-in callbacks it adds (the progress bar).
   History fit(const data::Dataset& dataset, const FitOptions& options = {});

@@ -6,11 +6,11 @@
 // derived from the epoch and step, so it resumes too. A dataset of unknown size gets a fresh pass
 // per epoch.
 #include "weft/autodiff/tape.h"
+#include "weft/nn/model.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
-#include "weft/nn/model.h"
 #include "weft/train/callbacks.h"
 
 namespace weft::nn {
