@@ -141,6 +141,62 @@ def adagrad(lr=0.001, initial_accumulator_value=0.1, epsilon=1e-7):
     return lr, ["accumulator"], {"accumulator": initial_accumulator_value}, update
 
 
+def adadelta(lr=0.001, rho=0.95, epsilon=1e-7):
+    def update(t, lr_t, g, w, s, c):
+        s["accum_grad"] = s["accum_grad"] * c(rho) + g * g * (c(1) - c(rho))
+        step = np.sqrt(s["accum_var"] + c(epsilon)) / np.sqrt(s["accum_grad"] + c(epsilon)) * g
+        s["accum_var"] = s["accum_var"] * c(rho) + step * step * (c(1) - c(rho))
+        return w - step * c(lr_t)
+    return lr, ["accum_grad", "accum_var"], {}, update
+
+
+def adamax(lr=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7):
+    def update(t, lr_t, g, w, s, c):
+        s["m"] = s["m"] + (g - s["m"]) * (c(1) - c(beta_1))
+        s["v"] = np.maximum(c(beta_2) * s["v"], np.abs(g))
+        return w - c(lr_t / (1 - beta_1 ** (t + 1))) * (s["m"] / (s["v"] + c(epsilon)))
+    return lr, ["m", "v"], {}, update
+
+
+def nadam(lr=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7):
+    # tf.keras 2.x's Nadam: the momentum cache is the product of the schedule's values so far.
+    mu = lambda step: beta_1 * (1 - 0.5 * 0.96 ** (0.004 * step))  # noqa: E731
+    cache = {"m_schedule": 1.0}
+
+    def update(t, lr_t, g, w, s, c):
+        step = t + 1
+        if cache.get("step") != step:  # once per step, not per variable (a new case: step 1)
+            cache["m_schedule"] = (1.0 if step == 1 else cache["m_schedule"]) * mu(step)
+            cache["step"] = step
+        m_schedule_new = cache["m_schedule"]
+        m_schedule_next = m_schedule_new * mu(step + 1)
+        g_prime = g / c(1 - m_schedule_new)
+        s["m"] = c(beta_1) * s["m"] + (c(1) - c(beta_1)) * g
+        s["v"] = c(beta_2) * s["v"] + (c(1) - c(beta_2)) * g * g
+        m_prime = s["m"] / c(1 - m_schedule_next)
+        v_prime = s["v"] / c(1 - beta_2 ** step)
+        m_bar = c(1 - mu(step)) * g_prime + c(mu(step + 1)) * m_prime
+        return w - c(lr_t) * m_bar / (np.sqrt(v_prime) + c(epsilon))
+    return lr, ["m", "v"], {}, update
+
+
+def ftrl(lr=0.001, learning_rate_power=-0.5, initial_accumulator_value=0.1, l1=0.0, l2=0.0,
+         l2_shrinkage=0.0, beta=0.0):
+    p = -learning_rate_power
+
+    def update(t, lr_t, g, w, s, c):
+        l2_adjusted = l2 + beta / (2 * lr_t)
+        n, z = s["accumulator"], s["linear"]
+        n_new = n + g * g
+        g_shrunk = g + c(2 * l2_shrinkage) * w
+        z = z + g_shrunk - (n_new ** c(p) - n ** c(p)) / c(lr_t) * w
+        quadratic = n_new ** c(p) / c(lr_t) + c(2 * l2_adjusted)
+        w = np.where(np.abs(z) > c(l1), (c(l1) * np.sign(z) - z) / quadratic, c(0))
+        s["accumulator"], s["linear"] = n_new, z
+        return w.astype(g.dtype)
+    return lr, ["accumulator", "linear"], {"accumulator": initial_accumulator_value}, update
+
+
 # Keras' clipping order: clipvalue, clipnorm (per tensor), global_clipnorm.
 def clip(grads, clipvalue=None, clipnorm=None, global_clipnorm=None):
     c = lambda g, x: g.dtype.type(x)  # noqa: E731
@@ -185,6 +241,16 @@ CASES = {
     "rmsprop_centered_momentum": (rmsprop(lr=0.01, rho=0.8, momentum=0.5, centered=True), {}),
     "adagrad": (adagrad(lr=0.1), {}),
     "adagrad_options": (adagrad(lr=0.05, initial_accumulator_value=0.5, epsilon=1e-3), {}),
+    "adadelta": (adadelta(lr=1.0), {}),
+    "adadelta_options": (adadelta(lr=0.5, rho=0.8, epsilon=1e-4), {}),
+    "adamax": (adamax(lr=0.01), {}),
+    "adamax_betas": (adamax(lr=0.02, beta_1=0.5, beta_2=0.75, epsilon=1e-3), {}),
+    "nadam": (nadam(lr=0.01), {}),
+    "nadam_betas": (nadam(lr=0.02, beta_1=0.5, beta_2=0.75, epsilon=1e-3), {}),
+    "ftrl": (ftrl(lr=0.1), {}),
+    "ftrl_l1_l2": (ftrl(lr=0.1, l1=0.05, l2=0.1, beta=0.5), {}),
+    "ftrl_power_shrinkage": (ftrl(lr=0.2, learning_rate_power=-0.7, l1=0.01,
+                                  l2_shrinkage=0.3), {}),
 }
 
 

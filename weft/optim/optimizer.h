@@ -1,8 +1,8 @@
-// weft::optim::Optimizer, the base of SGD, Adam, AdamW, RMSprop and Adagrad: Keras' optimizer as
-// refactored in TF 2.4. apply_gradients() drops undefined gradients, combines replicas' gradients
-// with the gradient_aggregator (identity on one replica), clips (clipvalue, clipnorm,
-// global_clipnorm), runs the gradient_transformers in order, then updates each variable and its
-// slots in one fused pass over memory, and increments `iterations`. minimize() takes the loss and
+// weft::optim::Optimizer, the base of SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, Nadam
+// and Ftrl: Keras' optimizer as refactored in TF 2.4. apply_gradients() drops undefined
+// gradients, combines replicas' gradients with the gradient_aggregator (identity on one replica),
+// clips (clipvalue, clipnorm, global_clipnorm), runs the gradient_transformers in order, then
+// updates each variable and its slots in one fused pass over memory, and increments `iterations`. minimize() takes the loss and
 // the tape and computes the gradients itself.
 //
 //   weft::optim::Adam optimizer({.learning_rate = 1e-3, .global_clipnorm = 1.0});
@@ -177,8 +177,8 @@ class Optimizer : public Trackable {
   std::shared_ptr<State> state_;
 };
 
-// An optimizer made from a get_config() (SGD, Adam, AdamW, RMSprop or Adagrad; loss scaling
-// turned on when the config has it), with no slots and iterations 0. InvalidArgument for an
+// An optimizer made from a get_config() (any of the above; loss scaling turned on when the config
+// has it), with no slots and iterations 0. InvalidArgument for an
 // unknown class_name or a bad field, named.
 Optimizer deserialize(const ConfigDict& config);
 

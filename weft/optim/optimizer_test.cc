@@ -23,8 +23,12 @@
 #include "weft/ops/random.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
+#include "weft/optim/adadelta.h"
 #include "weft/optim/adagrad.h"
 #include "weft/optim/adam.h"
+#include "weft/optim/adamax.h"
+#include "weft/optim/ftrl.h"
+#include "weft/optim/nadam.h"
 #include "weft/optim/rmsprop.h"
 #include "weft/optim/sgd.h"
 
@@ -106,6 +110,34 @@ const std::map<std::string, std::function<Optimizer()>>& cases() {
       {"adagrad_options",
        [] {
          return Adagrad({.learning_rate = 0.05, .initial_accumulator_value = 0.5, .epsilon = 1e-3});
+       }},
+      {"adadelta", [] { return Adadelta(1.0); }},
+      {"adadelta_options",
+       [] { return Adadelta({.learning_rate = 0.5, .rho = 0.8, .epsilon = 1e-4}); }},
+      {"adamax", [] { return Adamax(0.01); }},
+      {"adamax_betas",
+       [] {
+         return Adamax({.learning_rate = 0.02, .beta_1 = 0.5, .beta_2 = 0.75, .epsilon = 1e-3});
+       }},
+      {"nadam", [] { return Nadam(0.01); }},
+      {"nadam_betas",
+       [] {
+         return Nadam({.learning_rate = 0.02, .beta_1 = 0.5, .beta_2 = 0.75, .epsilon = 1e-3});
+       }},
+      {"ftrl", [] { return Ftrl(0.1); }},
+      {"ftrl_l1_l2",
+       [] {
+         return Ftrl({.learning_rate = 0.1,
+                      .l1_regularization_strength = 0.05,
+                      .l2_regularization_strength = 0.1,
+                      .beta = 0.5});
+       }},
+      {"ftrl_power_shrinkage",
+       [] {
+         return Ftrl({.learning_rate = 0.2,
+                      .learning_rate_power = -0.7,
+                      .l1_regularization_strength = 0.01,
+                      .l2_shrinkage_regularization_strength = 0.3});
        }},
   };
   return m;
@@ -196,6 +228,19 @@ TEST(Optimizer, SlotNamesPerOptimizer) {
   EXPECT_THAT(RMSprop({.momentum = 0.9, .centered = true}).get_slot_names(),
               ElementsAre("rms", "momentum", "mg"));
   EXPECT_THAT(Adagrad().get_slot_names(), ElementsAre("accumulator"));
+  EXPECT_THAT(Adadelta().get_slot_names(), ElementsAre("accum_grad", "accum_var"));
+  EXPECT_THAT(Adamax().get_slot_names(), ElementsAre("m", "v"));
+  EXPECT_THAT(Nadam().get_slot_names(), ElementsAre("m", "v"));
+  EXPECT_THAT(Ftrl().get_slot_names(), ElementsAre("accumulator", "linear"));
+}
+
+TEST(Optimizer, EveryOptimizerRoundTripsThroughItsConfig) {
+  for (const auto& [name, make] : cases()) {
+    Optimizer a = make();
+    Optimizer b = deserialize(a.get_config());
+    EXPECT_EQ(b.get_config().to_json(), a.get_config().to_json()) << name;
+    EXPECT_EQ(b.get_slot_names(), a.get_slot_names()) << name;
+  }
 }
 
 TEST(Optimizer, SameVariableNamesGetUniqueCheckpointNames) {
@@ -604,6 +649,12 @@ TEST(OptimizerErrors, BadHyperparameters) {
   EXPECT_THROW(AdamW({.weight_decay = -0.1}), InvalidArgument);
   EXPECT_THROW(RMSprop({.rho = 2}), InvalidArgument);
   EXPECT_THROW(Adagrad({.initial_accumulator_value = -1}), InvalidArgument);
+  EXPECT_THROW(Adadelta({.rho = 1.5}), InvalidArgument);
+  EXPECT_THROW(Adamax({.beta_2 = 1.0}), InvalidArgument);
+  EXPECT_THROW(Nadam({.beta_1 = -0.5}), InvalidArgument);
+  EXPECT_THAT([] { Ftrl({.learning_rate_power = 0.5}); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("learning_rate_power")));
+  EXPECT_THROW(Ftrl({.l1_regularization_strength = -1}), InvalidArgument);
   EXPECT_THROW(SGD({.clipnorm = 0.0}), InvalidArgument);
   EXPECT_THROW(SGD({.clipvalue = -1.0}), InvalidArgument);
   EXPECT_THAT([] { SGD({.clipnorm = 1.0, .global_clipnorm = 1.0}); },

@@ -1,8 +1,12 @@
 // optim::deserialize: an optimizer from its get_config() (weft/optim/optimizer.h).
 #include "weft/core/errors.h"
+#include "weft/optim/adadelta.h"
 #include "weft/optim/adagrad.h"
 #include "weft/optim/adam.h"
+#include "weft/optim/adamax.h"
+#include "weft/optim/ftrl.h"
 #include "weft/optim/loss_scale_optimizer.h"
+#include "weft/optim/nadam.h"
 #include "weft/optim/optimizer.h"
 #include "weft/optim/rmsprop.h"
 #include "weft/optim/sgd.h"
@@ -56,8 +60,39 @@ Optimizer make(const std::string& kind, const ConfigDict& c) {
     o.epsilon = c.get_double("epsilon", o.epsilon);
     return Adagrad(o);
   }
+  if (kind == "Adadelta") {
+    AdadeltaOptions o = common(c, AdadeltaOptions{});
+    o.rho = c.get_double("rho", o.rho);
+    o.epsilon = c.get_double("epsilon", o.epsilon);
+    return Adadelta(o);
+  }
+  if (kind == "Adamax" || kind == "Nadam") {
+    auto betas = [&](auto o) {
+      o.beta_1 = c.get_double("beta_1", o.beta_1);
+      o.beta_2 = c.get_double("beta_2", o.beta_2);
+      o.epsilon = c.get_double("epsilon", o.epsilon);
+      return o;
+    };
+    if (kind == "Adamax") return Adamax(betas(common(c, AdamaxOptions{})));
+    return Nadam(betas(common(c, NadamOptions{})));
+  }
+  if (kind == "Ftrl") {
+    FtrlOptions o = common(c, FtrlOptions{});
+    o.learning_rate_power = c.get_double("learning_rate_power", o.learning_rate_power);
+    o.initial_accumulator_value =
+        c.get_double("initial_accumulator_value", o.initial_accumulator_value);
+    o.l1_regularization_strength =
+        c.get_double("l1_regularization_strength", o.l1_regularization_strength);
+    o.l2_regularization_strength =
+        c.get_double("l2_regularization_strength", o.l2_regularization_strength);
+    o.l2_shrinkage_regularization_strength = c.get_double("l2_shrinkage_regularization_strength",
+                                                          o.l2_shrinkage_regularization_strength);
+    o.beta = c.get_double("beta", o.beta);
+    return Ftrl(o);
+  }
   WEFT_FAIL(InvalidArgument) << "unknown optimizer \"" << kind
-                             << "\"; expected SGD, Adam, AdamW, RMSprop or Adagrad";
+                             << "\"; expected SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, "
+                                "Adamax, Nadam or Ftrl";
   return SGD();
 }
 

@@ -185,6 +185,92 @@ class LearningRateSchedulerImpl : public CallbackImpl {
   std::function<double(int, double)> f_;
 };
 
+class ReduceLROnPlateauImpl : public CallbackImpl {
+ public:
+  explicit ReduceLROnPlateauImpl(ReduceLROnPlateauOptions o)
+      : options_(o), monitor_(o.monitor, o.mode, o.min_delta) {
+    WEFT_CHECK(o.factor > 0 && o.factor < 1, InvalidArgument)
+        << "ReduceLROnPlateau: factor must be in (0, 1), got " << o.factor;
+    WEFT_CHECK(o.patience >= 0 && o.cooldown >= 0 && o.min_lr >= 0, InvalidArgument)
+        << "ReduceLROnPlateau: patience (" << o.patience << "), cooldown (" << o.cooldown
+        << ") and min_lr (" << o.min_lr << ") must be non-negative";
+  }
+  void on_train_begin(const Logs&) override {
+    wait_ = 0;
+    cooldown_left_ = 0;
+    monitor_.best = monitor_.maximize ? -INFINITY : INFINITY;
+  }
+  void on_epoch_end(int epoch, Logs& logs) override {
+    optim::Optimizer opt = model_->optimizer();
+    logs["lr"] = opt.current_learning_rate();
+    std::optional<double> v = monitor_.read(logs);
+    if (!v) return;
+    if (cooldown_left_ > 0) {
+      --cooldown_left_;
+      wait_ = 0;
+    }
+    if (monitor_.improves(*v)) {
+      monitor_.best = *v;
+      wait_ = 0;
+      return;
+    }
+    if (cooldown_left_ > 0 || ++wait_ < options_.patience) return;
+    double lr = opt.current_learning_rate();
+    // Keras compares with min_lr in float32.
+    if (lr > static_cast<double>(static_cast<float>(options_.min_lr))) {
+      double cut = std::max(lr * options_.factor, options_.min_lr);
+      opt.set_learning_rate(cut);
+      if (options_.verbose > 0) {
+        std::printf("\nEpoch %d: ReduceLROnPlateau reducing learning rate to %g.\n", epoch + 1,
+                    cut);
+      }
+      cooldown_left_ = options_.cooldown;
+      wait_ = 0;
+    }
+  }
+
+ private:
+  ReduceLROnPlateauOptions options_;
+  Monitor monitor_;
+  int wait_ = 0, cooldown_left_ = 0;
+};
+
+class TerminateOnNaNImpl : public CallbackImpl {
+ public:
+  void on_train_batch_end(int64_t step, const Logs& logs) override {
+    auto it = logs.find("loss");
+    if (it == logs.end() || std::isfinite(it->second)) return;
+    std::printf("Batch %lld: Invalid loss, terminating training\n", static_cast<long long>(step));
+    model_->set_stop_training(true);
+  }
+};
+
+class LambdaCallbackImpl : public CallbackImpl {
+ public:
+  explicit LambdaCallbackImpl(LambdaCallbackOptions f) : f_(std::move(f)) {}
+  void on_train_begin(const Logs& logs) override {
+    if (f_.on_train_begin) f_.on_train_begin(logs);
+  }
+  void on_train_end(const Logs& logs) override {
+    if (f_.on_train_end) f_.on_train_end(logs);
+  }
+  void on_epoch_begin(int epoch, const Logs& logs) override {
+    if (f_.on_epoch_begin) f_.on_epoch_begin(epoch, logs);
+  }
+  void on_epoch_end(int epoch, Logs& logs) override {
+    if (f_.on_epoch_end) f_.on_epoch_end(epoch, logs);
+  }
+  void on_train_batch_begin(int64_t step, const Logs& logs) override {
+    if (f_.on_batch_begin) f_.on_batch_begin(step, logs);
+  }
+  void on_train_batch_end(int64_t step, const Logs& logs) override {
+    if (f_.on_batch_end) f_.on_batch_end(step, logs);
+  }
+
+ private:
+  LambdaCallbackOptions f_;
+};
+
 class CSVLoggerImpl : public CallbackImpl {
  public:
   bool chief_only() const override { return true; }
@@ -413,7 +499,8 @@ class BackupAndRestoreImpl : public CallbackImpl {
     if (workers() == 1) return;
     const double n = static_cast<double>(number);
     std::vector<double> sums =
-        strategy().sum_across_workers(Tensor::from_vector(std::vector<double>{n, n * n}))
+        strategy()
+            .sum_across_workers(Tensor::from_vector(std::vector<double>{n, n * n}))
             .to_vector<double>();
     // All equal exactly when the squares' sum is the sum's square over the count.
     WEFT_CHECK(sums[1] * workers() == sums[0] * sums[0], FailedPrecondition)
@@ -458,6 +545,11 @@ EarlyStopping::EarlyStopping(EarlyStoppingOptions o)
     : Callback(std::make_shared<EarlyStoppingImpl>(o)) {}
 LearningRateScheduler::LearningRateScheduler(std::function<double(int, double)> f)
     : Callback(std::make_shared<LearningRateSchedulerImpl>(std::move(f))) {}
+ReduceLROnPlateau::ReduceLROnPlateau(ReduceLROnPlateauOptions o)
+    : Callback(std::make_shared<ReduceLROnPlateauImpl>(o)) {}
+TerminateOnNaN::TerminateOnNaN() : Callback(std::make_shared<TerminateOnNaNImpl>()) {}
+LambdaCallback::LambdaCallback(LambdaCallbackOptions f)
+    : Callback(std::make_shared<LambdaCallbackImpl>(std::move(f))) {}
 CSVLogger::CSVLogger(std::string filename, bool append)
     : Callback(std::make_shared<CSVLoggerImpl>(std::move(filename), append)) {}
 ModelCheckpoint::ModelCheckpoint(std::string directory, ModelCheckpointOptions o)

@@ -49,6 +49,43 @@ class LearningRateScheduler : public Callback {
   explicit LearningRateScheduler(std::function<double(int epoch, double lr)> schedule);
 };
 
+struct ReduceLROnPlateauOptions {
+  std::string monitor = "val_loss";
+  double factor = 0.1;  // in (0, 1): the new learning rate is lr * factor
+  int patience = 10;    // epochs without improvement before the rate is cut
+  std::string mode = "auto";
+  double min_delta = 1e-4;  // a smaller change is no improvement
+  int cooldown = 0;         // epochs after a cut before counting again
+  double min_lr = 0;
+  int verbose = 0;  // 1: print a line at each cut
+};
+// Cuts the learning rate when `monitor` stops improving (keras.callbacks.ReduceLROnPlateau); logs
+// "lr". The rate becomes a constant (a schedule the optimizer followed is replaced).
+class ReduceLROnPlateau : public Callback {
+ public:
+  explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = {});
+};
+
+// Stops training at the first batch whose loss is NaN or infinite (keras.callbacks.TerminateOnNaN).
+class TerminateOnNaN : public Callback {
+ public:
+  TerminateOnNaN();
+};
+
+// A callback from functions (keras.callbacks.LambdaCallback); any may be left empty.
+struct LambdaCallbackOptions {
+  std::function<void(int epoch, const Logs& logs)> on_epoch_begin{};
+  std::function<void(int epoch, Logs& logs)> on_epoch_end{};
+  std::function<void(int64_t batch, const Logs& logs)> on_batch_begin{};
+  std::function<void(int64_t batch, const Logs& logs)> on_batch_end{};
+  std::function<void(const Logs& logs)> on_train_begin{};
+  std::function<void(const Logs& logs)> on_train_end{};
+};
+class LambdaCallback : public Callback {
+ public:
+  explicit LambdaCallback(LambdaCallbackOptions functions);
+};
+
 // One CSV row per epoch: epoch and every log, columns fixed by the first epoch.
 class CSVLogger : public Callback {
  public:
