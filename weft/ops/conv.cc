@@ -93,7 +93,7 @@ Tensor conv_backward_input(const Tensor& dy_in, const Tensor& w_in, const Conv2D
 
 Tensor conv_backward_filter(const Tensor& x_in, const Tensor& dy_in, const Conv2DParams& p) {
   Tensor x = contiguous(x_in), dy = contiguous(dy_in);
-  Tensor dw = Tensor::empty({p.kh, p.kw, p.c, p.oc}, x.dtype());
+  Tensor dw = Tensor::empty({p.kh, p.kw, p.c / p.groups, p.oc}, x.dtype());
   run_kernel(
       x.dtype(),
       [&] {
@@ -162,25 +162,84 @@ Tensor conv2d(const Tensor& x_in, const Tensor& f_in, Size2 strides, std::string
               Size2 dilations) {
   check_nhwc("conv2d", "input", x_in);
   check_nhwc("conv2d", "filters", f_in);
-  WEFT_CHECK(x_in.dim(3) == f_in.dim(2), InvalidArgument)
+  const int64_t groups = f_in.dim(2) > 0 ? x_in.dim(3) / f_in.dim(2) : 0;
+  WEFT_CHECK(groups >= 1 && x_in.dim(3) == groups * f_in.dim(2) && f_in.dim(3) % groups == 0,
+             InvalidArgument)
       << "conv2d: input has " << x_in.dim(3) << " channels (shape " << shape_str(x_in.shape())
       << ") but the filters expect " << f_in.dim(2) << " (shape " << shape_str(f_in.shape())
-      << ", HWIO)";
+      << ", HWIO), or a divisor of them whose quotient (the groups) divides the " << f_in.dim(3)
+      << " output channels";
   DType dtype = promote_types(x_in.dtype(), f_in.dtype());
   if (needs_float32(dtype)) {
     return cast(conv2d(cast(x_in, kFloat32), cast(f_in, kFloat32), strides, padding, dilations),
                 dtype);
   }
   Tensor x = cast(x_in, dtype), f = cast(f_in, dtype);
-  if (pads_channels(dtype, x.dim(3))) {
+  if (groups == 1 && pads_channels(dtype, x.dim(3))) {
     int64_t extra = kPaddedChannels - 1;
     return conv2d(pad(x, {{0, 0}, {0, 0}, {0, 0}, {0, extra}}),
                   pad(f, {{0, 0}, {0, 0}, {0, extra}, {0, 0}}), strides, padding, dilations);
   }
   Conv2DParams p = ops::internal::make_conv2d_params(
       "conv2d", x.dim(0), x.dim(1), x.dim(2), x.dim(3), f.dim(0), f.dim(1), f.dim(3), strides[0],
-      strides[1], dilations[0], dilations[1], padding);
+      strides[1], dilations[0], dilations[1], padding, groups);
   return conv_forward(x, f, p);
+}
+
+Tensor depthwise_conv2d(const Tensor& x, const Tensor& filters, Size2 strides,
+                        std::string_view padding, Size2 dilations) {
+  check_nhwc("depthwise_conv2d", "input", x);
+  check_nhwc("depthwise_conv2d", "filters", filters);
+  WEFT_CHECK(x.dim(3) == filters.dim(2), InvalidArgument)
+      << "depthwise_conv2d: input has " << x.dim(3) << " channels (shape " << shape_str(x.shape())
+      << ") but the filters (kh, kw, channels, multiplier) have " << filters.dim(2) << " (shape "
+      << shape_str(filters.shape()) << ")";
+  // (kh, kw, c, m) in memory is the grouped filter (kh, kw, 1, c * m): one group per channel.
+  Shape grouped{filters.dim(0), filters.dim(1), 1, filters.dim(2) * filters.dim(3)};
+  return conv2d(x, reshape(filters, grouped), strides, padding, dilations);
+}
+
+Tensor conv2d_transpose(const Tensor& x_in, const Tensor& f_in, Size2 strides,
+                        std::string_view padding, Size2 dilations) {
+  check_nhwc("conv2d_transpose", "input", x_in);
+  check_nhwc("conv2d_transpose", "filters", f_in);
+  WEFT_CHECK(x_in.dim(3) == f_in.dim(3), InvalidArgument)
+      << "conv2d_transpose: input has " << x_in.dim(3) << " channels (shape "
+      << shape_str(x_in.shape()) << ") but the filters (kh, kw, out, in) take " << f_in.dim(3)
+      << " (shape " << shape_str(f_in.shape()) << ")";
+  WEFT_CHECK(padding == "SAME" || padding == "VALID", InvalidArgument)
+      << "conv2d_transpose: padding must be \"SAME\" or \"VALID\", got \"" << padding << "\"";
+  DType dtype = promote_types(x_in.dtype(), f_in.dtype());
+  if (needs_float32(dtype)) {
+    return cast(
+        conv2d_transpose(cast(x_in, kFloat32), cast(f_in, kFloat32), strides, padding, dilations),
+        dtype);
+  }
+  auto out_size = [&](int64_t in, int64_t k, int64_t stride, int64_t dilation) {
+    return padding == "SAME" ? in * stride : (in - 1) * stride + (k - 1) * dilation + 1;
+  };
+  const int64_t h = out_size(x_in.dim(1), f_in.dim(0), strides[0], dilations[0]);
+  const int64_t w = out_size(x_in.dim(2), f_in.dim(1), strides[1], dilations[1]);
+  // The convolution whose input gradient this is: from (n, h, w, out) to x's shape.
+  Conv2DParams p = ops::internal::make_conv2d_params(
+      "conv2d_transpose", x_in.dim(0), h, w, f_in.dim(2), f_in.dim(0), f_in.dim(1), f_in.dim(3),
+      strides[0], strides[1], dilations[0], dilations[1], padding);
+  WEFT_ASSERT(p.oh == x_in.dim(1) && p.ow == x_in.dim(2))
+      << "conv2d_transpose: output " << h << "x" << w << " does not map back to the input";
+  return conv_backward_input(cast(x_in, dtype), cast(f_in, dtype), p);
+}
+
+Tensor conv1d(const Tensor& x, const Tensor& filters, int64_t stride, std::string_view padding,
+              int64_t dilation) {
+  WEFT_CHECK(x.defined() && x.rank() == 3 && filters.defined() && filters.rank() == 3,
+             InvalidArgument)
+      << "conv1d: expected an input (batch, length, channels) and filters (width, channels, "
+         "filters), got shapes "
+      << (x.defined() ? shape_str(x.shape()) : "undefined") << " and "
+      << (filters.defined() ? shape_str(filters.shape()) : "undefined");
+  Tensor y =
+      conv2d(expand_dims(x, 1), expand_dims(filters, 0), {1, stride}, padding, {1, dilation});
+  return squeeze(y, {1});
 }
 
 Tensor max_pool2d(const Tensor& x_in, Size2 ksize, Size2 strides, std::string_view padding) {

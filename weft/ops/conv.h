@@ -1,5 +1,6 @@
-// 2-D convolution and pooling on NHWC tensors with TensorFlow's conventions: filters HWIO,
-// padding "SAME" or "VALID", strides and dilations as {height, width}. float32/bfloat16/float16
+// 2-D convolution (plain, grouped, depthwise, transposed; 1-D through it) and pooling on NHWC
+// tensors with TensorFlow's conventions: filters HWIO, padding "SAME" or "VALID", strides and
+// dilations as {height, width}. float32/bfloat16/float16
 // run on oneDNN; float64 on reference loops (for exact gradient checks).
 //
 //   weft::Tensor y = weft::conv2d(x, w, {1, 1}, "SAME");       // x (n,h,w,c), w (kh,kw,c,oc)
@@ -15,8 +16,22 @@ namespace weft {
 
 using Size2 = std::array<int64_t, 2>;
 
+// filters (kh, kw, c / groups, oc): a filter with fewer input channels than x has is a grouped
+// convolution (as tf.nn.conv2d), groups = c / filters' input channels.
 Tensor conv2d(const Tensor& x, const Tensor& filters, Size2 strides = {1, 1},
               std::string_view padding = "VALID", Size2 dilations = {1, 1});
+// tf.nn.depthwise_conv2d: filters (kh, kw, c, multiplier); output channel i * multiplier + m is
+// input channel i convolved with filters[..., i, m].
+Tensor depthwise_conv2d(const Tensor& x, const Tensor& filters, Size2 strides = {1, 1},
+                        std::string_view padding = "VALID", Size2 dilations = {1, 1});
+// The transpose of conv2d (the gradient of conv2d with respect to its input), filters
+// (kh, kw, output channels, input channels) as tf.nn.conv2d_transpose. The output's height is
+// Keras's: h * stride for SAME, (h - 1) * stride + (kh - 1) * dilation + 1 for VALID.
+Tensor conv2d_transpose(const Tensor& x, const Tensor& filters, Size2 strides = {1, 1},
+                        std::string_view padding = "VALID", Size2 dilations = {1, 1});
+// tf.nn.conv1d on (n, length, c) with filters (k, c, oc), through conv2d.
+Tensor conv1d(const Tensor& x, const Tensor& filters, int64_t stride = 1,
+              std::string_view padding = "VALID", int64_t dilation = 1);
 Tensor max_pool2d(const Tensor& x, Size2 ksize, Size2 strides, std::string_view padding = "VALID");
 Tensor avg_pool2d(const Tensor& x, Size2 ksize, Size2 strides, std::string_view padding = "VALID");
 

@@ -193,6 +193,142 @@ TEST(Conv2DGradient, Float32AgreesWithFloat64) {
   }
 }
 
+// ---- grouped, depthwise, transposed and 1-D convolutions ------------------------------------
+
+// A grouped convolution is each group's channels convolved with its filters, concatenated.
+Tensor grouped_by_hand(const Tensor& x, const Tensor& w, int64_t groups, Size2 strides,
+                       const char* padding, Size2 dilations) {
+  int64_t ci = x.dim(3) / groups, co = w.dim(3) / groups;
+  std::vector<Tensor> parts;
+  for (int64_t g = 0; g < groups; ++g) {
+    Tensor xg = slice(x, {Slice{}, Slice{}, Slice{}, Slice{g * ci, (g + 1) * ci}});
+    Tensor wg = slice(w, {Slice{}, Slice{}, Slice{}, Slice{g * co, (g + 1) * co}});
+    parts.push_back(conv2d(xg, wg, strides, padding, dilations));
+  }
+  return concat(parts, 3);
+}
+
+TEST(GroupedConv2D, IsEachGroupConvolvedAloneInFloat32AndFloat64) {
+  struct Case {
+    Shape x, w;
+    int64_t groups;
+    Size2 strides;
+    const char* padding;
+    Size2 dilations;
+  };
+  const Case cases[] = {{{2, 6, 5, 4}, {3, 3, 2, 6}, 2, {1, 1}, "SAME", {1, 1}},
+                        {{1, 7, 7, 6}, {3, 2, 2, 6}, 3, {2, 1}, "VALID", {1, 1}},
+                        {{2, 8, 6, 4}, {2, 2, 1, 8}, 4, {1, 1}, "SAME", {2, 1}}};
+  uint64_t seed = 300;
+  for (const Case& c : cases) {
+    auto [x32, x64] = f32_and_f64(c.x, seed++);
+    auto [w32, w64] = f32_and_f64(c.w, seed++);
+    Tensor want = grouped_by_hand(x64, w64, c.groups, c.strides, c.padding, c.dilations);
+    expect_close(conv2d(x64, w64, c.strides, c.padding, c.dilations), want, 1e-12, "float64");
+    expect_close(conv2d(x32, w32, c.strides, c.padding, c.dilations), want, 1e-5, "float32");
+    EXPECT_TRUE(gradient_check(
+        [c](const auto& xs) { return conv2d(xs[0], xs[1], c.strides, c.padding, c.dilations); },
+        {uniform(c.x, seed++), uniform(c.w, seed++)}));
+    // oneDNN's grouped gradients agree with the reference loops.
+    auto grads = [&](const Tensor& x, const Tensor& w) {
+      GradientTape tape;
+      tape.watch({x, w});
+      Tensor y = conv2d(x, w, c.strides, c.padding, c.dilations);
+      return tape.gradient(mul(y, y), std::vector<Tensor>{x, w});
+    };
+    auto a = grads(x32, w32), b = grads(x64, w64);
+    expect_close(a[0], b[0], 1e-5, "dx");
+    expect_close(a[1], b[1], 1e-5, "dw");
+  }
+  EXPECT_THAT(
+      [] {
+        conv2d(zeros({1, 4, 4, 6}), zeros({3, 3, 4, 2}));
+      },
+      ThrowsMessage<InvalidArgument>(HasSubstr("6 channels")));
+  EXPECT_THAT(
+      [] {
+        conv2d(zeros({1, 4, 4, 6}), zeros({3, 3, 2, 4}));
+      },
+      ThrowsMessage<InvalidArgument>(HasSubstr("groups")));
+}
+
+TEST(DepthwiseConv2D, EachChannelWithItsOwnFilters) {
+  auto [x32, x64] = f32_and_f64({2, 6, 5, 3}, 310);
+  auto [w32, w64] = f32_and_f64({3, 2, 3, 2}, 311);  // multiplier 2
+  Tensor y = depthwise_conv2d(x64, w64, {1, 2}, "SAME");
+  ASSERT_EQ(y.shape(), (Shape{2, 6, 3, 6}));
+  for (int64_t c = 0; c < 3; ++c) {
+    for (int64_t m = 0; m < 2; ++m) {
+      Tensor xc = slice(x64, {Slice{}, Slice{}, Slice{}, Slice{c, c + 1}});
+      Tensor wc = slice(w64, {Slice{}, Slice{}, Slice{c, c + 1}, Slice{m, m + 1}});
+      expect_close(slice(y, {Slice{}, Slice{}, Slice{}, Slice{2 * c + m, 2 * c + m + 1}}),
+                   conv2d(xc, wc, {1, 2}, "SAME"), 1e-12,
+                   "channel " + std::to_string(c) + " multiplier " + std::to_string(m));
+    }
+  }
+  expect_close(depthwise_conv2d(x32, w32, {1, 2}, "SAME"), y, 1e-5, "float32");
+  EXPECT_TRUE(gradient_check(
+      [](const auto& xs) {
+        return depthwise_conv2d(xs[0], xs[1], {2, 1}, "VALID", {1, 1});
+      },
+      {uniform({1, 7, 5, 2}, 312), uniform({2, 3, 2, 3}, 313)}));
+}
+
+TEST(Conv2DTranspose, IsTheGradientOfConv2DWithRespectToItsInput) {
+  struct Case {
+    Shape x, w;  // w: (kh, kw, out, in)
+    Size2 strides;
+    const char* padding;
+    Shape y;
+  };
+  const Case cases[] = {{{2, 3, 4, 5}, {3, 3, 2, 5}, {2, 2}, "SAME", {2, 6, 8, 2}},
+                        {{1, 3, 3, 2}, {3, 2, 4, 2}, {2, 3}, "VALID", {1, 7, 8, 4}},
+                        {{1, 4, 4, 3}, {2, 2, 3, 3}, {1, 1}, "VALID", {1, 5, 5, 3}}};
+  uint64_t seed = 320;
+  for (const Case& c : cases) {
+    auto [x32, x64] = f32_and_f64(c.x, seed++);
+    auto [w32, w64] = f32_and_f64(c.w, seed++);
+    Tensor y = conv2d_transpose(x64, w64, c.strides, c.padding);
+    ASSERT_EQ(y.shape(), c.y);
+    // d/dz sum(conv2d(z, w) * x) is conv2d_transpose(x, w).
+    Tensor z = zeros(c.y, kFloat64);
+    GradientTape tape;
+    tape.watch(z);
+    Tensor dz = tape.gradient(sum(mul(conv2d(z, w64, c.strides, c.padding), x64)), z);
+    expect_close(y, dz, 1e-12, "transpose as gradient");
+    expect_close(conv2d_transpose(x32, w32, c.strides, c.padding), y, 1e-5, "float32");
+    EXPECT_TRUE(gradient_check(
+        [c](const auto& xs) { return conv2d_transpose(xs[0], xs[1], c.strides, c.padding); },
+        {uniform(c.x, seed++), uniform(c.w, seed++)}));
+  }
+}
+
+TEST(Conv1D, IsConv2DOverOneRow) {
+  auto [x32, x64] = f32_and_f64({2, 9, 3}, 330);
+  auto [w32, w64] = f32_and_f64({3, 3, 4}, 331);
+  Tensor y = conv1d(x64, w64, 2, "SAME");
+  ASSERT_EQ(y.shape(), (Shape{2, 5, 4}));
+  // Output t, filter f: sum over taps k and channels c of x[2t + k - 1, c] w[k, c, f].
+  std::vector<double> x = x64.to_vector<double>(), w = w64.to_vector<double>(),
+                      got = y.to_vector<double>();
+  for (int64_t b = 0; b < 2; ++b) {
+    for (int64_t t = 0; t < 5; ++t) {
+      for (int64_t f = 0; f < 4; ++f) {
+        double want = 0;
+        for (int64_t k = 0; k < 3; ++k) {
+          int64_t i = 2 * t + k - 1;
+          if (i < 0 || i >= 9) continue;
+          for (int64_t c = 0; c < 3; ++c) want += x[(b * 9 + i) * 3 + c] * w[(k * 3 + c) * 4 + f];
+        }
+        EXPECT_NEAR(got[(b * 5 + t) * 4 + f], want, 1e-12);
+      }
+    }
+  }
+  expect_close(conv1d(x32, w32, 2, "SAME"), y, 1e-5, "float32");
+  EXPECT_TRUE(gradient_check([](const auto& xs) { return conv1d(xs[0], xs[1], 1, "VALID", 2); },
+                             {uniform({2, 9, 3}, 332), uniform({3, 3, 2}, 333)}));
+}
+
 // Under op determinism the CNN's convolutions and pooling give bit-identical outputs and
 // gradients at 1, 2 and 3 threads (oneDNN's filter gradient then runs on one thread).
 TEST(Conv2DDeterminism, BitIdenticalAcrossThreadCountsUnderOpDeterminism) {

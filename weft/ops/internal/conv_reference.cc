@@ -49,7 +49,7 @@ void check_non_negative(std::string_view op_name, std::string_view what, int64_t
 // Calls f(y_offset, x_offset, w_offset) for every output pixel and every filter tap that lands
 // inside the input (taps on padding contribute zero), ordered by batch, output row, output
 // column, filter row, filter column. The offsets locate the pixel's oc outputs, the input pixel's c
-// channels and the tap's c×oc filter matrix.
+// channels and the tap's (c / groups)×oc filter matrix.
 template <typename F>
 void for_each_tap(const Conv2DParams& p, F&& f) {
   for (int64_t b = 0; b < p.n; ++b) {
@@ -62,7 +62,8 @@ void for_each_tap(const Conv2DParams& p, F&& f) {
           for (int64_t kx = 0; kx < p.kw; ++kx) {
             const int64_t ix = ox * p.stride_w - p.pad_left + kx * p.dilation_w;
             if (ix < 0 || ix >= p.w) continue;
-            f(y_offset, ((b * p.h + iy) * p.w + ix) * p.c, (ky * p.kw + kx) * p.c * p.oc);
+            f(y_offset, ((b * p.h + iy) * p.w + ix) * p.c,
+              (ky * p.kw + kx) * (p.c / p.groups) * p.oc);
           }
         }
       }
@@ -114,10 +115,13 @@ int64_t window_argmax(const Pool2DParams& p, const PoolWindow& win, const T* x, 
 Conv2DParams make_conv2d_params(std::string_view op_name, int64_t n, int64_t h, int64_t w,
                                 int64_t c, int64_t kh, int64_t kw, int64_t oc, int64_t stride_h,
                                 int64_t stride_w, int64_t dilation_h, int64_t dilation_w,
-                                std::string_view padding) {
+                                std::string_view padding, int64_t groups) {
   check_non_negative(op_name, "batch size", n);
   check_non_negative(op_name, "input channels", c);
   check_non_negative(op_name, "output channels", oc);
+  WEFT_CHECK(groups >= 1 && c % groups == 0 && oc % groups == 0, InvalidArgument)
+      << op_name << ": " << groups << " groups must divide the " << c << " input channels and the "
+      << oc << " output channels";
   const SpatialDim rows =
       resolve_spatial_dim(op_name, "height", h, kh, stride_h, dilation_h, padding);
   const SpatialDim cols =
@@ -136,7 +140,8 @@ Conv2DParams make_conv2d_params(std::string_view op_name, int64_t n, int64_t h, 
                       .dilation_h = dilation_h,
                       .dilation_w = dilation_w,
                       .pad_top = rows.pad_before,
-                      .pad_left = cols.pad_before};
+                      .pad_left = cols.pad_before,
+                      .groups = groups};
 }
 
 Pool2DParams make_pool2d_params(std::string_view op_name, int64_t n, int64_t h, int64_t w,
@@ -160,14 +165,24 @@ Pool2DParams make_pool2d_params(std::string_view op_name, int64_t n, int64_t h, 
                       .pad_left = cols.pad_before};
 }
 
+// Input channel ic of a tap: its row of the filter matrix and the outputs [o0, o1) of its group.
+struct TapChannel {
+  int64_t w_row, o0, o1;
+};
+TapChannel tap_channel(const Conv2DParams& p, int64_t ic) {
+  const int64_t group_in = p.c / p.groups, group_out = p.oc / p.groups, g = ic / group_in;
+  return {(ic % group_in) * p.oc, g * group_out, (g + 1) * group_out};
+}
+
 template <typename T>
 void conv2d_forward(const Conv2DParams& p, const T* x, const T* w, T* y) {
   std::fill_n(y, p.n * p.oh * p.ow * p.oc, T{});
   for_each_tap(p, [&](int64_t yo, int64_t xo, int64_t wo) {
     for (int64_t ic = 0; ic < p.c; ++ic) {
+      const TapChannel t = tap_channel(p, ic);
       const T xv = x[xo + ic];
-      const T* w_row = w + wo + ic * p.oc;
-      for (int64_t o = 0; o < p.oc; ++o) y[yo + o] += xv * w_row[o];
+      const T* w_row = w + wo + t.w_row;
+      for (int64_t o = t.o0; o < t.o1; ++o) y[yo + o] += xv * w_row[o];
     }
   });
 }
@@ -177,9 +192,10 @@ void conv2d_backward_input(const Conv2DParams& p, const T* dy, const T* w, T* dx
   std::fill_n(dx, p.n * p.h * p.w * p.c, T{});
   for_each_tap(p, [&](int64_t yo, int64_t xo, int64_t wo) {
     for (int64_t ic = 0; ic < p.c; ++ic) {
-      const T* w_row = w + wo + ic * p.oc;
+      const TapChannel t = tap_channel(p, ic);
+      const T* w_row = w + wo + t.w_row;
       T sum = 0;
-      for (int64_t o = 0; o < p.oc; ++o) sum += dy[yo + o] * w_row[o];
+      for (int64_t o = t.o0; o < t.o1; ++o) sum += dy[yo + o] * w_row[o];
       dx[xo + ic] += sum;
     }
   });
@@ -187,12 +203,13 @@ void conv2d_backward_input(const Conv2DParams& p, const T* dy, const T* w, T* dx
 
 template <typename T>
 void conv2d_backward_filter(const Conv2DParams& p, const T* x, const T* dy, T* dw) {
-  std::fill_n(dw, p.kh * p.kw * p.c * p.oc, T{});
+  std::fill_n(dw, p.kh * p.kw * (p.c / p.groups) * p.oc, T{});
   for_each_tap(p, [&](int64_t yo, int64_t xo, int64_t wo) {
     for (int64_t ic = 0; ic < p.c; ++ic) {
+      const TapChannel t = tap_channel(p, ic);
       const T xv = x[xo + ic];
-      T* dw_row = dw + wo + ic * p.oc;
-      for (int64_t o = 0; o < p.oc; ++o) dw_row[o] += xv * dy[yo + o];
+      T* dw_row = dw + wo + t.w_row;
+      for (int64_t o = t.o0; o < t.o1; ++o) dw_row[o] += xv * dy[yo + o];
     }
   });
 }

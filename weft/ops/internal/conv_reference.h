@@ -19,6 +19,9 @@ struct Conv2DParams {
   int64_t oh, ow;      // output
   int64_t stride_h, stride_w, dilation_h, dilation_w;
   int64_t pad_top, pad_left;
+  // Grouped convolution: input channel i feeds only the outputs of group i / (c / groups); the
+  // filter is (kh, kw, c / groups, oc), output channels group by group (TF's layout).
+  int64_t groups = 1;
 };
 
 // Resolves TF padding ("VALID" or "SAME") into output sizes and padding before. Throws
@@ -27,7 +30,7 @@ struct Conv2DParams {
 Conv2DParams make_conv2d_params(std::string_view op_name, int64_t n, int64_t h, int64_t w,
                                 int64_t c, int64_t kh, int64_t kw, int64_t oc, int64_t stride_h,
                                 int64_t stride_w, int64_t dilation_h, int64_t dilation_w,
-                                std::string_view padding);
+                                std::string_view padding, int64_t groups = 1);
 
 template <typename T>
 void conv2d_forward(const Conv2DParams& p, const T* x, const T* w, T* y);

@@ -418,6 +418,10 @@ ConvGeometry conv_geometry(DType dtype, const ops::internal::Conv2DParams& p) {
                dst = {p.n, p.oc, p.oh, p.ow};
   g.src = memory::desc(src, dt, tag::nhwc);
   g.weights = memory::desc(weights, dt, tag::hwio);
+  if (p.groups > 1) {  // weft's (kh, kw, c / groups, oc) is oneDNN's hwigo
+    weights = {p.groups, p.oc / p.groups, p.c / p.groups, p.kh, p.kw};
+    g.weights = memory::desc(weights, dt, tag::hwigo);
+  }
   g.dst = memory::desc(dst, dt, tag::nhwc);
   g.any_weights = memory::desc(weights, dt, tag::any);
   g.strides = {p.stride_h, p.stride_w};
@@ -437,7 +441,8 @@ Key conv_key(int kind, DType dtype, const ops::internal::Conv2DParams& p, int th
           p.oh,         p.ow,
           p.stride_h,   p.stride_w,
           p.dilation_h, p.dilation_w,
-          p.pad_top,    p.pad_left};
+          p.pad_top,    p.pad_left,
+          p.groups};
 }
 
 dnnl::convolution_forward::primitive_desc conv_forward_pd(const ConvGeometry& g) {
