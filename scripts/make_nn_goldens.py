@@ -3,11 +3,12 @@
 
   make_nn_goldens.py OUT_DIR [GROUP ...]
 
-GROUPs: dense conv pooling core normalization losses metrics more_losses more_metrics (default:
-all). Each case writes <case>.<array>.npy into OUT_DIR. A layer case holds its input `x`, its weights `w0`, `w1`, ... in
-the layer's creation order, the upstream gradient `dy`, and what NumPy computes for the layer:
-the output `y` and the gradients of sum(y * dy) with respect to x (`dx`) and each weight (`dw0`,
-...). Forward and backward passes are written out by hand (plain loops for convolution and
+GROUPs: dense conv pooling core normalization losses metrics more_losses more_metrics more_layers
+(default: all). Each case writes <case>.<array>.npy into OUT_DIR. A layer case holds its input
+`x`, its weights `w0`, `w1`, ... in the layer's creation order, the upstream gradient `dy`, and
+what NumPy computes for the layer: the output `y` and (most groups) the gradients of sum(y * dy)
+with respect to x (`dx`) and each weight (`dw0`, ...); more_layers has outputs only, its tests
+check gradients by finite differences. Forward and backward passes are written out by hand (plain loops for convolution and
 pooling), independently of weft. Inputs are float64; weights are rounded to float32 values, since
 weft's layers keep float32 variables. The files are reproducible: every value comes from a fixed
 seed.
@@ -544,6 +545,196 @@ def more_metric_cases():
     return out
 
 
+# ---- more layers: outputs of the everyday layers, by plain loops -----------------------------
+
+
+def conv_nd_grouped(x, w, strides, pads, dilation, groups):
+    """NHWC x, (kh, kw, c / groups, oc) w, explicit (top, left) padding; output size by VALID on
+    the padded input."""
+    n, h, wd, c = x.shape
+    kh, kw, cg, oc = w.shape
+    xp = np.pad(x, ((0, 0), (pads[0][0], pads[0][1]), (pads[1][0], pads[1][1]), (0, 0)))
+    eh, ew = (kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1
+    oh = (xp.shape[1] - eh) // strides[0] + 1
+    ow = (xp.shape[2] - ew) // strides[1] + 1
+    og = oc // groups
+    y = np.zeros((n, oh, ow, oc))
+    for i in range(oh):
+        for j in range(ow):
+            for a in range(kh):
+                for b in range(kw):
+                    patch = xp[:, i * strides[0] + a * dilation[0], j * strides[1] + b * dilation[1], :]
+                    for g in range(groups):
+                        y[:, i, j, g * og:(g + 1) * og] += \
+                            patch[:, g * cg:(g + 1) * cg] @ w[a, b, :, g * og:(g + 1) * og]
+    return y
+
+
+def same_pads(size, k, stride, dilation):
+    out = -(-size // stride)
+    total = max((out - 1) * stride + (k - 1) * dilation + 1 - size, 0)
+    return (total // 2, total - total // 2)
+
+
+def conv_case(x_shape, w_shape, strides, padding, dilation=(1, 1), groups=1, bias=True):
+    x, w = randn(*x_shape), f32(randn(*w_shape) * 0.5)
+    pads = [same_pads(x_shape[1 + i], w_shape[i], strides[i], dilation[i]) if padding == "same"
+            else (0, 0) for i in range(2)]
+    y = conv_nd_grouped(x, w, strides, pads, dilation, groups)
+    case = {"x": x, "w0": w}
+    if bias:
+        b = f32(randn(w_shape[3]))
+        case["w1"] = b
+        y = y + b
+    case["y"] = y
+    return case
+
+
+def conv1d_case(x_shape, w_shape, stride, padding, dilation=1):
+    x, w, b = randn(*x_shape), f32(randn(*w_shape) * 0.5), f32(randn(w_shape[2]))
+    k = w_shape[0]
+    if padding == "causal":
+        pads = ((k - 1) * dilation, 0)
+    elif padding == "same":
+        pads = same_pads(x_shape[1], k, stride, dilation)
+    else:
+        pads = (0, 0)
+    y = conv_nd_grouped(x[:, None], w[None], (1, stride), ((0, 0), pads), (1, dilation), 1)[:, 0]
+    return {"x": x, "w0": w, "w1": b, "y": y + b}
+
+
+def transpose_case(x_shape, w_shape, strides, padding):
+    """y[n, i s + a - top, j s + b - left, o] += x[n, i, j, c] w[a, b, o, c]."""
+    x, w, b = randn(*x_shape), f32(randn(*w_shape) * 0.5), f32(randn(w_shape[2]))
+    n, h, wd, c = x_shape
+    kh, kw, oc, _ = w_shape
+    if padding == "same":
+        out = (h * strides[0], wd * strides[1])
+        top = max(kh - strides[0], 0) // 2
+        left = max(kw - strides[1], 0) // 2
+    else:
+        out = ((h - 1) * strides[0] + kh, (wd - 1) * strides[1] + kw)
+        top = left = 0
+    y = np.zeros((n, out[0], out[1], oc))
+    for i in range(h):
+        for j in range(wd):
+            for a in range(kh):
+                for bb in range(kw):
+                    r, q = i * strides[0] + a - top, j * strides[1] + bb - left
+                    if 0 <= r < out[0] and 0 <= q < out[1]:
+                        y[:, r, q, :] += x[:, i, j, :] @ w[a, bb].T
+    return {"x": x, "w0": w, "w1": b, "y": y + b}
+
+
+def depthwise_case(x_shape, kernel, multiplier, strides, padding, separable_filters=0):
+    x = randn(*x_shape)
+    c = x_shape[3]
+    dw = f32(randn(kernel[0], kernel[1], c, multiplier) * 0.5)
+    pads = [same_pads(x_shape[1 + i], kernel[i], strides[i], 1) if padding == "same" else (0, 0)
+            for i in range(2)]
+    # Depthwise = grouped with one group per channel; filter (kh, kw, 1, c * m).
+    y = conv_nd_grouped(x, dw.reshape(kernel[0], kernel[1], 1, c * multiplier), strides, pads,
+                        (1, 1), c)
+    case = {"x": x, "w0": dw}
+    if separable_filters:
+        pw = f32(randn(1, 1, c * multiplier, separable_filters) * 0.5)
+        y = y @ pw[0, 0]
+        case["w1"] = pw
+    b = f32(randn(y.shape[-1]))
+    case["w" + str(len(case) - 1)] = b
+    case["y"] = y + b
+    return case
+
+
+def pool1d_case(kind, x_shape, pool, stride, padding):
+    x = randn(*x_shape)
+    n, steps, c = x_shape
+    if padding == "same":
+        out = -(-steps // stride)
+        top = max((out - 1) * stride + pool - steps, 0) // 2
+    else:
+        out, top = (steps - pool) // stride + 1, 0
+    y = np.zeros((n, out, c))
+    for t in range(out):
+        lo, hi = max(t * stride - top, 0), min(t * stride - top + pool, steps)
+        window = x[:, lo:hi]
+        y[:, t] = window.max(1) if kind == "max" else window.mean(1)
+    return {"x": x, "y": y}
+
+
+def elementwise_case(fn, shape, weights=()):
+    x = randn(*shape)
+    case = {"x": x, "y": fn(x)}
+    for i, w in enumerate(weights):
+        case[f"w{i}"] = w
+    return case
+
+
+def bilinear_matrix(size_in, size_out):
+    m = np.zeros((size_out, size_in))
+    scale = size_in / size_out
+    for o in range(size_out):
+        src = (o + 0.5) * scale - 0.5
+        lo = max(int(np.floor(src)), 0)
+        hi = min(int(np.ceil(src)), size_in - 1)
+        frac = src - np.floor(src)
+        m[o, lo] += 1 - frac
+        m[o, hi] += frac
+    return m
+
+
+def more_layer_cases():
+    alpha = f32(0.1 * randn(1, 4))
+    prelu_x = randn(2, 3, 4)
+    up = randn(2, 3, 2, 2)
+    bil = randn(1, 3, 4, 2)
+    pad_x = randn(2, 5, 6, 3)
+    perm_x = randn(2, 3, 4, 5)
+    rep_x = randn(2, 4)
+    d1, d2 = randn(2, 4), randn(2, 4)
+    s1, s2 = randn(2, 3, 4), randn(2, 5, 4)
+    unit = lambda v, a: v / np.sqrt(np.maximum((v * v).sum(a, keepdims=True), 1e-12))  # noqa
+    norm_data = 3 + 2 * randn(40, 3)
+    norm_x = randn(5, 3)
+    relu = lambda x: np.minimum(np.where(x >= 0.2, x, 0.1 * (x - 0.2)), 0.6)  # noqa: E731
+    cases = {
+        "conv1d_causal": conv1d_case((2, 7, 3), (3, 3, 4), 1, "causal", 2),
+        "conv1d_same_strided": conv1d_case((2, 8, 3), (3, 3, 2), 2, "same"),
+        "conv2d_grouped": conv_case((2, 5, 5, 4), (3, 3, 2, 6), (1, 1), "same", groups=2),
+        "transpose_same": transpose_case((2, 3, 3, 2), (3, 3, 4, 2), (2, 2), "same"),
+        "transpose_valid": transpose_case((1, 3, 4, 3), (2, 3, 2, 3), (2, 1), "valid"),
+        "depthwise": depthwise_case((2, 5, 6, 3), (3, 3), 2, (1, 1), "valid"),
+        "separable": depthwise_case((2, 6, 6, 3), (3, 3), 2, (2, 2), "same", separable_filters=4),
+        "maxpool1d": pool1d_case("max", (2, 7, 3), 2, 2, "valid"),
+        "avgpool1d_same": pool1d_case("avg", (2, 7, 3), 3, 2, "same"),
+        "global_max_1d": elementwise_case(lambda x: x.max(1), (2, 5, 3)),
+        "global_avg_1d": elementwise_case(lambda x: x.mean(1), (2, 5, 3)),
+        "global_max_2d": elementwise_case(lambda x: x.max((1, 2)), (2, 4, 3, 5)),
+        "leaky_relu": elementwise_case(lambda x: np.where(x > 0, x, 0.2 * x), (3, 5)),
+        "elu": elementwise_case(lambda x: np.where(x > 0, x, 0.7 * np.expm1(x)), (3, 5)),
+        "relu_options": elementwise_case(relu, (4, 5)),
+        "softmax_axis1": elementwise_case(
+            lambda x: np.exp(x) / np.exp(x).sum(1, keepdims=True), (2, 3, 4)),
+        "prelu": {"x": prelu_x, "w0": alpha, "y": np.where(prelu_x > 0, prelu_x, alpha * prelu_x)},
+        "upsampling_nearest": {"x": up, "y": up.repeat(2, 1).repeat(3, 2)},
+        "upsampling_bilinear": {"x": bil, "y": np.einsum("oh,nhwc,pw->nopc", bilinear_matrix(3, 6),
+                                                         bil, bilinear_matrix(4, 8))},
+        "zero_padding": {"x": pad_x, "y": np.pad(pad_x, ((0, 0), (1, 2), (0, 1), (0, 0)))},
+        "cropping": {"x": pad_x, "y": pad_x[:, 1:, 1:4]},
+        "permute": {"x": perm_x, "y": perm_x.transpose(0, 2, 3, 1)},
+        "repeat_vector": {"x": rep_x, "y": np.repeat(rep_x[:, None], 3, 1)},
+        "dot_2d": {"x0": d1, "x1": d2, "y": (d1 * d2).sum(1, keepdims=True),
+                   "y_normalized": (unit(d1, 1) * unit(d2, 1)).sum(1, keepdims=True)},
+        "dot_3d": {"x0": s1, "x1": s2, "y": s1 @ s2.transpose(0, 2, 1)},
+        "normalization": {"data": norm_data, "x": norm_x, "mean": norm_data.mean(0),
+                          "variance": norm_data.var(0),
+                          "y": (norm_x - norm_data.mean(0)) / np.sqrt(norm_data.var(0))},
+    }
+    for case in cases.values():  # an upstream gradient, for check_layer's loss
+        case["dy"] = randn(*case["y"].shape)
+    return cases
+
+
 def groups():
     return {
         "dense": lambda: {
@@ -584,6 +775,7 @@ def groups():
         "metrics": metric_cases,
         "more_losses": more_loss_cases,
         "more_metrics": more_metric_cases,
+        "more_layers": more_layer_cases,
     }
 
 

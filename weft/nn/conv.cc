@@ -2,111 +2,313 @@
 
 #include "weft/nn/internal/layer_util.h"
 #include "weft/ops/elementwise.h"
+#include "weft/ops/shape_ops.h"
 
 namespace weft::nn {
 namespace {
 
 using internal::layer_label;
 
-// Output size of one spatial axis, as the conv2d op computes it (TF's rules).
-int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
-                         const std::string& padding) {
-  if (padding == "SAME") return (in + stride - 1) / stride;
-  int64_t effective = (kernel - 1) * dilation + 1;
-  return in < effective ? 0 : (in - effective) / stride + 1;
+enum class Kind { kConv1D, kConv2D, kTranspose, kDepthwise, kSeparable };
+
+// Every convolution layer's settings, whichever options struct they came from.
+struct Spec {
+  Kind kind;
+  int64_t filters = 0;  // output channels (DepthwiseConv2D: channels * depth_multiplier)
+  Size2 kernel{}, strides{1, 1}, dilation{1, 1};
+  std::string padding{};  // as given ("valid", "same", "causal")
+  int64_t groups = 1, depth_multiplier = 1;
+  std::string activation{};
+  bool use_bias = true;
+  std::string kernel_init{}, pointwise_init{}, bias_init{};
+};
+
+const char* class_of(Kind k) {
+  switch (k) {
+    case Kind::kConv1D:
+      return "Conv1D";
+    case Kind::kConv2D:
+      return "Conv2D";
+    case Kind::kTranspose:
+      return "Conv2DTranspose";
+    case Kind::kDepthwise:
+      return "DepthwiseConv2D";
+    case Kind::kSeparable:
+      return "SeparableConv2D";
+  }
+  return "";
 }
 
-class Conv2DImpl : public LayerImpl {
+class ConvImpl : public LayerImpl {
  public:
-  Conv2DImpl(int64_t filters, Size2 kernel_size, Conv2DOptions options)
-      : LayerImpl("Conv2D", options.name, options.dtype),
-        filters_(filters),
-        kernel_size_(kernel_size),
-        options_(std::move(options)),
-        padding_(internal::op_padding(*this, options_.padding)),
-        activation_(internal::activation_for(*this, options_.activation)),
-        kernel_init_(
-            internal::initializer_for(*this, "kernel_initializer", options_.kernel_initializer)),
-        bias_init_(
-            internal::initializer_for(*this, "bias_initializer", options_.bias_initializer)) {
-    WEFT_CHECK(filters > 0, InvalidArgument)
-        << layer_label(*this) << ": filters must be positive, got " << filters;
-    const Size2& s = options_.strides;
-    const Size2& d = options_.dilation_rate;
-    WEFT_CHECK(kernel_size[0] > 0 && kernel_size[1] > 0, InvalidArgument)
-        << layer_label(*this) << ": kernel_size must be positive, got {" << kernel_size[0] << ", "
-        << kernel_size[1] << "}";
-    WEFT_CHECK(s[0] > 0 && s[1] > 0 && d[0] > 0 && d[1] > 0, InvalidArgument)
-        << layer_label(*this) << ": strides {" << s[0] << ", " << s[1] << "} and dilation_rate {"
+  ConvImpl(Spec spec, const std::string& name, const std::string& dtype)
+      : LayerImpl(class_of(spec.kind), name, dtype),
+        s_(std::move(spec)),
+        causal_(s_.kind == Kind::kConv1D && s_.padding == "causal"),
+        padding_(causal_ ? "VALID" : internal::op_padding(*this, s_.padding)),
+        activation_(internal::activation_for(*this, s_.activation)),
+        kernel_init_(internal::initializer_for(*this, kernel_argument(), s_.kernel_init)),
+        pointwise_init_(
+            s_.kind == Kind::kSeparable
+                ? internal::initializer_for(*this, "pointwise_initializer", s_.pointwise_init)
+                : Initializer()),
+        bias_init_(internal::initializer_for(*this, "bias_initializer", s_.bias_init)) {
+    const Size2& k = s_.kernel;
+    const Size2& st = s_.strides;
+    const Size2& d = s_.dilation;
+    WEFT_CHECK(s_.kind == Kind::kDepthwise || s_.filters > 0, InvalidArgument)
+        << layer_label(*this) << ": filters must be positive, got " << s_.filters;
+    WEFT_CHECK(k[0] > 0 && k[1] > 0, InvalidArgument)
+        << layer_label(*this) << ": kernel_size must be positive, got {" << k[0] << ", " << k[1]
+        << "}";
+    WEFT_CHECK(st[0] > 0 && st[1] > 0 && d[0] > 0 && d[1] > 0, InvalidArgument)
+        << layer_label(*this) << ": strides {" << st[0] << ", " << st[1] << "} and dilation_rate {"
         << d[0] << ", " << d[1] << "} must be positive";
-    WEFT_CHECK(!((s[0] > 1 || s[1] > 1) && (d[0] > 1 || d[1] > 1)), InvalidArgument)
+    WEFT_CHECK(!((st[0] > 1 || st[1] > 1) && (d[0] > 1 || d[1] > 1)), InvalidArgument)
         << layer_label(*this) << ": strides > 1 are not supported together with dilation_rate > 1"
-        << " (strides {" << s[0] << ", " << s[1] << "}, dilation_rate {" << d[0] << ", " << d[1]
+        << " (strides {" << st[0] << ", " << st[1] << "}, dilation_rate {" << d[0] << ", " << d[1]
         << "})";
+    WEFT_CHECK(s_.groups >= 1 && s_.filters % s_.groups == 0 &&
+                   (s_.groups == 1 || s_.kind == Kind::kConv1D || s_.kind == Kind::kConv2D),
+               InvalidArgument)
+        << layer_label(*this) << ": groups (" << s_.groups << ") must be at least 1 and divide "
+        << "filters (" << s_.filters << "); only Conv1D and Conv2D take groups";
+    WEFT_CHECK(s_.depth_multiplier >= 1, InvalidArgument)
+        << layer_label(*this) << ": depth_multiplier must be positive, got " << s_.depth_multiplier;
   }
 
   void build(const Shape& input_shape) override {
-    internal::check_rank(*this, input_shape, 4, "(batch, height, width, channels)");
-    for (int axis = 0; axis < 2; ++axis) {
-      int64_t out =
-          conv_output_size(input_shape[1 + axis], kernel_size_[axis], options_.strides[axis],
-                           options_.dilation_rate[axis], padding_);
-      WEFT_CHECK(out > 0, InvalidArgument)
-          << layer_label(*this) << ": input of shape " << shape_str(input_shape)
-          << " is smaller than the kernel {" << kernel_size_[0] << ", " << kernel_size_[1]
-          << "} (dilation_rate {" << options_.dilation_rate[0] << ", " << options_.dilation_rate[1]
-          << "}) with \"valid\" padding";
+    const bool one_d = s_.kind == Kind::kConv1D;
+    internal::check_rank(*this, input_shape, one_d ? 3 : 4,
+                         one_d ? "(batch, steps, channels)" : "(batch, height, width, channels)");
+    const int64_t c = input_shape.back();
+    WEFT_CHECK(c % s_.groups == 0, InvalidArgument)
+        << layer_label(*this) << ": " << s_.groups << " groups must divide the " << c
+        << " input channels";
+    const int64_t kh = s_.kernel[0], kw = s_.kernel[1], m = s_.depth_multiplier;
+    if (padding_ == "VALID" && !causal_ && s_.kind != Kind::kTranspose) {
+      for (int axis = one_d ? 1 : 0; axis < 2; ++axis) {
+        int64_t in = input_shape[one_d ? 1 : 1 + axis];
+        int64_t reach = (s_.kernel[axis] - 1) * s_.dilation[axis] + 1;
+        WEFT_CHECK(in >= reach, InvalidArgument)
+            << layer_label(*this) << ": input of shape " << shape_str(input_shape)
+            << " is smaller than the kernel (dilated: " << reach << ") with \"valid\" padding";
+      }
     }
-    kernel_ = add_weight("kernel", {kernel_size_[0], kernel_size_[1], input_shape[3], filters_},
-                         kernel_init_);
-    if (options_.use_bias) bias_ = add_weight("bias", {filters_}, bias_init_);
+    switch (s_.kind) {
+      case Kind::kConv1D:
+        kernel_ = add_weight("kernel", {kw, c / s_.groups, s_.filters}, kernel_init_);
+        break;
+      case Kind::kConv2D:
+        kernel_ = add_weight("kernel", {kh, kw, c / s_.groups, s_.filters}, kernel_init_);
+        break;
+      case Kind::kTranspose:
+        kernel_ = add_weight("kernel", {kh, kw, s_.filters, c}, kernel_init_);
+        break;
+      case Kind::kDepthwise:
+        kernel_ = add_weight("depthwise_kernel", {kh, kw, c, m}, kernel_init_);
+        out_channels_ = c * m;
+        break;
+      case Kind::kSeparable:
+        kernel_ = add_weight("depthwise_kernel", {kh, kw, c, m}, kernel_init_);
+        pointwise_ = add_weight("pointwise_kernel", {1, 1, c * m, s_.filters}, pointwise_init_);
+        break;
+    }
+    if (s_.kind != Kind::kDepthwise) out_channels_ = s_.filters;
+    if (s_.use_bias) bias_ = add_weight("bias", {out_channels_}, bias_init_);
   }
 
-  Tensor call(const Tensor& x, bool training) override {
-    Tensor y =
-        conv2d(x, cast_variable(kernel_), options_.strides, padding_, options_.dilation_rate);
-    if (options_.use_bias) y = add(y, cast_variable(bias_));
+  Tensor call(const Tensor& x_in, bool training) override {
+    Tensor k = cast_variable(kernel_), y;
+    switch (s_.kind) {
+      case Kind::kConv1D: {
+        Tensor x = x_in;
+        // Causal: pad the start so that output t sees inputs up to t.
+        if (causal_) x = pad(x, {{0, 0}, {(s_.kernel[1] - 1) * s_.dilation[1], 0}, {0, 0}});
+        y = conv1d(x, k, s_.strides[1], padding_, s_.dilation[1]);
+        break;
+      }
+      case Kind::kConv2D:
+        y = conv2d(x_in, k, s_.strides, padding_, s_.dilation);
+        break;
+      case Kind::kTranspose:
+        y = conv2d_transpose(x_in, k, s_.strides, padding_, s_.dilation);
+        break;
+      case Kind::kDepthwise:
+        y = depthwise_conv2d(x_in, k, s_.strides, padding_, s_.dilation);
+        break;
+      case Kind::kSeparable:
+        y = conv2d(depthwise_conv2d(x_in, k, s_.strides, padding_, s_.dilation),
+                   cast_variable(pointwise_));
+        break;
+    }
+    if (s_.use_bias) y = add(y, cast_variable(bias_));
     return activation_(y);
   }
 
-  std::string describe() const override { return options_.activation; }
+  std::string describe() const override { return s_.activation; }
+
   ConfigDict get_config() const override {
     ConfigDict c = LayerImpl::get_config();
-    c.set("filters", filters_).set("kernel_size", internal::config_pair(kernel_size_));
-    c.set("strides", internal::config_pair(options_.strides)).set("padding", options_.padding);
-    c.set("dilation_rate", internal::config_pair(options_.dilation_rate))
-        .set("activation", options_.activation);
-    c.set("use_bias", options_.use_bias).set("kernel_initializer", options_.kernel_initializer);
-    c.set("bias_initializer", options_.bias_initializer);
+    const bool one_d = s_.kind == Kind::kConv1D;
+    auto size = [&](const Size2& v) {
+      return one_d ? std::vector<int64_t>{v[1]} : internal::config_pair(v);
+    };
+    if (s_.kind != Kind::kDepthwise) c.set("filters", s_.filters);
+    c.set("kernel_size", size(s_.kernel)).set("strides", size(s_.strides));
+    c.set("padding", s_.padding).set("dilation_rate", size(s_.dilation));
+    if (s_.kind == Kind::kConv1D || s_.kind == Kind::kConv2D) c.set("groups", s_.groups);
+    if (s_.kind == Kind::kDepthwise || s_.kind == Kind::kSeparable) {
+      c.set("depth_multiplier", s_.depth_multiplier);
+    }
+    c.set("activation", s_.activation).set("use_bias", s_.use_bias);
+    c.set(kernel_argument(), s_.kernel_init);
+    if (s_.kind == Kind::kSeparable) c.set("pointwise_initializer", s_.pointwise_init);
+    c.set("bias_initializer", s_.bias_init);
     return c;
   }
 
  private:
-  int64_t filters_;
-  Size2 kernel_size_;
-  Conv2DOptions options_;
+  const char* kernel_argument() const {
+    return s_.kind == Kind::kDepthwise || s_.kind == Kind::kSeparable ? "depthwise_initializer"
+                                                                      : "kernel_initializer";
+  }
+
+  Spec s_;
+  bool causal_;
   std::string padding_;
   activations::Activation activation_;
-  Initializer kernel_init_, bias_init_;
-  Variable kernel_, bias_;
+  Initializer kernel_init_, pointwise_init_, bias_init_;
+  Variable kernel_, pointwise_, bias_;
+  int64_t out_channels_ = 0;
 };
 
-}  // namespace
+Spec spec_2d(Kind kind, int64_t filters, Size2 kernel, const Conv2DOptions& o) {
+  return {.kind = kind,
+          .filters = filters,
+          .kernel = kernel,
+          .strides = o.strides,
+          .dilation = o.dilation_rate,
+          .padding = o.padding,
+          .groups = o.groups,
+          .activation = o.activation,
+          .use_bias = o.use_bias,
+          .kernel_init = o.kernel_initializer,
+          .bias_init = o.bias_initializer};
+}
 
-Conv2D::Conv2D(int64_t filters, Size2 kernel_size, Conv2DOptions options)
-    : Layer(std::make_shared<Conv2DImpl>(filters, kernel_size, std::move(options))) {}
+Spec spec_depthwise(Kind kind, int64_t filters, Size2 kernel, const DepthwiseConv2DOptions& o) {
+  return {.kind = kind,
+          .filters = filters,
+          .kernel = kernel,
+          .strides = o.strides,
+          .dilation = o.dilation_rate,
+          .padding = o.padding,
+          .depth_multiplier = o.depth_multiplier,
+          .activation = o.activation,
+          .use_bias = o.use_bias,
+          .kernel_init = o.depthwise_initializer,
+          .pointwise_init = o.pointwise_initializer,
+          .bias_init = o.bias_initializer};
+}
 
-Conv2D Conv2D::from_config(const ConfigDict& c) {
+Conv2DOptions conv2d_options(const ConfigDict& c) {
   Conv2DOptions o;
   o.strides = internal::config_size2(c, "strides", o.strides);
   o.padding = c.get_string("padding", o.padding);
   o.dilation_rate = internal::config_size2(c, "dilation_rate", o.dilation_rate);
+  o.groups = c.get_int("groups", 1);
+  o.activation = c.get_string("activation", "");
+  o.use_bias = c.get_bool("use_bias", true);
+  o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
+  o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
+  return o;
+}
+
+DepthwiseConv2DOptions depthwise_options(const ConfigDict& c) {
+  DepthwiseConv2DOptions o;
+  o.strides = internal::config_size2(c, "strides", o.strides);
+  o.padding = c.get_string("padding", o.padding);
+  o.depth_multiplier = c.get_int("depth_multiplier", 1);
+  o.dilation_rate = internal::config_size2(c, "dilation_rate", o.dilation_rate);
+  o.activation = c.get_string("activation", "");
+  o.use_bias = c.get_bool("use_bias", true);
+  o.depthwise_initializer = c.get_string("depthwise_initializer", o.depthwise_initializer);
+  o.pointwise_initializer = c.get_string("pointwise_initializer", o.pointwise_initializer);
+  o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
+  return o;
+}
+
+}  // namespace
+
+Conv2D::Conv2D(int64_t filters, Size2 kernel_size, Conv2DOptions o)
+    : Layer(std::make_shared<ConvImpl>(spec_2d(Kind::kConv2D, filters, kernel_size, o), o.name,
+                                       o.dtype)) {}
+
+Conv2D Conv2D::from_config(const ConfigDict& c) {
+  return internal::configured(
+      Conv2D(c.get_int("filters"), internal::config_size2(c, "kernel_size", {0, 0}),
+             conv2d_options(c)),
+      c);
+}
+
+Conv1D::Conv1D(int64_t filters, int64_t kernel_size, Conv1DOptions o)
+    : Layer(std::make_shared<ConvImpl>(Spec{.kind = Kind::kConv1D,
+                                            .filters = filters,
+                                            .kernel = {1, kernel_size},
+                                            .strides = {1, o.strides},
+                                            .dilation = {1, o.dilation_rate},
+                                            .padding = o.padding,
+                                            .groups = o.groups,
+                                            .activation = o.activation,
+                                            .use_bias = o.use_bias,
+                                            .kernel_init = o.kernel_initializer,
+                                            .bias_init = o.bias_initializer},
+                                       o.name, o.dtype)) {}
+
+Conv1D Conv1D::from_config(const ConfigDict& c) {
+  Conv1DOptions o;
+  o.strides = internal::config_size1(c, "strides", 1);
+  o.padding = c.get_string("padding", o.padding);
+  o.dilation_rate = internal::config_size1(c, "dilation_rate", 1);
+  o.groups = c.get_int("groups", 1);
   o.activation = c.get_string("activation", "");
   o.use_bias = c.get_bool("use_bias", true);
   o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
   o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
   return internal::configured(
-      Conv2D(c.get_int("filters"), internal::config_size2(c, "kernel_size", {0, 0}), o), c);
+      Conv1D(c.get_int("filters"), internal::config_size1(c, "kernel_size", 0), o), c);
+}
+
+Conv2DTranspose::Conv2DTranspose(int64_t filters, Size2 kernel_size, Conv2DOptions o)
+    : Layer(std::make_shared<ConvImpl>(spec_2d(Kind::kTranspose, filters, kernel_size, o), o.name,
+                                       o.dtype)) {}
+
+Conv2DTranspose Conv2DTranspose::from_config(const ConfigDict& c) {
+  return internal::configured(
+      Conv2DTranspose(c.get_int("filters"), internal::config_size2(c, "kernel_size", {0, 0}),
+                      conv2d_options(c)),
+      c);
+}
+
+DepthwiseConv2D::DepthwiseConv2D(Size2 kernel_size, DepthwiseConv2DOptions o)
+    : Layer(std::make_shared<ConvImpl>(spec_depthwise(Kind::kDepthwise, 0, kernel_size, o), o.name,
+                                       o.dtype)) {}
+
+DepthwiseConv2D DepthwiseConv2D::from_config(const ConfigDict& c) {
+  return internal::configured(
+      DepthwiseConv2D(internal::config_size2(c, "kernel_size", {0, 0}), depthwise_options(c)), c);
+}
+
+SeparableConv2D::SeparableConv2D(int64_t filters, Size2 kernel_size, DepthwiseConv2DOptions o)
+    : Layer(std::make_shared<ConvImpl>(spec_depthwise(Kind::kSeparable, filters, kernel_size, o),
+                                       o.name, o.dtype)) {}
+
+SeparableConv2D SeparableConv2D::from_config(const ConfigDict& c) {
+  return internal::configured(
+      SeparableConv2D(c.get_int("filters"), internal::config_size2(c, "kernel_size", {0, 0}),
+                      depthwise_options(c)),
+      c);
 }
 
 }  // namespace weft::nn

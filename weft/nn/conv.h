@@ -1,8 +1,13 @@
-// keras.layers.Conv2D: a 2-D convolution over NHWC inputs with an HWIO kernel, plus bias and
-// activation. Padding is Keras's "valid" or "same"; strides and dilation_rate are {height, width}.
+// Keras's convolution layers over channels-last inputs, each with bias and activation:
+// Conv1D (batch, steps, channels), and over (batch, height, width, channels) Conv2D (optionally
+// grouped), Conv2DTranspose, DepthwiseConv2D and SeparableConv2D. Padding is Keras's "valid" or
+// "same" (Conv1D also "causal": the output at step t sees inputs up to t only); strides and
+// dilation_rate are {height, width}.
 //
 //   weft::nn::Conv2D conv(32, {3, 3}, {.padding = "same", .activation = "relu"});
 //   weft::Tensor y = conv(images);   // (batch, 28, 28, 1) -> (batch, 28, 28, 32)
+//   weft::nn::Conv1D causal(16, 3, {.padding = "causal", .dilation_rate = 2});
+//   weft::nn::Conv2DTranspose up(8, {3, 3}, {.strides = {2, 2}, .padding = "same"});
 #pragma once
 
 #include <string>
@@ -17,6 +22,8 @@ struct Conv2DOptions {
   std::string padding = "valid";
   // Strides above 1 together with a dilation above 1 are rejected, as in Keras.
   Size2 dilation_rate = {1, 1};
+  // Input channels are cut into `groups` groups, each convolved with filters / groups filters.
+  int64_t groups = 1;
   std::string activation{};
   bool use_bias = true;
   std::string kernel_initializer = "glorot_uniform";
@@ -29,8 +36,68 @@ class Conv2D : public Layer {
  public:
   // The layer get_config() describes (weft/nn/saving.h).
   static Conv2D from_config(const ConfigDict& config);
-  // Weights: kernel (kh, kw, input channels, filters), then bias (filters).
+  // Weights: kernel (kh, kw, input channels / groups, filters), then bias (filters).
   Conv2D(int64_t filters, Size2 kernel_size, Conv2DOptions options = {});
+};
+
+struct Conv1DOptions {
+  int64_t strides = 1;
+  std::string padding = "valid";  // or "same", "causal"
+  int64_t dilation_rate = 1;
+  int64_t groups = 1;
+  std::string activation{};
+  bool use_bias = true;
+  std::string kernel_initializer = "glorot_uniform";
+  std::string bias_initializer = "zeros";
+  std::string dtype{};
+  std::string name{};
+};
+
+class Conv1D : public Layer {
+ public:
+  static Conv1D from_config(const ConfigDict& config);
+  // Weights: kernel (kernel_size, input channels / groups, filters), then bias (filters).
+  Conv1D(int64_t filters, int64_t kernel_size, Conv1DOptions options = {});
+};
+
+// The transpose of Conv2D (a learned upsampling): output height h * stride for "same",
+// (h - 1) * stride + (kh - 1) * dilation + 1 for "valid". Weights: kernel (kh, kw, filters,
+// input channels), then bias (filters). options.groups must be 1.
+class Conv2DTranspose : public Layer {
+ public:
+  static Conv2DTranspose from_config(const ConfigDict& config);
+  Conv2DTranspose(int64_t filters, Size2 kernel_size, Conv2DOptions options = {});
+};
+
+struct DepthwiseConv2DOptions {
+  Size2 strides = {1, 1};
+  std::string padding = "valid";
+  int64_t depth_multiplier = 1;  // outputs per input channel
+  Size2 dilation_rate = {1, 1};
+  std::string activation{};
+  bool use_bias = true;
+  std::string depthwise_initializer = "glorot_uniform";
+  std::string pointwise_initializer = "glorot_uniform";  // SeparableConv2D's 1x1 kernel
+  std::string bias_initializer = "zeros";
+  std::string dtype{};
+  std::string name{};
+};
+
+// Each input channel convolved with its own depth_multiplier filters. Weights: depthwise_kernel
+// (kh, kw, channels, depth_multiplier), then bias (channels * depth_multiplier).
+class DepthwiseConv2D : public Layer {
+ public:
+  static DepthwiseConv2D from_config(const ConfigDict& config);
+  explicit DepthwiseConv2D(Size2 kernel_size, DepthwiseConv2DOptions options = {});
+};
+
+// A depthwise convolution, then a 1x1 convolution to `filters` channels. Weights:
+// depthwise_kernel (kh, kw, channels, depth_multiplier), pointwise_kernel (1, 1, channels *
+// depth_multiplier, filters), then bias (filters).
+class SeparableConv2D : public Layer {
+ public:
+  static SeparableConv2D from_config(const ConfigDict& config);
+  SeparableConv2D(int64_t filters, Size2 kernel_size, DepthwiseConv2DOptions options = {});
 };
 
 }  // namespace weft::nn

@@ -1,6 +1,7 @@
 #include "weft/nn/core_layers.h"
 
 #include <atomic>
+#include <cmath>
 
 #include "weft/nn/internal/layer_util.h"
 #include "weft/ops/cast.h"
@@ -95,24 +96,54 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-class DropoutImpl : public LayerImpl {
+// Dropout, SpatialDropout1D/2D and GaussianNoise: training-time noise whose draws are keyed by
+// the layer's seed, the step and each example's place in the global batch.
+enum class Noise { kDropout, kSpatial1D, kSpatial2D, kGaussian };
+
+const char* noise_class(Noise k) {
+  switch (k) {
+    case Noise::kDropout:
+      return "Dropout";
+    case Noise::kSpatial1D:
+      return "SpatialDropout1D";
+    case Noise::kSpatial2D:
+      return "SpatialDropout2D";
+    case Noise::kGaussian:
+      return "GaussianNoise";
+  }
+  return "";
+}
+
+class NoiseImpl : public LayerImpl {
  public:
-  DropoutImpl(double rate, const DropoutOptions& options)
-      : LayerImpl("Dropout", options.name, options.dtype),
+  NoiseImpl(Noise kind, double rate, const DropoutOptions& options)
+      : LayerImpl(noise_class(kind), options.name, options.dtype),
+        kind_(kind),
         rate_(rate),
         seed_(options.seed ? Seed{*options.seed, -1} : Seed{}),
         seeded_(options.seed.has_value()) {
-    WEFT_CHECK(rate >= 0 && rate < 1, InvalidArgument)
-        << layer_label(*this) << ": rate must be in [0, 1), got " << rate;
+    if (kind == Noise::kGaussian) {
+      WEFT_CHECK(rate >= 0 && std::isfinite(rate), InvalidArgument)
+          << layer_label(*this) << ": stddev must be non-negative, got " << rate;
+    } else {
+      WEFT_CHECK(rate >= 0 && rate < 1, InvalidArgument)
+          << layer_label(*this) << ": rate must be in [0, 1), got " << rate;
+    }
   }
 
   ConfigDict get_config() const override {
-    ConfigDict c = LayerImpl::get_config().set("rate", rate_);
+    ConfigDict c =
+        LayerImpl::get_config().set(kind_ == Noise::kGaussian ? "stddev" : "rate", rate_);
     return seeded_ ? c.set("seed", seed_[0]) : c.set("seed", nullptr);
   }
 
   // Without a seed of its own, the layer draws one when it is built: in its model's SeedScope.
-  void build(const Shape&) override {
+  void build(const Shape& shape) override {
+    if (kind_ == Noise::kSpatial1D) {
+      internal::check_rank(*this, shape, 3, "(batch, steps, channels)");
+    } else if (kind_ == Noise::kSpatial2D) {
+      internal::check_rank(*this, shape, 4, "(batch, height, width, channels)");
+    }
     if (!seeded_) seed_ = random::next_seed();
   }
 
@@ -121,25 +152,68 @@ class DropoutImpl : public LayerImpl {
     WEFT_CHECK(is_floating(x.dtype()), InvalidArgument)
         << layer_label(*this) << ": expected a floating input, got " << x.dtype() << " of shape "
         << shape_str(x.shape());
-    // In a strategy's step, example i of the global batch at step s gets the draws
-    // [i * example size, (i + 1) * example size) of the stream keyed by (seed, s): the same
-    // mask however the batch is cut among replicas, and again after a resume. Outside one, each
-    // call draws a fresh mask: the call count takes the step's place.
-    std::optional<random::ExampleKey> key = random::example_key();
-    uint64_t step = key ? static_cast<uint64_t>(key->step) : calls_.fetch_add(1);
-    int64_t offset = key ? key->first_example * (x.numel() / x.dim(0)) : 0;
-    Seed seed{seed_[0], static_cast<int64_t>(splitmix64(static_cast<uint64_t>(seed_[1]) +
-                                                        0x9e3779b97f4a7c15ull * (step + 1)))};
-    Tensor keep = greater_equal(stateless_random_uniform_slice(x.shape(), seed, offset),
-                                Tensor::scalar(rate_, kFloat32));
+    if (kind_ == Noise::kGaussian) {
+      // Box-Muller on two uniform draws per element.
+      Shape twice = x.shape();
+      twice[0] *= 2;
+      Tensor u = uniform(twice, 2);
+      Tensor u1 = slice(u, {Slice{0, x.dim(0)}}), u2 = slice(u, {Slice{x.dim(0), 2 * x.dim(0)}});
+      Tensor radius = sqrt(mul(log(maximum(u1, 1e-12)), -2.0));
+      Tensor z = mul(radius, cos(mul(u2, 2 * M_PI)));
+      return add(x, cast(mul(z, rate_), x.dtype()));
+    }
+    // The mask has one value per example and channel for the spatial kinds (Keras's noise_shape).
+    Shape mask_shape = x.shape();
+    if (kind_ != Noise::kDropout) {
+      for (int64_t a = 1; a + 1 < x.rank(); ++a) mask_shape[a] = 1;
+    }
+    Tensor keep = greater_equal(uniform(mask_shape, 1), Tensor::scalar(rate_, kFloat32));
     return mul(mul(x, cast(keep, x.dtype())), 1.0 / (1.0 - rate_));
   }
 
  private:
-  double rate_;
+  // Uniform draws of `shape` (its first axis the examples; `per_example` rows of draws each). In
+  // a strategy's step, example i of the global batch at step s gets the draws
+  // [i * example size, (i + 1) * example size) of the stream keyed by (seed, s): the same draws
+  // however the batch is cut among replicas, and again after a resume. Outside one, each call
+  // draws afresh: the call count takes the step's place.
+  Tensor uniform(const Shape& shape, int64_t per_example) {
+    std::optional<random::ExampleKey> key = random::example_key();
+    uint64_t step = key ? static_cast<uint64_t>(key->step) : calls_.fetch_add(1);
+    int64_t example_size = num_elements(shape) / shape[0] * per_example;
+    int64_t offset = key ? key->first_example * example_size : 0;
+    Seed seed{seed_[0], static_cast<int64_t>(splitmix64(static_cast<uint64_t>(seed_[1]) +
+                                                        0x9e3779b97f4a7c15ull * (step + 1)))};
+    if (per_example == 1) return stateless_random_uniform_slice(shape, seed, offset);
+    // Several draws per example: the example's block, laid out as `per_example` stacked copies.
+    Shape one = shape;
+    one[0] /= per_example;
+    Shape blocks{one[0], per_example};
+    blocks.insert(blocks.end(), one.begin() + 1, one.end());
+    Tensor u = stateless_random_uniform_slice(blocks, seed, offset);
+    std::vector<int64_t> perm(blocks.size());
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
+    std::swap(perm[0], perm[1]);
+    return reshape(transpose(u, perm), shape);
+  }
+
+  Noise kind_;
+  double rate_;  // GaussianNoise: the standard deviation
   Seed seed_;
   bool seeded_;
   std::atomic<uint64_t> calls_{0};
+};
+
+class LambdaImpl : public LayerImpl {
+ public:
+  LambdaImpl(Lambda::Fn fn, const LayerOptions& options)
+      : LayerImpl("Lambda", options.name, options.dtype), fn_(std::move(fn)) {
+    WEFT_CHECK(fn_ != nullptr, InvalidArgument) << layer_label(*this) << ": the function is empty";
+  }
+  Tensor call(const Tensor& x, bool training) override { return fn_(x, training); }
+
+ private:
+  Lambda::Fn fn_;
 };
 
 class EmbeddingImpl : public LayerImpl {
@@ -195,7 +269,18 @@ Activation::Activation(const std::string& activation, ActivationOptions options)
     : Layer(std::make_shared<ActivationImpl>(activation, std::move(options))) {}
 
 Dropout::Dropout(double rate, DropoutOptions options)
-    : Layer(std::make_shared<DropoutImpl>(rate, options)) {}
+    : Layer(std::make_shared<NoiseImpl>(Noise::kDropout, rate, options)) {}
+SpatialDropout1D::SpatialDropout1D(double rate, DropoutOptions options)
+    : Layer(std::make_shared<NoiseImpl>(Noise::kSpatial1D, rate, options)) {}
+SpatialDropout2D::SpatialDropout2D(double rate, DropoutOptions options)
+    : Layer(std::make_shared<NoiseImpl>(Noise::kSpatial2D, rate, options)) {}
+GaussianNoise::GaussianNoise(double stddev, DropoutOptions options)
+    : Layer(std::make_shared<NoiseImpl>(Noise::kGaussian, stddev, options)) {}
+
+Lambda::Lambda(std::function<Tensor(const Tensor&)> fn, LayerOptions options)
+    : Lambda(fn ? Fn([fn](const Tensor& x, bool) { return fn(x); }) : Fn(), options) {}
+Lambda::Lambda(Fn fn, LayerOptions options)
+    : Layer(std::make_shared<LambdaImpl>(std::move(fn), options)) {}
 
 Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options)
     : Layer(std::make_shared<EmbeddingImpl>(input_dim, output_dim, options)) {}
@@ -210,10 +295,24 @@ Activation Activation::from_config(const ConfigDict& c) {
   return internal::configured(Activation(c.get_string("activation")), c);
 }
 
-Dropout Dropout::from_config(const ConfigDict& c) {
+namespace {
+template <typename L>
+L noise_from_config(const ConfigDict& c, const char* amount) {
   DropoutOptions o;
   o.seed = c.get_optional_int("seed");
-  return internal::configured(Dropout(c.get_double("rate"), o), c);
+  return internal::configured(L(c.get_double(amount), o), c);
+}
+}  // namespace
+
+Dropout Dropout::from_config(const ConfigDict& c) { return noise_from_config<Dropout>(c, "rate"); }
+SpatialDropout1D SpatialDropout1D::from_config(const ConfigDict& c) {
+  return noise_from_config<SpatialDropout1D>(c, "rate");
+}
+SpatialDropout2D SpatialDropout2D::from_config(const ConfigDict& c) {
+  return noise_from_config<SpatialDropout2D>(c, "rate");
+}
+GaussianNoise GaussianNoise::from_config(const ConfigDict& c) {
+  return noise_from_config<GaussianNoise>(c, "stddev");
 }
 
 Embedding Embedding::from_config(const ConfigDict& c) {

@@ -1,4 +1,5 @@
-// Keras's core layers without weights (Flatten, Reshape, Activation, Dropout) and Embedding.
+// Keras's core layers without weights (Flatten, Reshape, Activation, Dropout, SpatialDropout1D/2D,
+// GaussianNoise, Lambda) and Embedding.
 //
 //   weft::nn::Flatten flat;                                    // (n, 7, 7, 32) -> (n, 1568)
 //   weft::nn::Reshape to_image({28, 28, 1});                   // batch dimension excluded; -1 ok
@@ -7,6 +8,7 @@
 //   weft::nn::Embedding embed(10000, 64);                      // int ids (n, t) -> (n, t, 64)
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -68,6 +70,37 @@ class Dropout : public Layer {
   // The layer get_config() describes (weft/nn/saving.h).
   static Dropout from_config(const ConfigDict& config);
   explicit Dropout(double rate, DropoutOptions options = {});
+};
+
+// Dropout of whole channels: one draw per example and channel, for (batch, steps, channels)
+// (1D) and (batch, height, width, channels) (2D) inputs; otherwise as Dropout.
+class SpatialDropout1D : public Layer {
+ public:
+  static SpatialDropout1D from_config(const ConfigDict& config);
+  explicit SpatialDropout1D(double rate, DropoutOptions options = {});
+};
+class SpatialDropout2D : public Layer {
+ public:
+  static SpatialDropout2D from_config(const ConfigDict& config);
+  explicit SpatialDropout2D(double rate, DropoutOptions options = {});
+};
+
+// Adds zero-mean Gaussian noise of standard deviation `stddev` while training (the identity at
+// inference); draws keyed as Dropout's.
+class GaussianNoise : public Layer {
+ public:
+  static GaussianNoise from_config(const ConfigDict& config);
+  explicit GaussianNoise(double stddev, DropoutOptions options = {});
+};
+
+// A C++ callable as a layer (keras.layers.Lambda): call(x) = fn(x), or fn(x, training). It has
+// no weights. A model holding one saves its config but not the function: to load it, register a
+// factory for "Lambda" with weft::nn::register_layer (weft/nn/saving.h).
+class Lambda : public Layer {
+ public:
+  using Fn = std::function<Tensor(const Tensor& x, bool training)>;
+  explicit Lambda(std::function<Tensor(const Tensor& x)> fn, LayerOptions options = {});
+  Lambda(Fn fn, LayerOptions options);
 };
 
 struct EmbeddingOptions {

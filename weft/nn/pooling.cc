@@ -2,6 +2,7 @@
 
 #include "weft/nn/internal/layer_util.h"
 #include "weft/ops/reduce.h"
+#include "weft/ops/shape_ops.h"
 
 namespace weft::nn {
 namespace {
@@ -24,8 +25,10 @@ class Pooling2DImpl : public LayerImpl {
         << "} and strides {" << strides_[0] << ", " << strides_[1] << "} must be positive";
   }
 
-  void build(const Shape& input_shape) override {
-    internal::check_rank(*this, input_shape, 4, "(batch, height, width, channels)");
+  void build(const Shape& shape) override {
+    if (one_d_) internal::check_rank(*this, shape, 3, "(batch, steps, channels)");
+    if (!one_d_) internal::check_rank(*this, shape, 4, "(batch, height, width, channels)");
+    Shape input_shape = one_d_ ? Shape{shape[0], 1, shape[1], shape[2]} : shape;
     WEFT_CHECK(
         padding_ == "SAME" || (input_shape[1] >= pool_size_[0] && input_shape[2] >= pool_size_[1]),
         InvalidArgument)
@@ -35,21 +38,39 @@ class Pooling2DImpl : public LayerImpl {
   }
 
   Tensor call(const Tensor& x, bool training) override {
+    if (one_d_) return squeeze(pool_(expand_dims(x, 1), pool_size_, strides_, padding_), {1});
     return pool_(x, pool_size_, strides_, padding_);
   }
   ConfigDict get_config() const override {
     ConfigDict c = LayerImpl::get_config();
-    c.set("pool_size", internal::config_pair(pool_size_));
-    c.set("strides", internal::config_pair(strides_))
-        .set("padding", padding_ == "SAME" ? "same" : "valid");
+    auto size = [&](const Size2& v) {
+      return one_d_ ? std::vector<int64_t>{v[1]} : internal::config_pair(v);
+    };
+    c.set("pool_size", size(pool_size_));
+    c.set("strides", size(strides_)).set("padding", padding_ == "SAME" ? "same" : "valid");
     return c;
   }
+  // The 1-D form: (batch, steps, channels) pooled as one row of an image.
+  void set_one_d() { one_d_ = true; }
 
  private:
   PoolFn pool_;
   Size2 pool_size_, strides_;
   std::string padding_;
+  bool one_d_ = false;
 };
+
+std::shared_ptr<Pooling2DImpl> pooling_1d(std::string class_name, Pooling2DImpl::PoolFn pool,
+                                          int64_t pool_size, const Pooling1DOptions& o) {
+  auto impl = std::make_shared<Pooling2DImpl>(
+      std::move(class_name), pool, Size2{1, pool_size},
+      Pooling2DOptions{.strides = {1, o.strides > 0 ? o.strides : pool_size},
+                       .padding = o.padding,
+                       .dtype = o.dtype,
+                       .name = o.name});
+  impl->set_one_d();
+  return impl;
+}
 
 Tensor max_pool(const Tensor& x, Size2 k, Size2 s, std::string_view p) {
   return max_pool2d(x, k, s, p);
@@ -58,14 +79,23 @@ Tensor avg_pool(const Tensor& x, Size2 k, Size2 s, std::string_view p) {
   return avg_pool2d(x, k, s, p);
 }
 
-class GlobalAveragePooling2DImpl : public LayerImpl {
+// The mean or maximum over the spatial axes (1 for 1-D inputs, 1 and 2 for 2-D).
+class GlobalPoolingImpl : public LayerImpl {
  public:
-  explicit GlobalAveragePooling2DImpl(const GlobalPooling2DOptions& options)
-      : LayerImpl("GlobalAveragePooling2D", options.name, options.dtype) {}
+  GlobalPoolingImpl(std::string class_name, bool max, bool one_d,
+                    const GlobalPooling2DOptions& options)
+      : LayerImpl(std::move(class_name), options.name, options.dtype), max_(max), one_d_(one_d) {}
   void build(const Shape& input_shape) override {
-    internal::check_rank(*this, input_shape, 4, "(batch, height, width, channels)");
+    if (one_d_) internal::check_rank(*this, input_shape, 3, "(batch, steps, channels)");
+    if (!one_d_) internal::check_rank(*this, input_shape, 4, "(batch, height, width, channels)");
   }
-  Tensor call(const Tensor& x, bool training) override { return mean(x, {1, 2}); }
+  Tensor call(const Tensor& x, bool training) override {
+    std::vector<int64_t> axes = one_d_ ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2};
+    return max_ ? max(x, axes) : mean(x, axes);
+  }
+
+ private:
+  bool max_, one_d_;
 };
 
 }  // namespace
@@ -79,7 +109,17 @@ AveragePooling2D::AveragePooling2D(Size2 pool_size, Pooling2DOptions options)
                                             std::move(options))) {}
 
 GlobalAveragePooling2D::GlobalAveragePooling2D(GlobalPooling2DOptions options)
-    : Layer(std::make_shared<GlobalAveragePooling2DImpl>(options)) {}
+    : Layer(std::make_shared<GlobalPoolingImpl>("GlobalAveragePooling2D", false, false, options)) {}
+GlobalMaxPooling2D::GlobalMaxPooling2D(GlobalPooling2DOptions options)
+    : Layer(std::make_shared<GlobalPoolingImpl>("GlobalMaxPooling2D", true, false, options)) {}
+GlobalAveragePooling1D::GlobalAveragePooling1D(GlobalPooling2DOptions options)
+    : Layer(std::make_shared<GlobalPoolingImpl>("GlobalAveragePooling1D", false, true, options)) {}
+GlobalMaxPooling1D::GlobalMaxPooling1D(GlobalPooling2DOptions options)
+    : Layer(std::make_shared<GlobalPoolingImpl>("GlobalMaxPooling1D", true, true, options)) {}
+MaxPooling1D::MaxPooling1D(int64_t pool_size, Pooling1DOptions options)
+    : Layer(pooling_1d("MaxPooling1D", max_pool, pool_size, options)) {}
+AveragePooling1D::AveragePooling1D(int64_t pool_size, Pooling1DOptions options)
+    : Layer(pooling_1d("AveragePooling1D", avg_pool, pool_size, options)) {}
 
 namespace {
 template <typename Pooling>
@@ -99,6 +139,32 @@ AveragePooling2D AveragePooling2D::from_config(const ConfigDict& c) {
 }
 GlobalAveragePooling2D GlobalAveragePooling2D::from_config(const ConfigDict& c) {
   return internal::configured(GlobalAveragePooling2D(), c);
+}
+GlobalMaxPooling2D GlobalMaxPooling2D::from_config(const ConfigDict& c) {
+  return internal::configured(GlobalMaxPooling2D(), c);
+}
+GlobalAveragePooling1D GlobalAveragePooling1D::from_config(const ConfigDict& c) {
+  return internal::configured(GlobalAveragePooling1D(), c);
+}
+GlobalMaxPooling1D GlobalMaxPooling1D::from_config(const ConfigDict& c) {
+  return internal::configured(GlobalMaxPooling1D(), c);
+}
+
+namespace {
+template <typename Pooling>
+Pooling pooling_1d_from_config(const ConfigDict& c) {
+  Pooling1DOptions o;
+  o.strides = internal::config_size1(c, "strides", 0);
+  o.padding = c.get_string("padding", o.padding);
+  return internal::configured(Pooling(internal::config_size1(c, "pool_size", 2), o), c);
+}
+}  // namespace
+
+MaxPooling1D MaxPooling1D::from_config(const ConfigDict& c) {
+  return pooling_1d_from_config<MaxPooling1D>(c);
+}
+AveragePooling1D AveragePooling1D::from_config(const ConfigDict& c) {
+  return pooling_1d_from_config<AveragePooling1D>(c);
 }
 
 }  // namespace weft::nn

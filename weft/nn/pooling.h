@@ -1,6 +1,7 @@
 // Keras pooling layers over NHWC inputs: MaxPooling2D and AveragePooling2D (windows of pool_size,
 // strides defaulting to pool_size, "valid" or "same" padding; "same" averages only the elements
-// inside the input, as TensorFlow), and GlobalAveragePooling2D (the mean over height and width).
+// inside the input, as TensorFlow), GlobalAveragePooling2D and GlobalMaxPooling2D (over height and
+// width); and their 1-D forms over (batch, steps, channels).
 //
 //   weft::nn::MaxPooling2D pool;                                  // 2x2 windows, stride 2
 //   weft::nn::AveragePooling2D avg({3, 3}, {.strides = {1, 1}, .padding = "same"});
@@ -45,6 +46,41 @@ class GlobalAveragePooling2D : public Layer {
   // The layer get_config() describes (weft/nn/saving.h).
   static GlobalAveragePooling2D from_config(const ConfigDict& config);
   explicit GlobalAveragePooling2D(GlobalPooling2DOptions options = {});
+};
+// The maximum over height and width: (n, h, w, c) -> (n, c).
+class GlobalMaxPooling2D : public Layer {
+ public:
+  static GlobalMaxPooling2D from_config(const ConfigDict& config);
+  explicit GlobalMaxPooling2D(GlobalPooling2DOptions options = {});
+};
+
+// Over steps of (batch, steps, channels): windows of pool_size, strides defaulting to it.
+struct Pooling1DOptions {
+  int64_t strides = 0;  // 0: pool_size
+  std::string padding = "valid";
+  std::string dtype{};
+  std::string name{};
+};
+class MaxPooling1D : public Layer {
+ public:
+  static MaxPooling1D from_config(const ConfigDict& config);
+  explicit MaxPooling1D(int64_t pool_size = 2, Pooling1DOptions options = {});
+};
+class AveragePooling1D : public Layer {
+ public:
+  static AveragePooling1D from_config(const ConfigDict& config);
+  explicit AveragePooling1D(int64_t pool_size = 2, Pooling1DOptions options = {});
+};
+// The mean and the maximum over steps: (n, steps, c) -> (n, c).
+class GlobalAveragePooling1D : public Layer {
+ public:
+  static GlobalAveragePooling1D from_config(const ConfigDict& config);
+  explicit GlobalAveragePooling1D(GlobalPooling2DOptions options = {});
+};
+class GlobalMaxPooling1D : public Layer {
+ public:
+  static GlobalMaxPooling1D from_config(const ConfigDict& config);
+  explicit GlobalMaxPooling1D(GlobalPooling2DOptions options = {});
 };
 
 }  // namespace weft::nn

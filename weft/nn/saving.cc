@@ -15,12 +15,15 @@
 #include "weft/core/crc32c.h"
 #include "weft/core/errors.h"
 #include "weft/core/file_io.h"
+#include "weft/nn/activation_layers.h"
 #include "weft/nn/conv.h"
 #include "weft/nn/core_layers.h"
 #include "weft/nn/dense.h"
 #include "weft/nn/merging.h"
 #include "weft/nn/normalization.h"
 #include "weft/nn/pooling.h"
+#include "weft/nn/preprocessing.h"
+#include "weft/nn/reshaping.h"
 #include "weft/ops/creation.h"
 #include "weft/version.h"
 
@@ -41,21 +44,51 @@ const std::map<std::string, LayerFactory>& built_in_layers() {
   static const std::map<std::string, LayerFactory> layers{
       {"Activation", built_in<Activation>()},
       {"Add", built_in<Add>()},
+      {"Average", built_in<Average>()},
+      {"AveragePooling1D", built_in<AveragePooling1D>()},
       {"AveragePooling2D", built_in<AveragePooling2D>()},
       {"BatchNormalization", built_in<BatchNormalization>()},
       {"Concatenate", built_in<Concatenate>()},
+      {"Conv1D", built_in<Conv1D>()},
       {"Conv2D", built_in<Conv2D>()},
+      {"Conv2DTranspose", built_in<Conv2DTranspose>()},
+      {"Cropping2D", built_in<Cropping2D>()},
       {"Dense", built_in<Dense>()},
+      {"DepthwiseConv2D", built_in<DepthwiseConv2D>()},
+      {"Dot", built_in<Dot>()},
       {"Dropout", built_in<Dropout>()},
+      {"ELU", built_in<ELU>()},
       {"Embedding", built_in<Embedding>()},
       {"Flatten", built_in<Flatten>()},
       {"Functional", functional_from_config},
+      {"GaussianNoise", built_in<GaussianNoise>()},
+      {"GlobalAveragePooling1D", built_in<GlobalAveragePooling1D>()},
       {"GlobalAveragePooling2D", built_in<GlobalAveragePooling2D>()},
+      {"GlobalMaxPooling1D", built_in<GlobalMaxPooling1D>()},
+      {"GlobalMaxPooling2D", built_in<GlobalMaxPooling2D>()},
       {"LayerNormalization", built_in<LayerNormalization>()},
+      {"LeakyReLU", built_in<LeakyReLU>()},
+      {"MaxPooling1D", built_in<MaxPooling1D>()},
       {"MaxPooling2D", built_in<MaxPooling2D>()},
+      {"Maximum", built_in<Maximum>()},
+      {"Minimum", built_in<Minimum>()},
+      {"Multiply", built_in<Multiply>()},
+      {"Normalization", built_in<Normalization>()},
+      {"PReLU", built_in<PReLU>()},
+      {"Permute", built_in<Permute>()},
+      {"ReLU", built_in<ReLU>()},
+      {"RepeatVector", built_in<RepeatVector>()},
+      {"Rescaling", built_in<Rescaling>()},
       {"Reshape", built_in<Reshape>()},
+      {"SeparableConv2D", built_in<SeparableConv2D>()},
       {"Sequential", sequential_from_config},
+      {"Softmax", built_in<Softmax>()},
+      {"SpatialDropout1D", built_in<SpatialDropout1D>()},
+      {"SpatialDropout2D", built_in<SpatialDropout2D>()},
+      {"Subtract", built_in<Subtract>()},
       {"SyncBatchNormalization", built_in<SyncBatchNormalization>()},
+      {"UpSampling2D", built_in<UpSampling2D>()},
+      {"ZeroPadding2D", built_in<ZeroPadding2D>()},
   };
   return layers;
 }

@@ -8,12 +8,11 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <unistd.h>
-
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -23,6 +22,8 @@
 #include "weft/np/np.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/reduce.h"
+#include "weft/ops/shape_ops.h"
+#include "weft/testing/gradient_check.h"
 
 namespace weft::testing {
 
@@ -122,6 +123,67 @@ inline void check_layer(const NnGoldens& goldens, const std::string& name, const
           << "gradient w.r.t. " << vars[i].name();
     }
   }
+}
+
+// The tape's gradients of sum(layer(x) * w) with respect to x (when floating) and each of the
+// layer's variables, against central differences (x and the variables must be float64: give the
+// layer the "float64" dtype policy). Variables are perturbed in place and restored.
+inline ::testing::AssertionResult layer_gradient_check(const nn::Layer& layer, const Tensor& x,
+                                                       bool training = false,
+                                                       double tolerance = 1e-6) {
+  layer(x, training);  // builds
+  std::vector<Variable> vars = layer.variables();
+  GradientTape tape;
+  if (is_floating(x.dtype())) tape.watch(x);
+  Tensor y = layer(x, training);
+  std::vector<double> w = weights_for(y.shape(), 0x5eed).to_vector<double>();
+  Tensor target = sum(mul(y, cast(Tensor::from_vector(w, y.shape()), y.dtype())));
+  std::vector<Tensor> sources;
+  if (is_floating(x.dtype())) sources.push_back(x);
+  for (const Variable& v : vars) sources.push_back(v.value());
+  std::vector<Tensor> analytic =
+      tape.gradient(target, sources, Tensor(), UnconnectedGradients::kZero);
+  const double eps = 1e-6;
+  double worst = 0;
+  std::string where;
+  auto compare = [&](const std::string& what, size_t j, double a, double numeric) {
+    double err = std::fabs(a - numeric) / std::max(1.0, std::fabs(numeric));
+    if (!(err <= worst)) {
+      worst = std::isnan(err) ? INFINITY : err;
+      where = what + " element " + std::to_string(j) + ": analytic " + std::to_string(a) +
+              ", numeric " + std::to_string(numeric);
+    }
+  };
+  size_t k = 0;
+  if (is_floating(x.dtype())) {
+    std::vector<double> xv = x.to_vector<double>(), a = analytic[k++].to_vector<double>();
+    for (size_t j = 0; j < xv.size(); ++j) {
+      std::vector<double> v = xv;
+      v[j] = xv[j] + eps;
+      double plus = internal::weighted_sum(layer(Tensor::from_vector(v, x.shape()), training), w);
+      v[j] = xv[j] - eps;
+      double minus = internal::weighted_sum(layer(Tensor::from_vector(v, x.shape()), training), w);
+      compare("input", j, a[j], (plus - minus) / (2 * eps));
+    }
+  }
+  for (Variable& var : vars) {
+    Tensor original = copy(var.value());
+    std::vector<double> vv = original.to_vector<double>(), a = analytic[k++].to_vector<double>();
+    for (size_t j = 0; j < vv.size(); ++j) {
+      std::vector<double> v = vv;
+      v[j] = vv[j] + eps;
+      var.assign(cast(Tensor::from_vector(v, original.shape()), original.dtype()));
+      double plus = internal::weighted_sum(layer(x, training), w);
+      v[j] = vv[j] - eps;
+      var.assign(cast(Tensor::from_vector(v, original.shape()), original.dtype()));
+      double minus = internal::weighted_sum(layer(x, training), w);
+      compare(var.name(), j, a[j], (plus - minus) / (2 * eps));
+    }
+    var.assign(original);
+  }
+  if (worst <= tolerance) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "layer gradient check failed: relative error " << worst << " at " << where;
 }
 
 }  // namespace weft::testing

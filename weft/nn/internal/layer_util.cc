@@ -53,4 +53,12 @@ void check_rank(const LayerImpl& layer, const Shape& shape, size_t rank, const c
       << ", got shape " << shape_str(shape) << " (rank " << shape.size() << ")";
 }
 
+int64_t config_size1(const ConfigDict& c, const std::string& key, int64_t fallback) {
+  if (!c.has(key) || c.is_null(key)) return fallback;
+  std::vector<int64_t> v = c.get_ints(key);
+  WEFT_CHECK(v.size() == 1, InvalidArgument)
+      << "config field \"" << key << "\" must hold one integer, got " << v.size();
+  return v[0];
+}
+
 }  // namespace weft::nn::internal

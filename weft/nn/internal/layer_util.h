@@ -33,6 +33,8 @@ L configured(L layer, const ConfigDict& config) {
 // absent or null (InvalidArgument unless it holds two integers).
 std::vector<int64_t> config_pair(const Size2& s);
 Size2 config_size2(const ConfigDict& config, const std::string& key, Size2 fallback);
+// A 1-D size as a config holds it, [n]; `fallback` when absent or null.
+int64_t config_size1(const ConfigDict& config, const std::string& key, int64_t fallback);
 
 // Throws InvalidArgument naming the layer unless `shape` (batch included) has rank `rank`.
 void check_rank(const LayerImpl& layer, const Shape& shape, size_t rank, const char* layout);
