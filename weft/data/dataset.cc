@@ -87,6 +87,33 @@ Dataset Dataset::filter(std::function<bool(const Element&)> pred) const {
 Dataset Dataset::shuffle(int64_t buffer_size, uint64_t seed, bool reshuffle_each_iteration) const {
   return derived(make_shuffle_node(node_, buffer_size, seed, reshuffle_each_iteration));
 }
+Dataset Dataset::from_generator(std::function<Generator()> make,
+                                std::vector<TensorSpec> output_signature) {
+  WEFT_CHECK(make != nullptr, InvalidArgument) << "Dataset::from_generator: the factory is empty";
+  return Dataset(make_generator_node(std::move(make), std::move(output_signature)));
+}
+
+Dataset Dataset::zip(const std::vector<Dataset>& datasets) {
+  WEFT_CHECK(!datasets.empty(), InvalidArgument) << "Dataset::zip: no datasets";
+  std::vector<NodePtr> nodes;
+  for (const Dataset& d : datasets) nodes.push_back(d.node());
+  return datasets[0].derived(make_zip_node(std::move(nodes)));
+}
+
+Dataset Dataset::padded_batch(int64_t batch_size, PaddedBatchOptions options) const {
+  WEFT_CHECK(batch_size > 0, InvalidArgument)
+      << "Dataset::padded_batch: batch_size must be positive, got " << batch_size;
+  return derived(make_padded_batch_node(node_, batch_size, std::move(options)));
+}
+
+Dataset Dataset::window(WindowOptions o) const {
+  if (o.shift == 0) o.shift = o.size;
+  WEFT_CHECK(o.size > 0 && o.shift > 0 && o.stride > 0, InvalidArgument)
+      << "Dataset::window: size (" << o.size << "), shift (" << o.shift << ") and stride ("
+      << o.stride << ") must be positive";
+  return derived(make_window_node(node_, o));
+}
+
 Dataset Dataset::batch(int64_t batch_size, bool drop_remainder) const {
   return derived(make_batch_node(node_, batch_size, drop_remainder));
 }
@@ -248,10 +275,14 @@ const Options& Dataset::options() const {
 
 const char* auto_shard_policy_name(AutoShardPolicy policy) {
   switch (policy) {
-    case AutoShardPolicy::AUTO: return "AUTO";
-    case AutoShardPolicy::OFF: return "OFF";
-    case AutoShardPolicy::FILE: return "FILE";
-    case AutoShardPolicy::DATA: return "DATA";
+    case AutoShardPolicy::AUTO:
+      return "AUTO";
+    case AutoShardPolicy::OFF:
+      return "OFF";
+    case AutoShardPolicy::FILE:
+      return "FILE";
+    case AutoShardPolicy::DATA:
+      return "DATA";
   }
   return "?";
 }

@@ -52,6 +52,26 @@ struct Options {
   DistributeOptions experimental_distribute;
 };
 
+// A component's dtype and shape (-1: any size along that axis), as tf.TensorSpec.
+struct TensorSpec {
+  DType dtype = kFloat32;
+  Shape shape{};
+};
+
+struct PaddedBatchOptions {
+  // Per component: the shape to pad to (-1 entries, or an empty shape: the batch's longest).
+  std::vector<Shape> padded_shapes{};
+  std::vector<double> padding_values{};  // per component; 0 by default
+  bool drop_remainder = false;
+};
+
+struct WindowOptions {
+  int64_t size = 1;
+  int64_t shift = 0;   // elements between window starts; 0: size
+  int64_t stride = 1;  // take every stride-th element within a window
+  bool drop_remainder = false;
+};
+
 class StateWriter;  // weft/data/iterator_state.h
 class StateReader;
 struct RowSource;  // internal: the tensors a from_tensor_slices pipeline reads rows of
@@ -73,6 +93,17 @@ class Dataset {
   // 0, 1, ..., n-1 (or start, start+step, ... < stop) as int64 scalars.
   static Dataset range(int64_t n);
   static Dataset range(int64_t start, int64_t stop, int64_t step = 1);
+  // tf.data.Dataset.from_generator: `make` is called at the start of every pass and returns the
+  // generator, which gives one element per call and nullopt at the end. With an
+  // output_signature, every element is checked against it (InvalidArgument naming the element
+  // and component). An iterator over it cannot save its position (a generator's state is its
+  // own), so it cannot be checkpointed.
+  using Generator = std::function<std::optional<Element>()>;
+  static Dataset from_generator(std::function<Generator()> make,
+                                std::vector<TensorSpec> output_signature = {});
+  // tf.data.Dataset.zip: elements of every dataset side by side (their components concatenated),
+  // until the shortest ends.
+  static Dataset zip(const std::vector<Dataset>& datasets);
 
   // ---- transformations (each returns a new Dataset; this one is unchanged) ----
   // Applies f to every element (to its single component, for the Tensor overload). With
@@ -97,6 +128,15 @@ class Dataset {
   // drop_remainder. Over from_tensor_slices (through shuffle, take, skip, shard, filter, repeat,
   // cache) a batch is made with one row copy per component instead of per-element tensors.
   Dataset batch(int64_t batch_size, bool drop_remainder = false) const;
+  // batch for elements of different shapes: each component is padded (at the end of every axis)
+  // to the longest in the batch, or to options.padded_shapes, with options.padding_values.
+  // Components must have the same rank in every element.
+  Dataset padded_batch(int64_t batch_size, PaddedBatchOptions options = {}) const;
+  // Sliding windows: the elements [i shift, i shift + (size - 1) stride] taking every stride-th,
+  // for i = 0, 1, ..., stacked component-wise as batch stacks (tf.data's window yields each window
+  // as a dataset; window(...).flat_map(batch) is this). Windows at the end are shorter unless
+  // drop_remainder.
+  Dataset window(WindowOptions options) const;
   // The whole dataset `count` times (-1: forever). Each repetition is a new pass.
   Dataset repeat(int64_t count = -1) const;
   // The first `count` elements (-1: all) / all but the first `count` (-1: none).

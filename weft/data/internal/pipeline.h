@@ -63,6 +63,11 @@ NodePtr make_repeat_node(NodePtr input, int64_t count);
 NodePtr make_shuffle_node(NodePtr input, int64_t buffer_size, uint64_t seed, bool reshuffle);
 NodePtr make_cache_node(NodePtr input);
 NodePtr make_prefetch_node(NodePtr input, int64_t buffer_size);
+NodePtr make_generator_node(std::function<Dataset::Generator()> make,
+                            std::vector<TensorSpec> output_signature);
+NodePtr make_zip_node(std::vector<NodePtr> inputs);
+NodePtr make_padded_batch_node(NodePtr input, int64_t batch_size, PaddedBatchOptions options);
+NodePtr make_window_node(NodePtr input, WindowOptions options);
 
 // Restoring an iterator is all or nothing. While a RestoreScope is open on this thread, readers
 // made to receive a state draw nothing from their node's shared counters (shuffle's pass numbers),
