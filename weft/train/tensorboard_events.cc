@@ -12,6 +12,7 @@
 
 #include "weft/core/crc32c.h"
 #include "weft/core/errors.h"
+#include "weft/core/tfrecord.h"
 
 namespace weft::train {
 namespace {
@@ -88,22 +89,6 @@ std::string encode_scalar_event(double wall_time, int64_t step, std::string_view
   return event;
 }
 
-std::string frame_tfrecord(std::string_view data) {
-  std::string out;
-  uint64_t length = data.size();
-  char header[12];
-  std::memcpy(header, &length, 8);
-  uint32_t length_crc = masked_crc32c(crc32c(header, 8));
-  std::memcpy(header + 8, &length_crc, 4);
-  out.append(header, 12);
-  out.append(data);
-  uint32_t data_crc = masked_crc32c(crc32c(data.data(), data.size()));
-  char footer[4];
-  std::memcpy(footer, &data_crc, 4);
-  out.append(footer, 4);
-  return out;
-}
-
 }  // namespace internal
 
 EventFileWriter::EventFileWriter(const std::string& logdir) {
@@ -127,7 +112,7 @@ EventFileWriter::EventFileWriter(const std::string& logdir) {
 EventFileWriter::~EventFileWriter() = default;  // fclose writes what is buffered
 
 void EventFileWriter::write_record(std::string_view event) {
-  std::string record = internal::frame_tfrecord(event);
+  std::string record = frame_tfrecord(event);
   WEFT_CHECK(std::fwrite(record.data(), 1, record.size(), file_.get()) == record.size(),
              FailedPrecondition)
       << "EventFileWriter: cannot write " << path_ << ": " << std::strerror(errno);

@@ -49,7 +49,6 @@ namespace internal {
 // Exposed for tests: the encodings the writer uses.
 std::string encode_file_version_event(double wall_time, std::string_view version);
 std::string encode_scalar_event(double wall_time, int64_t step, std::string_view tag, float value);
-std::string frame_tfrecord(std::string_view data);
 }  // namespace internal
 
 }  // namespace weft::train

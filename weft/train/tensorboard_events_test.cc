@@ -16,6 +16,7 @@
 
 #include "weft/core/crc32c.h"
 #include "weft/core/errors.h"
+#include "weft/core/tfrecord.h"
 
 namespace {
 
@@ -130,7 +131,7 @@ TEST_F(TensorBoardEventsTest, ReaderRejectsDamagedRecords) {
 }
 
 TEST_F(TensorBoardEventsTest, FramingMatchesTfRecord) {
-  std::string record = weft::train::internal::frame_tfrecord("abc");
+  std::string record = weft::frame_tfrecord("abc");
   ASSERT_EQ(record.size(), 8u + 4 + 3 + 4);
   uint64_t len;
   uint32_t len_crc, data_crc;
