@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "weft/data/internal/pipeline.h"
@@ -98,6 +99,95 @@ Dataset Dataset::zip(const std::vector<Dataset>& datasets) {
   std::vector<NodePtr> nodes;
   for (const Dataset& d : datasets) nodes.push_back(d.node());
   return datasets[0].derived(make_zip_node(std::move(nodes)));
+}
+
+Dataset Dataset::from_tensors(const std::vector<Tensor>& components) {
+  WEFT_CHECK(!components.empty(), InvalidArgument) << "Dataset::from_tensors: no tensors";
+  std::string description = "from_tensors(";
+  for (size_t i = 0; i < components.size(); ++i) {
+    description += (i ? ", " : "") + shape_str(components[i].shape()) + " " +
+                   std::string(dtype_name(components[i].dtype()));
+  }
+  return Dataset(make_elements_node({components}, description + ")"));
+}
+
+Dataset Dataset::choose_from_datasets(const std::vector<Dataset>& datasets,
+                                      const Dataset& choices) {
+  WEFT_CHECK(!datasets.empty(), InvalidArgument) << "choose_from_datasets: no datasets";
+  std::vector<NodePtr> nodes;
+  for (const Dataset& d : datasets) nodes.push_back(d.node());
+  return datasets[0].derived(make_choose_node(std::move(nodes), choices.node()));
+}
+
+Dataset Dataset::sample_from_datasets(const std::vector<Dataset>& datasets,
+                                      std::vector<double> weights, uint64_t seed) {
+  WEFT_CHECK(!datasets.empty(), InvalidArgument) << "sample_from_datasets: no datasets";
+  if (weights.empty()) weights.assign(datasets.size(), 1.0);
+  WEFT_CHECK(weights.size() == datasets.size(), InvalidArgument)
+      << "sample_from_datasets: " << weights.size() << " weights for " << datasets.size()
+      << " datasets";
+  for (double w : weights) {
+    WEFT_CHECK(w >= 0 && std::isfinite(w), InvalidArgument)
+        << "sample_from_datasets: weights must be finite and non-negative, got " << w;
+  }
+  std::vector<NodePtr> nodes;
+  for (const Dataset& d : datasets) nodes.push_back(d.node());
+  return datasets[0].derived(make_sample_node(std::move(nodes), std::move(weights), seed));
+}
+
+Dataset Dataset::apply(const std::function<Dataset(const Dataset&)>& f) const {
+  WEFT_CHECK(f != nullptr, InvalidArgument) << "Dataset::apply: the function is empty";
+  return f(*this);
+}
+Dataset Dataset::concatenate(const Dataset& other) const {
+  return derived(make_concatenate_node(node_, other.node()));
+}
+Dataset Dataset::enumerate(int64_t start) const {
+  return derived(make_enumerate_node(node_, start));
+}
+Dataset Dataset::flat_map(std::function<Dataset(const Element&)> f) const {
+  WEFT_CHECK(f != nullptr, InvalidArgument) << "Dataset::flat_map: the function is empty";
+  return derived(make_flat_map_node(node_, std::move(f), "flat_map"));
+}
+Dataset Dataset::unbatch() const {
+  return derived(make_flat_map_node(
+      node_, [](const Element& e) { return from_tensor_slices(e); }, "unbatch"));
+}
+Dataset Dataset::take_while(std::function<bool(const Element&)> pred) const {
+  WEFT_CHECK(pred != nullptr, InvalidArgument) << "Dataset::take_while: the predicate is empty";
+  return derived(make_take_while_node(node_, std::move(pred)));
+}
+Dataset Dataset::ignore_errors() const { return derived(make_ignore_errors_node(node_)); }
+Dataset Dataset::scan(Element initial_state, ScanFn f) const {
+  WEFT_CHECK(f != nullptr, InvalidArgument) << "Dataset::scan: the function is empty";
+  return derived(make_scan_node(node_, std::move(initial_state), std::move(f)));
+}
+Dataset Dataset::unique() const { return derived(make_unique_node(node_)); }
+
+Element Dataset::reduce(Element initial,
+                        const std::function<Element(const Element&, const Element&)>& f) const {
+  WEFT_CHECK(f != nullptr, InvalidArgument) << "Dataset::reduce: the function is empty";
+  Element state = std::move(initial);
+  for (const Element& e : *this) state = f(state, e);
+  return state;
+}
+
+Element Dataset::get_single_element() const {
+  Iterator it = begin();
+  std::optional<Element> first = it.next();
+  WEFT_CHECK(first.has_value(), InvalidArgument)
+      << "Dataset::get_single_element: the dataset is empty";
+  WEFT_CHECK(!it.next().has_value(), InvalidArgument)
+      << "Dataset::get_single_element: the dataset has more than one element";
+  return *first;
+}
+
+std::vector<TensorSpec> Dataset::element_spec() const {
+  std::optional<Element> first = begin().next();
+  std::vector<TensorSpec> spec;
+  if (!first) return spec;
+  for (const Tensor& t : *first) spec.push_back({t.dtype(), t.shape()});
+  return spec;
 }
 
 Dataset Dataset::padded_batch(int64_t batch_size, PaddedBatchOptions options) const {

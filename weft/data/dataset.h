@@ -104,6 +104,16 @@ class Dataset {
   // tf.data.Dataset.zip: elements of every dataset side by side (their components concatenated),
   // until the shortest ends.
   static Dataset zip(const std::vector<Dataset>& datasets);
+  // One element: the tensors as they are (from_tensor_slices slices them).
+  static Dataset from_tensors(const std::vector<Tensor>& components);
+  // tf.data.experimental.choose_from_datasets: the next element of datasets[c] for each integer
+  // scalar c of `choices` (an exhausted dataset's turn is skipped).
+  static Dataset choose_from_datasets(const std::vector<Dataset>& datasets, const Dataset& choices);
+  // tf.data.experimental.sample_from_datasets: each element from dataset i with probability
+  // weights[i] (default: equal) among those not yet exhausted, drawn by Philox keyed by (seed,
+  // element number); it ends when all are exhausted.
+  static Dataset sample_from_datasets(const std::vector<Dataset>& datasets,
+                                      std::vector<double> weights = {}, uint64_t seed = 0);
 
   // ---- transformations (each returns a new Dataset; this one is unchanged) ----
   // Applies f to every element (to its single component, for the Tensor overload). With
@@ -137,6 +147,36 @@ class Dataset {
   // as a dataset; window(...).flat_map(batch) is this). Windows at the end are shorter unless
   // drop_remainder.
   Dataset window(WindowOptions options) const;
+  // f(*this): a transformation written as a function of datasets.
+  Dataset apply(const std::function<Dataset(const Dataset&)>& f) const;
+  // This dataset's elements, then other's.
+  Dataset concatenate(const Dataset& other) const;
+  // (index, element...) with index start, start + 1, ... as an int64 scalar first component.
+  Dataset enumerate(int64_t start = 0) const;
+  // The elements of f(e) for each element e, in order.
+  Dataset flat_map(std::function<Dataset(const Element&)> f) const;
+  // The rows of each element (batch's inverse): components sliced along their first axis.
+  Dataset unbatch() const;
+  // Elements while pred holds; ends at the first for which it does not.
+  Dataset take_while(std::function<bool(const Element&)> pred) const;
+  // Drops the elements whose production throws InvalidArgument or DataLoss (a bad record, a
+  // map function that refuses an element), as tf.data.experimental.ignore_errors.
+  Dataset ignore_errors() const;
+  // tf.data.experimental.scan: f(state, element) gives (new state, output element), starting
+  // from initial_state; the state is saved with an iterator's position.
+  using ScanFn =
+      std::function<std::pair<Element, Element>(const Element& state, const Element& element)>;
+  Dataset scan(Element initial_state, ScanFn f) const;
+  // The first occurrence of each value; elements must be one integer scalar.
+  Dataset unique() const;
+  // f folded over every element from `initial` (tf.data's reduce), read now.
+  Element reduce(Element initial,
+                 const std::function<Element(const Element& state, const Element& e)>& f) const;
+  // The dataset's only element; InvalidArgument unless it has exactly one.
+  Element get_single_element() const;
+  // Each component's dtype and shape, from the first element of a fresh pass (weft has no static
+  // shapes to read it from; an empty dataset gives an empty spec).
+  std::vector<TensorSpec> element_spec() const;
   // The whole dataset `count` times (-1: forever). Each repetition is a new pass.
   Dataset repeat(int64_t count = -1) const;
   // The first `count` elements (-1: all) / all but the first `count` (-1: none).

@@ -68,6 +68,18 @@ NodePtr make_generator_node(std::function<Dataset::Generator()> make,
 NodePtr make_zip_node(std::vector<NodePtr> inputs);
 NodePtr make_padded_batch_node(NodePtr input, int64_t batch_size, PaddedBatchOptions options);
 NodePtr make_window_node(NodePtr input, WindowOptions options);
+using ScanFn = Dataset::ScanFn;
+NodePtr make_elements_node(std::vector<Element> elements, std::string description);
+NodePtr make_concatenate_node(NodePtr a, NodePtr b);
+NodePtr make_enumerate_node(NodePtr input, int64_t start);
+NodePtr make_take_while_node(NodePtr input, std::function<bool(const Element&)> pred);
+NodePtr make_ignore_errors_node(NodePtr input);
+NodePtr make_flat_map_node(NodePtr input, std::function<Dataset(const Element&)> f,
+                           std::string name);
+NodePtr make_choose_node(std::vector<NodePtr> inputs, NodePtr choices);
+NodePtr make_sample_node(std::vector<NodePtr> inputs, std::vector<double> weights, uint64_t seed);
+NodePtr make_scan_node(NodePtr input, Element initial, ScanFn f);
+NodePtr make_unique_node(NodePtr input);
 
 // Restoring an iterator is all or nothing. While a RestoreScope is open on this thread, readers
 // made to receive a state draw nothing from their node's shared counters (shuffle's pass numbers),

@@ -36,63 +36,42 @@ using internal::Node;
 using internal::NodePtr;
 using internal::Reader;
 
-// ---- in-memory elements (list_files' names) -------------------------------------------------
-
-class ElementsReader : public Reader {
- public:
-  explicit ElementsReader(std::shared_ptr<const std::vector<Element>> elements)
-      : elements_(std::move(elements)) {}
-  std::optional<Element> next() override {
-    if (index_ >= elements_->size()) return std::nullopt;
-    return (*elements_)[index_++];
-  }
-  void save(StateWriter& w) const override {
-    w.begin("elements");
-    w.write_i64(static_cast<int64_t>(index_));
-  }
-  void restore(StateReader& r) override {
-    r.begin("elements");
-    index_ =
-        static_cast<size_t>(r.read_i64("position", 0, static_cast<int64_t>(elements_->size())));
-  }
-
- private:
-  std::shared_ptr<const std::vector<Element>> elements_;
-  size_t index_ = 0;
-};
-
-class ElementsNode : public Node {
- public:
-  ElementsNode(std::vector<Element> elements, std::string description)
-      : elements_(std::make_shared<const std::vector<Element>>(std::move(elements))),
-        description_(std::move(description)) {}
-  std::unique_ptr<Reader> make_reader() const override {
-    return std::make_unique<ElementsReader>(elements_);
-  }
-  int64_t cardinality() const override { return static_cast<int64_t>(elements_->size()); }
-  std::string describe() const override { return description_; }
-
- private:
-  std::shared_ptr<const std::vector<Element>> elements_;
-  std::string description_;
-};
-
 // ---- records of files: lines or TFRecords ----------------------------------------------------
 
-enum class Format { kTextLine, kTFRecord };
+enum class Format { kTextLine, kTFRecord, kFixedLength };
+
+struct FileFormat {
+  Format format;
+  int64_t record_bytes = 0, header_bytes = 0, footer_bytes = 0;  // kFixedLength
+};
 
 // One open file and the next record's byte offset in it.
 class OpenFile {
  public:
-  OpenFile(std::string path, Format format) : path_(std::move(path)), format_(format) {
-    if (format_ == Format::kTFRecord) {
+  OpenFile(std::string path, const FileFormat& f) : path_(std::move(path)), f_(f) {
+    if (f_.format == Format::kTFRecord) {
       records_ = std::make_unique<TFRecordReader>(path_);
-    } else {
-      text_ = io::read_whole_file(path_);
+      return;
+    }
+    text_ = io::read_whole_file(path_);
+    if (f_.format == Format::kFixedLength) {
+      const int64_t size = static_cast<int64_t>(text_.size());
+      const int64_t body = size - f_.header_bytes - f_.footer_bytes;
+      WEFT_CHECK(body >= 0 && body % f_.record_bytes == 0, DataLoss)
+          << path_ << ": " << size << " bytes are not a " << f_.header_bytes
+          << "-byte header, whole records of " << f_.record_bytes << " bytes and a "
+          << f_.footer_bytes << "-byte footer";
+      offset_ = static_cast<size_t>(f_.header_bytes);
     }
   }
   std::optional<std::string> next() {
     if (records_) return records_->next();
+    if (f_.format == Format::kFixedLength) {
+      if (offset_ + f_.footer_bytes >= text_.size()) return std::nullopt;
+      std::string record = text_.substr(offset_, static_cast<size_t>(f_.record_bytes));
+      offset_ += static_cast<size_t>(f_.record_bytes);
+      return record;
+    }
     if (offset_ >= text_.size()) return std::nullopt;
     size_t end = text_.find('\n', offset_);
     size_t stop = end == std::string::npos ? text_.size() : end;
@@ -113,15 +92,21 @@ class OpenFile {
 
  private:
   std::string path_;
-  Format format_;
+  FileFormat f_;
   std::unique_ptr<TFRecordReader> records_;
   std::string text_;
   size_t offset_ = 0;
 };
 
+const char* name_of(Format f) {
+  return f == Format::kTFRecord      ? "tfrecord_dataset"
+         : f == Format::kFixedLength ? "fixed_length_record_dataset"
+                                     : "text_line_dataset";
+}
+
 class FileRecordsReader : public Reader {
  public:
-  FileRecordsReader(std::unique_ptr<Reader> filenames, Format format)
+  FileRecordsReader(std::unique_ptr<Reader> filenames, FileFormat format)
       : filenames_(std::move(filenames)), format_(format) {}
   std::optional<Element> next() override {
     while (true) {
@@ -137,7 +122,7 @@ class FileRecordsReader : public Reader {
     }
   }
   void save(StateWriter& w) const override {
-    w.begin(format_ == Format::kTFRecord ? "tfrecord" : "text_line");
+    w.begin(name_of(format_.format));
     filenames_->save(w);
     w.write_bool(file_ != nullptr);
     if (file_) {
@@ -146,7 +131,7 @@ class FileRecordsReader : public Reader {
     }
   }
   void restore(StateReader& r) override {
-    r.begin(format_ == Format::kTFRecord ? "tfrecord" : "text_line");
+    r.begin(name_of(format_.format));
     filenames_->restore(r);
     file_.reset();
     if (r.read_bool("an open file")) {
@@ -159,25 +144,29 @@ class FileRecordsReader : public Reader {
 
  private:
   std::unique_ptr<Reader> filenames_;
-  Format format_;
+  FileFormat format_;
   std::unique_ptr<OpenFile> file_;
 };
 
 class FileRecordsNode : public Node {
  public:
-  FileRecordsNode(NodePtr filenames, Format format)
+  FileRecordsNode(NodePtr filenames, FileFormat format)
       : filenames_(std::move(filenames)), format_(format) {}
   std::unique_ptr<Reader> make_reader() const override {
     return std::make_unique<FileRecordsReader>(filenames_->make_reader(), format_);
   }
   std::string describe() const override {
-    return std::string(format_ == Format::kTFRecord ? "tfrecord_dataset(" : "text_line_dataset(") +
-           filenames_->describe() + ")";
+    std::string s = std::string(name_of(format_.format)) + "(" + filenames_->describe();
+    if (format_.format == Format::kFixedLength) {
+      s += ", " + std::to_string(format_.record_bytes) + ", " +
+           std::to_string(format_.header_bytes) + ", " + std::to_string(format_.footer_bytes);
+    }
+    return s + ")";
   }
 
  private:
   NodePtr filenames_;
-  Format format_;
+  FileFormat format_;
 };
 
 Dataset names(const std::vector<std::string>& filenames) {
@@ -187,7 +176,7 @@ Dataset names(const std::vector<std::string>& filenames) {
     elements.push_back({string_tensor(filenames[i])});
     description += (i ? ", " : "") + filenames[i];
   }
-  return Dataset(std::make_shared<ElementsNode>(std::move(elements), description + "]"));
+  return Dataset(internal::make_elements_node(std::move(elements), description + "]"));
 }
 
 }  // namespace
@@ -205,7 +194,7 @@ Dataset list_files(const std::string& pattern, bool shuffle, uint64_t seed) {
   std::sort(found.begin(), found.end());
   std::vector<Element> elements;
   for (const std::string& f : found) elements.push_back({string_tensor(f)});
-  Dataset ds(std::make_shared<ElementsNode>(std::move(elements), "list_files(" + pattern + ")"));
+  Dataset ds(internal::make_elements_node(std::move(elements), "list_files(" + pattern + ")"));
   return shuffle ? ds.shuffle(static_cast<int64_t>(found.size()), seed) : ds;
 }
 
@@ -213,13 +202,29 @@ Dataset text_line_dataset(const std::vector<std::string>& filenames) {
   return text_line_dataset(names(filenames));
 }
 Dataset text_line_dataset(const Dataset& filenames) {
-  return Dataset(std::make_shared<FileRecordsNode>(filenames.node(), Format::kTextLine));
+  return Dataset(
+      std::make_shared<FileRecordsNode>(filenames.node(), FileFormat{Format::kTextLine}));
+}
+Dataset fixed_length_record_dataset(const std::vector<std::string>& filenames, int64_t record_bytes,
+                                    int64_t header_bytes, int64_t footer_bytes) {
+  return fixed_length_record_dataset(names(filenames), record_bytes, header_bytes, footer_bytes);
+}
+Dataset fixed_length_record_dataset(const Dataset& filenames, int64_t record_bytes,
+                                    int64_t header_bytes, int64_t footer_bytes) {
+  WEFT_CHECK(record_bytes > 0 && header_bytes >= 0 && footer_bytes >= 0, InvalidArgument)
+      << "fixed_length_record_dataset: record_bytes (" << record_bytes << ") must be positive, "
+      << "header_bytes (" << header_bytes << ") and footer_bytes (" << footer_bytes
+      << ") non-negative";
+  return Dataset(std::make_shared<FileRecordsNode>(
+      filenames.node(),
+      FileFormat{Format::kFixedLength, record_bytes, header_bytes, footer_bytes}));
 }
 Dataset tfrecord_dataset(const std::vector<std::string>& filenames) {
   return tfrecord_dataset(names(filenames));
 }
 Dataset tfrecord_dataset(const Dataset& filenames) {
-  return Dataset(std::make_shared<FileRecordsNode>(filenames.node(), Format::kTFRecord));
+  return Dataset(
+      std::make_shared<FileRecordsNode>(filenames.node(), FileFormat{Format::kTFRecord}));
 }
 
 // ---- tf.train.Example -----------------------------------------------------------------------

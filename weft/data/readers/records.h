@@ -1,6 +1,7 @@
-// File sources as tf.data has them: list_files, TextLineDataset and TFRecordDataset (here
-// text_line_dataset and tfrecord_dataset), and tf.io.parse_single_example for the
-// tf.train.Example records TFRecord files usually hold. weft's tensors have no string dtype: a
+// File sources as tf.data has them: list_files, TextLineDataset, TFRecordDataset and
+// FixedLengthRecordDataset (here text_line_dataset, tfrecord_dataset and
+// fixed_length_record_dataset), and tf.io.parse_single_example for the tf.train.Example records
+// TFRecord files usually hold. weft's tensors have no string dtype: a
 // string (a file name, a line, a record) is a 1-D uint8 tensor of its bytes; string_tensor and
 // as_string convert.
 //
@@ -43,6 +44,13 @@ Dataset text_line_dataset(const Dataset& filenames);
 // the record's byte offset.
 Dataset tfrecord_dataset(const std::vector<std::string>& filenames);
 Dataset tfrecord_dataset(const Dataset& filenames);
+
+// Records of record_bytes bytes, after a header and before a footer of the given sizes, from each
+// file (tf.data.FixedLengthRecordDataset). A file whose size does not fit is DataLoss naming it.
+Dataset fixed_length_record_dataset(const std::vector<std::string>& filenames, int64_t record_bytes,
+                                    int64_t header_bytes = 0, int64_t footer_bytes = 0);
+Dataset fixed_length_record_dataset(const Dataset& filenames, int64_t record_bytes,
+                                    int64_t header_bytes = 0, int64_t footer_bytes = 0);
 
 // tf.io.FixedLenFeature: exactly shape's element count of values (or none, when a default is
 // given), as a tensor of `shape`. dtype kInt64, kFloat32, or kUInt8 for a bytes feature (one

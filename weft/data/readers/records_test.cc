@@ -159,6 +159,20 @@ TEST_F(RecordsTest, ListFilesSortsOrShufflesAndFeedsReaders) {
               ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("no files match")));
 }
 
+TEST_F(RecordsTest, FixedLengthRecordsBetweenAHeaderAndAFooter) {
+  write_text(path("f.bin"), "HDRabcdefghijklFT");  // 3-byte header, 3 records of 4, 2-byte footer
+  std::vector<std::string> got;
+  for (const Element& e : fixed_length_record_dataset({path("f.bin")}, 4, 3, 2)) {
+    got.push_back(as_string(e[0]));
+  }
+  EXPECT_THAT(got, ElementsAre("abcd", "efgh", "ijkl"));
+  EXPECT_THAT(
+      [&] {
+        for (const Element& e : fixed_length_record_dataset({path("f.bin")}, 5, 3, 2)) (void)e;
+      },
+      ::testing::ThrowsMessage<DataLoss>(HasSubstr("f.bin")));
+}
+
 TEST_F(RecordsTest, ParseExampleErrorsNameTheFeature) {
   std::string file = write_examples("e.tfrecord", 1);  // example 0: no "tags"
   Tensor record = tfrecord_dataset({file}).begin().next()->at(0);
