@@ -1,0 +1,69 @@
+// Keras's breadth in weft: weighted losses and fit's class_weight, metrics by name, the
+// everyday layers and the tf.data methods. docs/training.md quotes it; CI runs it and checks
+// what it prints.
+#include <weft/weft.h>
+
+#include <cstdio>
+
+namespace nn = weft::nn;
+namespace data = weft::data;
+
+int main() {
+  // Losses take a sample weight: sum(loss * w) / number of losses, as Keras's.
+  weft::Tensor y_true = weft::Tensor::from_vector<float>({0, 1, 1, 0});
+  weft::Tensor y_pred = weft::Tensor::from_vector<float>({0.5f, 1, 0, 0}, {4, 1});
+  weft::Tensor w = weft::Tensor::from_vector<float>({2, 1, 1, 0});
+  nn::losses::MeanSquaredError mse;
+  std::printf("mse %.3f, weighted %.3f\n", mse(y_true, y_pred).item<double>(),
+              mse(y_true, y_pred, w).item<double>());
+
+  // Metrics accumulate batch by batch.
+  nn::metrics::AUC auc;
+  nn::metrics::Precision precision;
+  weft::Tensor labels = weft::Tensor::from_vector<float>({0, 0, 1, 1, 1, 0});
+  weft::Tensor scores = weft::Tensor::from_vector<float>({0.1f, 0.6f, 0.7f, 0.4f, 0.9f, 0.2f});
+  auc.update_state(labels, scores);
+  precision.update_state(labels, scores);
+  std::printf("auc %.3f, precision %.3f\n", auc.result(), precision.result());
+
+  // The everyday layers.
+  weft::Tensor seq = weft::ones({2, 10, 3});
+  weft::Tensor causal = nn::Conv1D(8, 3, {.padding = "causal", .dilation_rate = 2})(seq);
+  weft::Tensor image = weft::ones({1, 7, 7, 4});
+  weft::Tensor up = nn::Conv2DTranspose(2, {3, 3}, {.strides = {2, 2}, .padding = "same"})(image);
+  weft::Tensor sep = nn::SeparableConv2D(6, {3, 3}, {.depth_multiplier = 2})(image);
+  std::printf("conv1d %s, transpose %s, separable %s\n", weft::shape_str(causal.shape()).c_str(),
+              weft::shape_str(up.shape()).c_str(), weft::shape_str(sep.shape()).c_str());
+
+  // tf.data: ragged elements padded to a batch, sliding windows, zip.
+  data::Dataset ragged = data::Dataset::range(1, 4).map(
+      [](const weft::Tensor& n) { return weft::ones({n.item<int64_t>()}, weft::kInt64); });
+  for (const data::Element& batch : ragged.padded_batch(3)) {
+    std::printf("padded %s:", weft::shape_str(batch[0].shape()).c_str());
+    for (int64_t v : batch[0].to_vector<int64_t>()) std::printf(" %lld", static_cast<long long>(v));
+    std::printf("\n");
+  }
+  data::Dataset windows = data::Dataset::range(6).window({.size = 3, .shift = 2});
+  for (const data::Element& win : windows) {
+    std::printf("window:");
+    for (int64_t v : win[0].to_vector<int64_t>()) std::printf(" %lld", static_cast<long long>(v));
+    std::printf("\n");
+  }
+
+  // fit with sample weights (a third component), class_weight and callbacks.
+  weft::Tensor x = weft::stateless_random_normal({256, 4}, {1, 2});
+  weft::Tensor y = weft::cast(weft::greater(weft::sum(x, {1}), 0.0), weft::kInt64);
+  nn::Sequential model({nn::Dense(16), nn::LeakyReLU(0.1), nn::Dense(2)});
+  model.compile(weft::optim::Nadam(0.01),
+                nn::losses::SparseCategoricalCrossentropy({.from_logits = true}), {"accuracy"});
+  weft::train::History h =
+      model.fit(data::Dataset::from_tensor_slices({x, y}).batch(32),
+                {.epochs = 5,
+                 .callbacks = {weft::train::ReduceLROnPlateau({.monitor = "loss", .patience = 1}),
+                               weft::train::TerminateOnNaN()},
+                 .verbose = 0,
+                 .class_weight = {{0, 1.0}, {1, 2.0}}});
+  std::printf("trained: accuracy above 0.9: %s\n",
+              h.history["accuracy"].back() > 0.9 ? "yes" : "no");
+  return 0;
+}
