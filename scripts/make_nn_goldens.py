@@ -4,7 +4,7 @@
   make_nn_goldens.py OUT_DIR [GROUP ...]
 
 GROUPs: dense conv pooling core normalization losses metrics more_losses more_metrics more_layers
-(default: all). Each case writes <case>.<array>.npy into OUT_DIR. A layer case holds its input
+recurrent (default: all). Each case writes <case>.<array>.npy into OUT_DIR. A layer case holds its input
 `x`, its weights `w0`, `w1`, ... in the layer's creation order, the upstream gradient `dy`, and
 what NumPy computes for the layer: the output `y` and (most groups) the gradients of sum(y * dy)
 with respect to x (`dx`) and each weight (`dw0`, ...); more_layers has outputs only, its tests
@@ -735,6 +735,102 @@ def more_layer_cases():
     return cases
 
 
+# ---- recurrent layers: Keras's cells step by step, masks, go_backwards, states -----------------
+
+
+def sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+def rnn_run(cell, x, weights, units, mask=None, go_backwards=False, zero_output=False,
+            initial=None, reset_after=True):
+    """Keras's RNN loop: returns (outputs in processing order, last output, final states)."""
+    n, steps, _ = x.shape
+    kernel, recurrent = weights[0], weights[1]
+    bias = weights[2] if len(weights) > 2 else None
+    states = [np.zeros((n, units)) for _ in range(2 if cell == "lstm" else 1)]
+    if initial is not None:
+        states = [s.copy() for s in initial]
+    order = range(steps - 1, -1, -1) if go_backwards else range(steps)
+    outputs, prev = [], np.zeros((n, units))
+    for t in order:
+        xt = x[:, t]
+        h = states[0]
+        if cell == "simple":
+            y = np.tanh(xt @ kernel + h @ recurrent + (bias if bias is not None else 0))
+            new = [y]
+        elif cell == "lstm":
+            z = xt @ kernel + h @ recurrent + (bias if bias is not None else 0)
+            i, f, g, o = (z[:, k * units:(k + 1) * units] for k in range(4))
+            c = sigmoid(f) * states[1] + sigmoid(i) * np.tanh(g)
+            y = sigmoid(o) * np.tanh(c)
+            new = [y, c]
+        else:
+            u = units
+            if reset_after:
+                xp = xt @ kernel + bias[0]
+                hu = h @ recurrent + bias[1]
+                zg = sigmoid(xp[:, :u] + hu[:, :u])
+                r = sigmoid(xp[:, u:2 * u] + hu[:, u:2 * u])
+                cand = np.tanh(xp[:, 2 * u:] + r * hu[:, 2 * u:])
+            else:
+                xp = xt @ kernel + bias
+                zg = sigmoid(xp[:, :u] + h @ recurrent[:, :u])
+                r = sigmoid(xp[:, u:2 * u] + h @ recurrent[:, u:2 * u])
+                cand = np.tanh(xp[:, 2 * u:] + (r * h) @ recurrent[:, 2 * u:])
+            y = zg * h + (1 - zg) * cand
+            new = [y]
+        if mask is not None:
+            m = mask[:, t][:, None]
+            new = [np.where(m, a, b) for a, b in zip(new, states)]
+            y = np.where(m, y, 0 * y if zero_output else prev)
+        states, prev = new, y
+        outputs.append(y)
+    return np.stack(outputs, 1), prev, states
+
+
+def rnn_weights(cell, features, units, reset_after=True):
+    g = {"simple": 1, "lstm": 4, "gru": 3}[cell] * units
+    bias_shape = (2, g) if cell == "gru" and reset_after else (g,)
+    return [f32(0.5 * randn(features, g)), f32(0.5 * randn(units, g)), f32(0.3 * randn(*bias_shape))]
+
+
+def recurrent_cases():
+    out = {}
+    x = randn(2, 5, 3)
+    mask = np.array([[1, 1, 0, 1, 0], [0, 1, 1, 1, 1]], dtype=bool)
+    for cell, units in (("simple", 4), ("lstm", 4), ("gru", 3)):
+        w = rnn_weights(cell, 3, units)
+        seq, last, states = rnn_run(cell, x, w, units)
+        case = {"x": x, "y": seq, "last": last}
+        for i, a in enumerate(w):
+            case[f"w{i}"] = a
+        # Masked, read backwards, with the final states.
+        mseq, mlast, mstates = rnn_run(cell, x, w, units, mask=mask, go_backwards=True)
+        case["mask"] = mask
+        case["masked_backwards_seq"] = mseq
+        case["masked_backwards_last"] = mlast
+        for i, s_ in enumerate(mstates):
+            case[f"masked_backwards_state{i}"] = s_
+        # From given initial states.
+        init = [randn(2, units) for _ in states]
+        iseq, ilast, _ = rnn_run(cell, x, w, units, initial=init)
+        for i, s_ in enumerate(init):
+            case[f"initial{i}"] = s_
+        case["from_initial_last"] = ilast
+        # Bidirectional (concat) over the mask, returning sequences: outputs zeroed where masked.
+        fseq, _, _ = rnn_run(cell, x, w, units, mask=mask, zero_output=True)
+        bseq, _, _ = rnn_run(cell, x, w, units, mask=mask, go_backwards=True, zero_output=True)
+        case["bidirectional"] = np.concatenate([fseq, bseq[:, ::-1]], -1)
+        case["dy"] = randn(*seq.shape)
+        out[cell] = case
+    w = rnn_weights("gru", 3, 3, reset_after=False)
+    seq, _, _ = rnn_run("gru", x, w, 3, reset_after=False)
+    out["gru_reset_before"] = {"x": x, "w0": w[0], "w1": w[1], "w2": w[2], "y": seq,
+                               "dy": randn(*seq.shape)}
+    return out
+
+
 def groups():
     return {
         "dense": lambda: {
@@ -776,6 +872,7 @@ def groups():
         "more_losses": more_loss_cases,
         "more_metrics": more_metric_cases,
         "more_layers": more_layer_cases,
+        "recurrent": recurrent_cases,
     }
 
 

@@ -50,6 +50,7 @@
 #include "weft/nn/normalization.h"
 #include "weft/nn/pooling.h"
 #include "weft/nn/preprocessing.h"
+#include "weft/nn/recurrent.h"
 #include "weft/nn/reshaping.h"
 #include "weft/nn/saving.h"
 #include "weft/np/np.h"

@@ -41,6 +41,9 @@ struct TensorImpl {
   uint64_t id = 0;                  // unique per tensor; what gradient tapes key on
   bool trainable_variable = false;  // the value of a trainable Variable: tapes watch it on use
   std::weak_ptr<void> variable;     // the Variable whose value this is (Variable::of finds it)
+  // The mask a Keras layer attached to this tensor (weft/nn/layer.h's keras_mask); ops do not
+  // carry it to their outputs.
+  std::shared_ptr<TensorImpl> keras_mask;
 };
 
 class Tensor {

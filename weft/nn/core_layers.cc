@@ -77,6 +77,7 @@ class ActivationImpl : public LayerImpl {
       : LayerImpl("Activation", options.name, options.dtype),
         activation_name_(std::move(activation)),
         activation_(internal::activation_for(*this, activation_name_)) {}
+  bool supports_masking() const override { return true; }
   // The input arrives cast to the policy's compute dtype (LayerImpl::invoke).
   Tensor call(const Tensor& x, bool training) override { return activation_(x); }
   std::string describe() const override { return activation_name_; }
@@ -116,6 +117,7 @@ const char* noise_class(Noise k) {
 
 class NoiseImpl : public LayerImpl {
  public:
+  bool supports_masking() const override { return true; }
   NoiseImpl(Noise kind, double rate, const DropoutOptions& options)
       : LayerImpl(noise_class(kind), options.name, options.dtype),
         kind_(kind),
@@ -223,6 +225,7 @@ class EmbeddingImpl : public LayerImpl {
         input_dim_(input_dim),
         output_dim_(output_dim),
         init_name_(options.embeddings_initializer),
+        mask_zero_(options.mask_zero),
         init_(internal::initializer_for(*this, "embeddings_initializer",
                                         options.embeddings_initializer)) {
     WEFT_CHECK(input_dim > 0 && output_dim > 0, InvalidArgument)
@@ -230,10 +233,11 @@ class EmbeddingImpl : public LayerImpl {
         << " and " << output_dim;
   }
 
+  bool any_size(size_t) const override { return true; }  // ids of any shape
   ConfigDict get_config() const override {
     ConfigDict c = LayerImpl::get_config();
     c.set("input_dim", input_dim_).set("output_dim", output_dim_);
-    return c.set("embeddings_initializer", init_name_);
+    return c.set("embeddings_initializer", init_name_).set("mask_zero", mask_zero_);
   }
 
   void build(const Shape& input_shape) override {
@@ -248,12 +252,15 @@ class EmbeddingImpl : public LayerImpl {
           << layer_label(*this) << ": ids must be in [0, " << input_dim_ << ") (input_dim), got "
           << (lo < 0 ? lo : hi) << " in an input of shape " << shape_str(x.shape());
     }
-    return gather(cast_variable(embeddings_), ids, 0);
+    Tensor y = gather(cast_variable(embeddings_), ids, 0);
+    if (mask_zero_) with_keras_mask(y, not_equal(ids, Tensor::scalar(0, ids.dtype())));
+    return y;
   }
 
  private:
   int64_t input_dim_, output_dim_;
   std::string init_name_;
+  bool mask_zero_;
   Initializer init_;
   Variable embeddings_;
 };
@@ -318,6 +325,7 @@ GaussianNoise GaussianNoise::from_config(const ConfigDict& c) {
 Embedding Embedding::from_config(const ConfigDict& c) {
   EmbeddingOptions o;
   o.embeddings_initializer = c.get_string("embeddings_initializer", o.embeddings_initializer);
+  o.mask_zero = c.get_bool("mask_zero", false);
   return internal::configured(Embedding(c.get_int("input_dim"), c.get_int("output_dim"), o), c);
 }
 

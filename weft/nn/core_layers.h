@@ -105,6 +105,9 @@ class Lambda : public Layer {
 
 struct EmbeddingOptions {
   std::string embeddings_initializer = "random_uniform";
+  // Id 0 is padding: the output carries a mask of the ids that are not 0 (keras_mask), which
+  // recurrent layers skip.
+  bool mask_zero = false;
   std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};
 };

@@ -10,6 +10,9 @@ namespace {
 
 class DenseImpl : public LayerImpl {
  public:
+  bool supports_masking() const override { return true; }
+  // Only the last axis (the features) is fixed, as Keras's Dense input spec.
+  bool any_size(size_t axis) const override { return axis + 1 < built_shapes_[0].size(); }
   DenseImpl(int64_t units, std::string activation, DenseOptions options)
       : LayerImpl("Dense", options.name, options.dtype),
         units_(units),

@@ -32,6 +32,9 @@ Initializer random_normal(double mean = 0.0, double stddev = 0.05,
 Initializer random_uniform(double minval = -0.05, double maxval = 0.05,
                            std::optional<Seed> seed = std::nullopt);
 // By Keras name; InvalidArgument listing the known names otherwise.
+// A (reshaped) matrix with orthonormal columns (or rows, when it has fewer rows), times gain:
+// Keras's default for recurrent kernels.
+Initializer orthogonal(double gain = 1.0, std::optional<Seed> seed = std::nullopt);
 Initializer get(const std::string& name);
 
 // Keras's fan computation: for a conv kernel (kh, kw, in, out) the receptive field multiplies.

@@ -184,22 +184,53 @@ std::vector<Tensor> LayerImpl::invoke(const std::vector<Tensor>& xs, bool traini
     }
   }
   if (!building) {
-    WEFT_CHECK(xs.size() == built_shapes_.size(), InvalidArgument)
+    const size_t checked = std::min(checked_inputs(), built_shapes_.size());
+    const bool extras = checked_inputs() != SIZE_MAX;  // the layer checks the rest itself
+    WEFT_CHECK(extras ? xs.size() >= checked : xs.size() == built_shapes_.size(), InvalidArgument)
         << class_name_ << " \"" << name_ << "\" was built for " << built_shapes_.size()
         << " inputs, got " << xs.size();
-    for (size_t i = 0; i < xs.size(); ++i) {
-      WEFT_CHECK(without_batch(xs[i].shape()) == built_shapes_[i], InvalidArgument)
+    for (size_t i = 0; i < std::min(xs.size(), checked); ++i) {
+      Shape got = without_batch(xs[i].shape());
+      bool fits = got.size() == built_shapes_[i].size();
+      for (size_t a = 0; fits && a < got.size(); ++a) {
+        fits = got[a] == built_shapes_[i][a] || any_size(a);
+      }
+      WEFT_CHECK(fits, InvalidArgument)
           << class_name_ << " \"" << name_ << "\": input " << i << " has shape "
           << shape_str(xs[i].shape()) << ", but the layer was built for "
           << with_batch(built_shapes_[i]);
     }
   }
-  if (!policy_ || !autocast_) return call_multi(xs, training);
-  std::vector<Tensor> cast_xs = xs;
-  for (Tensor& x : cast_xs) {
-    if (is_floating(x.dtype())) x = cast(x, policy_->compute_dtype());
+  std::vector<Tensor> ys;
+  if (!policy_ || !autocast_) {
+    ys = call_multi(xs, training);
+  } else {
+    std::vector<Tensor> cast_xs = xs;
+    for (Tensor& x : cast_xs) {
+      if (is_floating(x.dtype()) && x.dtype() != policy_->compute_dtype()) {
+        x = with_keras_mask(cast(x, policy_->compute_dtype()), keras_mask(x));
+      }
+    }
+    ys = call_multi(cast_xs, training);
   }
-  return call_multi(cast_xs, training);
+  if (supports_masking()) {
+    Tensor mask = keras_mask(xs[0]);
+    for (Tensor& y : ys) {
+      if (mask.defined() && y.defined() && !keras_mask(y).defined()) with_keras_mask(y, mask);
+    }
+  }
+  return ys;
+}
+
+Tensor keras_mask(const Tensor& x) {
+  if (!x.defined() || !x.impl()->keras_mask) return Tensor();
+  return Tensor(x.impl()->keras_mask);
+}
+
+Tensor with_keras_mask(const Tensor& x, const Tensor& mask) {
+  WEFT_CHECK(x.defined(), InvalidArgument) << "with_keras_mask: the tensor is undefined";
+  x.impl()->keras_mask = mask.defined() ? std::make_shared<TensorImpl>(*mask.impl()) : nullptr;
+  return x;
 }
 
 Variable LayerImpl::add_weight(const std::string& name, const Shape& shape, const Initializer& init,

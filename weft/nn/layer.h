@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -89,6 +90,15 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   virtual std::vector<Variable> non_trainable_variables() const;
   // Layers nested in this one (a model's layers); their weights count as this layer's.
   virtual std::vector<std::shared_ptr<LayerImpl>> sublayers() const { return {}; }
+  // Whether later inputs may differ from the built shape along `axis` (0: the first axis after
+  // the batch), as Keras's None dimensions: a recurrent layer's steps, Dense's leading axes.
+  virtual bool any_size(size_t axis) const { return false; }
+  // How many of the inputs are checked against the built shapes; the rest (a recurrent layer's
+  // optional initial states) the layer checks itself, and their count may vary.
+  virtual size_t checked_inputs() const { return SIZE_MAX; }
+  // Keras's supports_masking: the layer passes its first input's mask on to outputs that have
+  // none of their own (keras_mask below).
+  virtual bool supports_masking() const { return false; }
   // Whether a training call makes collective calls across replicas (SyncBatchNormalization),
   // here or in a sublayer: then every replica must call it, the same number of times, each step.
   virtual bool synchronizes_replicas() const;
@@ -168,6 +178,14 @@ class KerasTensor {
   std::shared_ptr<Node> node_;
   size_t index_;
 };
+
+// Keras's masks: a bool (batch, steps) tensor that a layer attaches to its output (Masking,
+// Embedding with mask_zero) for later layers to read (recurrent layers skip masked steps);
+// layers that support masking pass it on. As Keras's _keras_mask it travels with the tensor
+// object; ops do not carry it. keras_mask is undefined when there is none.
+Tensor keras_mask(const Tensor& x);
+// Attaches `mask` (undefined: none) to x and returns x.
+Tensor with_keras_mask(const Tensor& x, const Tensor& mask);
 
 // A symbolic model input; `shape` excludes the batch dimension (keras.Input).
 KerasTensor Input(const Shape& shape, DType dtype = kFloat32, const std::string& name = "");

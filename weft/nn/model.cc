@@ -52,6 +52,10 @@ class SequentialImpl : public ModelImpl {
   std::vector<Layer> layers() const override { return layers_; }
   size_t num_inputs() const override { return 1; }
   size_t num_outputs() const override { return 1; }
+  // Inputs may vary where the first layer's may (a sequence model's steps).
+  bool any_size(size_t axis) const override {
+    return !layers_.empty() && layers_[0].impl().any_size(axis);
+  }
   void add(const Layer& layer) {
     WEFT_CHECK(!built(), FailedPrecondition)
         << "Sequential \"" << name() << "\": cannot add layer \"" << layer.name()

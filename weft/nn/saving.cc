@@ -23,6 +23,7 @@
 #include "weft/nn/normalization.h"
 #include "weft/nn/pooling.h"
 #include "weft/nn/preprocessing.h"
+#include "weft/nn/recurrent.h"
 #include "weft/nn/reshaping.h"
 #include "weft/ops/creation.h"
 #include "weft/version.h"
@@ -42,6 +43,12 @@ Layer functional_from_config(const ConfigDict& c);
 
 const std::map<std::string, LayerFactory>& built_in_layers() {
   static const std::map<std::string, LayerFactory> layers{
+      {"TimeDistributed", built_in<TimeDistributed>()},
+      {"SimpleRNN", built_in<SimpleRNN>()},
+      {"Masking", built_in<Masking>()},
+      {"LSTM", built_in<LSTM>()},
+      {"GRU", built_in<GRU>()},
+      {"Bidirectional", built_in<Bidirectional>()},
       {"Activation", built_in<Activation>()},
       {"Add", built_in<Add>()},
       {"Average", built_in<Average>()},

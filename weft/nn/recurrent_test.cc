@@ -1,0 +1,216 @@
+// SimpleRNN, LSTM and GRU against NumPy (scripts/make_nn_goldens.py, group "recurrent": Keras's
+// cells step by step): sequences and last outputs, masks with go_backwards and return_state,
+// initial states, Bidirectional over a mask; gradients by finite differences in float64 (masks
+// included); bfloat16 within its precision; Embedding(mask_zero) and Masking feeding an LSTM;
+// TimeDistributed; dropout keyed by step; configs.
+#include "weft/nn/recurrent.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "weft/nn/core_layers.h"
+#include "weft/nn/dense.h"
+#include "weft/nn/saving.h"
+#include "weft/ops/cast.h"
+#include "weft/ops/creation.h"
+#include "weft/ops/elementwise.h"
+#include "weft/ops/random.h"
+#include "weft/ops/reduce.h"
+#include "weft/ops/shape_ops.h"
+#include "weft/testing/nn_goldens.h"
+
+namespace weft::nn {
+namespace {
+
+const testing::NnGoldens& goldens() {
+  static const testing::NnGoldens g("recurrent");
+  return g;
+}
+
+Layer make(const std::string& cell, RNNOptions o) {
+  if (cell == "lstm") return LSTM(4, o);
+  if (cell == "gru") return GRU(3, o);
+  return SimpleRNN(4, o);
+}
+
+// Builds `layer` on x and assigns the golden weights (to every copy, for Bidirectional).
+void load_weights(const Layer& layer, const std::string& cell, const Tensor& x) {
+  layer(std::vector<Tensor>{x});
+  std::vector<Variable> vars = layer.variables();
+  for (size_t i = 0; i < vars.size(); ++i) {
+    vars[i].assign(goldens().load(cell, testing::indexed("w", i % 3)));
+  }
+}
+
+Tensor masked(const Tensor& x, const std::string& cell) {
+  return with_keras_mask(copy(x), goldens().load(cell, "mask"));
+}
+
+class Recurrent : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Recurrent, SequencesAndLastOutputsMatchNumPy) {
+  const std::string& cell = GetParam();
+  testing::check_layer(goldens(), cell, make(cell, {.return_sequences = true}));
+  Layer last = make(cell, {});
+  Tensor x = goldens().load(cell, "x");
+  load_weights(last, cell, x);
+  EXPECT_TRUE(testing::all_close(last(x), goldens().load(cell, "last")));
+}
+
+TEST_P(Recurrent, MaskedBackwardsWithStatesMatchesNumPy) {
+  const std::string& cell = GetParam();
+  Tensor x = goldens().load(cell, "x");
+  Layer layer = make(cell, {.return_sequences = true, .return_state = true, .go_backwards = true});
+  load_weights(layer, cell, x);
+  std::vector<Tensor> out = layer(std::vector<Tensor>{masked(x, cell)});
+  ASSERT_EQ(out.size(), cell == "lstm" ? 3u : 2u);
+  EXPECT_TRUE(testing::all_close(out[0], goldens().load(cell, "masked_backwards_seq")));
+  for (size_t k = 1; k < out.size(); ++k) {
+    EXPECT_TRUE(testing::all_close(
+        out[k], goldens().load(cell, testing::indexed("masked_backwards_state", k - 1))));
+  }
+  // The last output is the last unmasked step's.
+  Layer last = make(cell, {.go_backwards = true});
+  load_weights(last, cell, x);
+  EXPECT_TRUE(
+      testing::all_close(last(masked(x, cell)), goldens().load(cell, "masked_backwards_last")));
+}
+
+TEST_P(Recurrent, InitialStatesAreExtraInputs) {
+  const std::string& cell = GetParam();
+  Tensor x = goldens().load(cell, "x");
+  Layer layer = make(cell, {});
+  load_weights(layer, cell, x);
+  std::vector<Tensor> in{x, goldens().load(cell, "initial0")};
+  if (cell == "lstm") in.push_back(goldens().load(cell, "initial1"));
+  EXPECT_TRUE(testing::all_close(layer(in)[0], goldens().load(cell, "from_initial_last")));
+}
+
+TEST_P(Recurrent, BidirectionalOverAMaskZeroesMaskedOutputs) {
+  const std::string& cell = GetParam();
+  Tensor x = goldens().load(cell, "x");
+  Bidirectional bi(make(cell, {.return_sequences = true}));
+  load_weights(bi, cell, x);
+  EXPECT_TRUE(testing::all_close(bi(masked(x, cell)), goldens().load(cell, "bidirectional")));
+}
+
+TEST_P(Recurrent, GradientsMatchFiniteDifferencesWithAndWithoutAMask) {
+  const std::string& cell = GetParam();
+  Tensor x = goldens().load(cell, "x");
+  Layer f64 = make(cell, {.return_sequences = true, .dtype = "float64"});
+  load_weights(f64, cell, x);
+  EXPECT_TRUE(testing::layer_gradient_check(f64, x));
+  Tensor mask = goldens().load(cell, "mask");
+  Layer back = make(cell, {.go_backwards = true, .dtype = "float64"});
+  load_weights(back, cell, x);
+  EXPECT_TRUE(testing::gradient_check(
+      [&](const std::vector<Tensor>& xs) { return back(with_keras_mask(xs[0], mask)); }, {x}));
+}
+
+TEST_P(Recurrent, BFloat16WithinItsPrecision) {
+  const std::string& cell = GetParam();
+  Tensor x = goldens().load(cell, "x");
+  Layer bf16 = make(cell, {.return_sequences = true, .dtype = "mixed_bfloat16"});
+  load_weights(bf16, cell, x);
+  Tensor y = bf16(x);
+  EXPECT_EQ(y.dtype(), kBFloat16);
+  EXPECT_TRUE(testing::all_close(cast(y, kFloat64), goldens().load(cell, "y"), 2e-2));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cells, Recurrent, ::testing::Values("simple", "lstm", "gru"),
+                         [](const auto& info) { return info.param; });
+
+TEST(GRU, ResetBeforeMatchesNumPy) {
+  testing::check_layer(goldens(), "gru_reset_before",
+                       GRU(3, {.reset_after = false, .return_sequences = true}));
+}
+
+TEST(Masks, EmbeddingMaskZeroSkipsPaddingAsIfItWereNotThere) {
+  random::set_seed(4);
+  Embedding embed(10, 6, {.mask_zero = true});
+  LSTM lstm(5);
+  Tensor padded = Tensor::from_vector<int64_t>({3, 5, 7, 0, 0, 2, 9, 4, 1, 0}, {2, 5});
+  Tensor y = lstm(embed(padded));
+  Tensor first = lstm(embed(Tensor::from_vector<int64_t>({3, 5, 7}, {1, 3})));
+  Tensor second = lstm(embed(Tensor::from_vector<int64_t>({2, 9, 4, 1}, {1, 4})));
+  EXPECT_TRUE(testing::all_close(slice(y, {Slice{0, 1}}), first, 1e-6));
+  EXPECT_TRUE(testing::all_close(slice(y, {Slice{1, 2}}), second, 1e-6));
+  EXPECT_EQ(keras_mask(embed(padded)).to_vector<bool>(),
+            (std::vector<bool>{1, 1, 1, 0, 0, 1, 1, 1, 1, 0}));
+}
+
+TEST(Masks, MaskingZeroesMaskedStepsAndDenseAndDropoutPassTheMaskOn) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 0, 0, 3, 4, 5, 6}, {1, 4, 2});
+  Tensor y = Masking(0)(x);
+  EXPECT_EQ(keras_mask(y).to_vector<bool>(), (std::vector<bool>{1, 0, 1, 1}));
+  Tensor z = Dropout(0.5)(Dense(3)(y));
+  EXPECT_EQ(keras_mask(z).to_vector<bool>(), (std::vector<bool>{1, 0, 1, 1}));
+  EXPECT_FALSE(keras_mask(Flatten()(y)).defined());
+}
+
+TEST(TimeDistributed, AppliesTheLayerToEveryStep) {
+  Tensor x = testing::uniform({2, 5, 3}, 8, -1, 1, kFloat32);
+  Dense dense(4);
+  TimeDistributed td(dense);
+  Tensor y = td(x);
+  ASSERT_EQ(y.shape(), (Shape{2, 5, 4}));
+  EXPECT_TRUE(testing::all_close(y, reshape(dense(reshape(x, {10, 3})), {2, 5, 4}), 1e-6));
+  EXPECT_EQ(td.variables().size(), 2u);
+}
+
+TEST(Recurrent, DropoutIsKeyedAndOffAtInference) {
+  Tensor x = testing::uniform({4, 6, 3}, 9, -1, 1, kFloat32);
+  LSTM lstm(5, {.dropout = 0.3, .recurrent_dropout = 0.3, .seed = 11});
+  LSTM plain(5, {.seed = 11});
+  Tensor inference = lstm(x, false);
+  plain(x);
+  std::vector<Variable> a = lstm.variables(), b = plain.variables();
+  for (size_t i = 0; i < a.size(); ++i) b[i].assign(a[i].value());
+  EXPECT_TRUE(testing::all_close(inference, plain(x), 1e-7));
+  Tensor t1, t2;
+  {
+    random::ExampleKeyScope key({.step = 3, .first_example = 0});
+    t1 = lstm(x, true);
+  }
+  {
+    random::ExampleKeyScope key({.step = 3, .first_example = 0});
+    t2 = lstm(x, true);
+  }
+  EXPECT_EQ(t1.to_vector<float>(), t2.to_vector<float>());
+  EXPECT_NE(t1.to_vector<float>(), inference.to_vector<float>());
+}
+
+TEST(Recurrent, ConfigsRoundTrip) {
+  std::vector<Layer> layers = {
+      LSTM(8, {.dropout = 0.1, .return_sequences = true, .go_backwards = true, .seed = 3}),
+      GRU(4, {.reset_after = false, .return_state = true}),
+      SimpleRNN(2, {.activation = "relu"}),
+      Bidirectional(LSTM(3, {.return_sequences = true}), {.merge_mode = "sum"}),
+      Masking(-1),
+      TimeDistributed(Dense(5)),
+  };
+  for (const Layer& l : layers) {
+    ConfigDict c = serialize(l);
+    EXPECT_EQ(serialize(deserialize(ConfigDict::from_json(c.to_json()))).to_json(), c.to_json())
+        << l.impl().class_name();
+  }
+}
+
+TEST(RecurrentErrors, ShapesAndOptionsNameTheLayer) {
+  EXPECT_THAT(
+      [] {
+        LSTM(4, {.name = "l1"})(ones({2, 3}));
+      },
+      ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("LSTM \"l1\"")));
+  EXPECT_THROW(GRU(0), InvalidArgument);
+  EXPECT_THROW(LSTM(2, {.dropout = 1.0}), InvalidArgument);
+  EXPECT_THROW(Bidirectional(Dense(3)), InvalidArgument);
+  EXPECT_THAT(
+      [] {
+        LSTM(4)(std::vector<Tensor>{ones({2, 3, 5}), ones({2, 3})});
+      },
+      ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("initial state")));
+}
+
+}  // namespace
+}  // namespace weft::nn
