@@ -302,10 +302,12 @@ def loss_cases():
         "bce_logits": (bin_labels, bin_logits,
                        (np.maximum(bin_logits, 0) - bin_logits * bin_labels +
                         np.log1p(np.exp(-np.abs(bin_logits)))).mean(), (sig - bin_labels) / n),
+        # TF 2.4's K.binary_crossentropy adds epsilon inside both logs.
         "bce_probs": (bin_labels, bin_probs,
-                      -(bin_labels * np.log(bin_probs) +
-                        (1 - bin_labels) * np.log(1 - bin_probs)).mean(),
-                      (-bin_labels / bin_probs + (1 - bin_labels) / (1 - bin_probs)) / n),
+                      -(bin_labels * np.log(bin_probs + EPS) +
+                        (1 - bin_labels) * np.log(1 - bin_probs + EPS)).mean(),
+                      (-bin_labels / (bin_probs + EPS) +
+                       (1 - bin_labels) / (1 - bin_probs + EPS)) / n),
         "mse": (reg_true, reg_pred, (err**2).mean(), 2 * err / n),
         "mae": (reg_true, reg_pred, np.abs(err).mean(), np.sign(err) / n),
         "huber": (reg_true, reg_pred,
@@ -417,7 +419,7 @@ def more_loss_cases():
                          "loss": np.float64(((col_p - col_t) ** 2).mean())}
     bt, bp = rng.integers(0, 2, size=(6, 1)).astype(np.float64), 0.05 + 0.9 * rng.random((6, 1))
     out["bce_column"] = {"y_true": bt, "y_pred": bp, "loss": np.float64(
-        -(bt * np.log(bp) + (1 - bt) * np.log(1 - bp)).mean())}
+        -(bt * np.log(bp + EPS) + (1 - bt) * np.log(1 - bp + EPS)).mean())}
     # A sequence: integer labels (N, T), logits (N, T, C) and per-step weights (N, T).
     seq_labels = rng.integers(0, 5, size=(3, 4))
     seq_logits = randn(3, 4, 5)
@@ -613,7 +615,8 @@ def transpose_case(x_shape, w_shape, strides, padding):
         top = max(kh - strides[0], 0) // 2
         left = max(kw - strides[1], 0) // 2
     else:
-        out = ((h - 1) * strides[0] + kh, (wd - 1) * strides[1] + kw)
+        # Keras's deconv_output_length.
+        out = (h * strides[0] + max(kh - strides[0], 0), wd * strides[1] + max(kw - strides[1], 0))
         top = left = 0
     y = np.zeros((n, out[0], out[1], oc))
     for i in range(h):

@@ -99,9 +99,9 @@ ReLU::ReLU(ReLUOptions o)
             c.set("threshold", o.threshold);
           })) {
   WEFT_CHECK(!o.max_value || *o.max_value >= 0, InvalidArgument)
-      << "ReLU: max_value must be non-negative, got " << *o.max_value;
+      << layer_label(impl()) << ": max_value must be non-negative, got " << *o.max_value;
   WEFT_CHECK(o.negative_slope >= 0, InvalidArgument)
-      << "ReLU: negative_slope must be non-negative, got " << o.negative_slope;
+      << layer_label(impl()) << ": negative_slope must be non-negative, got " << o.negative_slope;
 }
 ReLU ReLU::from_config(const ConfigDict& c) {
   ReLUOptions o;

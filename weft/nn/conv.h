@@ -61,8 +61,8 @@ class Conv1D : public Layer {
 };
 
 // The transpose of Conv2D (a learned upsampling): output height h * stride for "same",
-// (h - 1) * stride + (kh - 1) * dilation + 1 for "valid". Weights: kernel (kh, kw, filters,
-// input channels), then bias (filters). options.groups must be 1.
+// h * stride + max(k - stride, 0) for "valid" (k the dilated kernel), as Keras. Weights: kernel
+// (kh, kw, filters, input channels), then bias (filters). options.groups must be 1.
 class Conv2DTranspose : public Layer {
  public:
   static Conv2DTranspose from_config(const ConfigDict& config);

@@ -151,9 +151,9 @@ class NoiseImpl : public LayerImpl {
 
   Tensor call(const Tensor& x, bool training) override {
     if (!training || rate_ == 0 || x.numel() == 0) return x;
-    WEFT_CHECK(is_floating(x.dtype()), InvalidArgument)
-        << layer_label(*this) << ": expected a floating input, got " << x.dtype() << " of shape "
-        << shape_str(x.shape());
+    WEFT_CHECK(is_floating(x.dtype()) && x.rank() >= 1, InvalidArgument)
+        << layer_label(*this) << ": expected a floating input with a batch axis, got " << x.dtype()
+        << " of shape " << shape_str(x.shape());
     if (kind_ == Noise::kGaussian) {
       // Box-Muller on two uniform draws per element.
       Shape twice = x.shape();

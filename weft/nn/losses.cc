@@ -41,10 +41,6 @@ Tensor signed_labels(const Tensor& y) {
   return zero_one ? sub(mul(y, 2.0), 1.0) : y;
 }
 
-Tensor l2_normalize(const Tensor& x, int axis) {
-  return mul(x, rsqrt(maximum(sum(square(x), {axis}, true), 1e-12)));
-}
-
 }  // namespace
 
 // Predictions of one value per example get their trailing axis, and a trailing axis of 1 is
@@ -105,6 +101,13 @@ SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(CrossentropyOptions
                 << shape_str(y_pred.shape())
                 << "; expected the scores' shape without its last axis";
             if (is_floating(labels.dtype())) labels = cast(labels, kInt64);
+            if (labels.numel() > 0) {
+              int64_t lo = min(labels).item<int64_t>(), hi = max(labels).item<int64_t>();
+              WEFT_CHECK(lo >= 0 && hi < y_pred.dim(-1), InvalidArgument)
+                  << "sparse_categorical_crossentropy: label " << (lo < 0 ? lo : hi)
+                  << " is outside the valid range [0, " << y_pred.dim(-1) << ") of the "
+                  << y_pred.dim(-1) << " classes";
+            }
             Tensor p = widen(y_pred);
             if (o.from_logits) return sparse_softmax_cross_entropy_with_logits(labels, p);
             Tensor log_p = log(clip(p, kEpsilon, 1 - kEpsilon));
@@ -161,8 +164,10 @@ BinaryCrossentropy::BinaryCrossentropy(CrossentropyOptions o)
               Tensor l = add(sub(maximum(x, 0.0), mul(x, z)), log(add(exp(neg(abs(x))), 1.0)));
               return mean(l, {-1});
             }
+            // TF 2.4's K.binary_crossentropy: clipped, and epsilon inside both logs.
             Tensor p = clip(x, kEpsilon, 1 - kEpsilon);
-            Tensor l = neg(add(mul(z, log(p)), mul(sub(1.0, z), log(sub(1.0, p)))));
+            Tensor l = neg(add(mul(z, log(add(p, kEpsilon))),
+                               mul(sub(1.0, z), log(add(sub(1.0, p), kEpsilon)))));
             return mean(l, {-1});
           },
           crossentropy_config(o)) {

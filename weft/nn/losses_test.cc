@@ -236,6 +236,16 @@ TEST(LossSampleWeight, PerStepWeightsOfASequence) {
               1e-12);
 }
 
+TEST(LossErrors, SparseLabelsOutsideTheClassesNameTheLabel) {
+  Tensor logits = more().load("cce_smoothed", "y_pred");  // (5, 4)
+  Tensor labels = Tensor::from_vector<int64_t>({0, 1, 4, 2, 3});
+  for (bool from_logits : {true, false}) {
+    EXPECT_THAT(
+        [&] { SparseCategoricalCrossentropy({.from_logits = from_logits})(labels, logits); },
+        ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("label 4 is outside")));
+  }
+}
+
 TEST(LossErrors, SampleWeightThatDoesNotFitNamesBothShapes) {
   Tensor t = more().load("mape", "y_true"), p = more().load("mape", "y_pred");  // (5, 4)
   try {

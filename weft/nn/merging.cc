@@ -3,6 +3,7 @@
 #include "weft/nn/internal/layer_util.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/linalg.h"
+#include "weft/ops/nn.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
 
@@ -63,10 +64,6 @@ Tensor sub2(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor mul2(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor max2(const Tensor& a, const Tensor& b) { return maximum(a, b); }
 Tensor min2(const Tensor& a, const Tensor& b) { return minimum(a, b); }
-
-Tensor l2_normalize(const Tensor& x, int64_t axis) {
-  return mul(x, rsqrt(maximum(sum(square(x), {axis}, true), 1e-12)));
-}
 
 class DotImpl : public MergeImpl {
  public:

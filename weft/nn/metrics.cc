@@ -93,15 +93,19 @@ Tensor sparse_hits(const Tensor& y_true, const Tensor& y_pred) {
   return equal(labels_of("sparse accuracy", y_true, y_pred), argmax(y_pred, -1));
 }
 
-// Whether each label is among the k highest scores (ties at the boundary count as in).
+// Whether each label is among the k highest scores (ties at the boundary count as in); a label
+// outside [0, classes) is not, as tf.math.in_top_k.
 Tensor in_top_k(const Tensor& labels, const Tensor& y_pred, int k) {
-  Tensor flat = reshape(y_pred, {-1, y_pred.dim(-1)});
+  const int64_t classes = y_pred.dim(-1);
+  Tensor flat = reshape(y_pred, {-1, classes});
   Tensor flat_labels = reshape(labels, {-1});
-  Tensor true_score =
-      gather(reshape(flat, {-1}),
-             add(mul(arange(0, flat_labels.numel(), 1, kInt64), flat.dim(-1)), flat_labels));
+  Tensor valid = logical_and(greater_equal(flat_labels, Tensor::scalar(0, kInt64)),
+                             less(flat_labels, Tensor::scalar(classes, kInt64)));
+  Tensor safe = where(valid, flat_labels, zeros_like(flat_labels));
+  Tensor true_score = gather(reshape(flat, {-1}),
+                             add(mul(arange(0, flat_labels.numel(), 1, kInt64), classes), safe));
   Tensor better = sum(cast(greater(flat, expand_dims(true_score, -1)), kInt64), {-1});
-  return reshape(less(better, k), labels.shape());
+  return reshape(logical_and(valid, less(better, k)), labels.shape());
 }
 
 // ---- counts at thresholds -----------------------------------------------------------------
@@ -115,6 +119,11 @@ std::vector<double> confusion(const std::string& metric, const Tensor& y_true, c
   check_same_shape(metric.c_str(), "labels", t, p);
   std::vector<double> labels = cast(t, kFloat64).to_vector<double>();
   std::vector<double> preds = cast(p, kFloat64).to_vector<double>();
+  // Keras compares float32 predictions with float32 thresholds.
+  std::vector<double> at = thresholds;
+  if (p.dtype() != kFloat64) {
+    for (double& v : at) v = static_cast<double>(static_cast<float>(v));
+  }
   std::vector<double> weights =
       sample_weight.defined()
           ? losses::apply_sample_weight(ones_like(cast(p, kFloat64)), sample_weight)
@@ -135,8 +144,7 @@ std::vector<double> confusion(const std::string& metric, const Tensor& y_true, c
     WEFT_CHECK(preds[i] >= 0 && preds[i] <= 1, InvalidArgument)
         << metric << ": predictions must be in [0, 1] (probabilities), got " << preds[i]
         << " at flat index " << i;
-    size_t k =
-        std::lower_bound(thresholds.begin(), thresholds.end(), preds[i]) - thresholds.begin();
+    size_t k = std::lower_bound(at.begin(), at.end(), preds[i]) - at.begin();
     (labels[i] != 0 ? pos : negs)[k] += weights[i];
   }
   // Above threshold i: the values above more than i thresholds, summed from the top (so that
@@ -378,8 +386,16 @@ Metric::Spec auc_spec(const std::string& name, AUCOptions o) {
 
 AUC::AUC(AUCOptions o, const std::string& name) : Metric(auc_spec(name, o)) {}
 
+namespace {
+size_t iou_state_size(int num_classes) {
+  WEFT_CHECK(num_classes > 0, InvalidArgument)
+      << "MeanIoU: num_classes must be positive, got " << num_classes;
+  return static_cast<size_t>(num_classes) * static_cast<size_t>(num_classes);
+}
+}  // namespace
+
 MeanIoU::MeanIoU(int num_classes, const std::string& name)
-    : Metric({name, static_cast<size_t>(num_classes) * num_classes,
+    : Metric({name, iou_state_size(num_classes),
               [name, num_classes](const Tensor& y_true, const Tensor& y_pred, const Tensor& w) {
                 std::vector<int64_t> t = cast(reshape(y_true, {-1}), kInt64).to_vector<int64_t>();
                 std::vector<int64_t> p = cast(reshape(y_pred, {-1}), kInt64).to_vector<int64_t>();
@@ -414,10 +430,7 @@ MeanIoU::MeanIoU(int num_classes, const std::string& name)
                   ++valid;
                 }
                 return div_no_nan(total, valid);
-              }}) {
-  WEFT_CHECK(num_classes > 0, InvalidArgument)
-      << "MeanIoU: num_classes must be positive, got " << num_classes;
-}
+              }}) {}
 
 Metric get(const std::string& name, const std::string& loss_name) {
   if (name == "accuracy" || name == "acc") {

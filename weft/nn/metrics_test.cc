@@ -181,6 +181,13 @@ TEST(MoreMetricsGolden, ClassScores) {
   EXPECT_NEAR(sparse_ce.result(), more_expected(c, "cce"), 1e-6);
 }
 
+TEST(MoreMetricsGolden, TopKCountsLabelsOutsideTheClassesAsMisses) {
+  SparseTopKCategoricalAccuracy top(5);
+  top.update_state(Tensor::from_vector<int64_t>({0, -1, 3}),
+                   Tensor::from_vector<float>({1, 2, 3, 1, 2, 3, 1, 2, 3}, {3, 3}));
+  EXPECT_NEAR(top.result(), 1.0 / 3, 1e-12);
+}
+
 TEST(MoreMetricsGolden, MeanIoUSkipsClassesThatNeverOccur) {
   EXPECT_NEAR(run_more(MeanIoU(4), "iou"), more_expected("iou", "mean_iou"), 1e-12);
 }

@@ -57,13 +57,18 @@ class NormalizationImpl : public LayerImpl {
 
   ConfigDict get_config() const override { return LayerImpl::get_config().set("axis", axis_); }
 
-  // Chan et al.'s merge of running (count, mean, M2) with a batch's, per entry of the axis.
-  void accumulate(const Tensor& batch) {
+  // Running statistics of adapt: per entry of the axis, Chan et al.'s merge of (count, mean, M2).
+  struct Stats {
+    double count = 0;
+    std::vector<double> mean, m2;
+  };
+
+  void accumulate(Stats& stats, const Tensor& batch) const {
     WEFT_CHECK(batch.rank() >= 1, InvalidArgument)
         << layer_label(*this) << ": adapt needs data with a batch axis, got a scalar";
     int64_t a = axis_ < 0 ? axis_ + batch.rank() : axis_;
-    WEFT_CHECK(a >= 1 && a < batch.rank(), InvalidArgument)
-        << layer_label(*this) << ": axis " << axis_ << " is not an axis of data of shape "
+    WEFT_CHECK(a >= 1 && a < batch.rank() && batch.dim(a) > 0, InvalidArgument)
+        << layer_label(*this) << ": axis " << axis_ << " is not a non-empty axis of data of shape "
         << shape_str(batch.shape()) << " (other than the batch)";
     std::vector<int64_t> others;
     for (int64_t i = 0; i < batch.rank(); ++i) {
@@ -74,34 +79,38 @@ class NormalizationImpl : public LayerImpl {
     if (n == 0) return;
     std::vector<double> m = mean(x, others).to_vector<double>();
     std::vector<double> m2 = sum(square(sub(x, mean(x, others, true))), others).to_vector<double>();
-    if (stats_count_ == 0) {
-      stats_mean_ = m;
-      stats_m2_ = m2;
+    if (stats.count == 0) {
+      stats.mean = m;
+      stats.m2 = m2;
     } else {
-      WEFT_CHECK(m.size() == stats_mean_.size(), InvalidArgument)
+      WEFT_CHECK(m.size() == stats.mean.size(), InvalidArgument)
           << layer_label(*this) << ": adapt data of shape " << shape_str(batch.shape()) << " has "
-          << m.size() << " entries along axis " << axis_ << ", earlier data " << stats_mean_.size();
+          << m.size() << " entries along axis " << axis_ << ", earlier data " << stats.mean.size();
       for (size_t i = 0; i < m.size(); ++i) {
-        double delta = m[i] - stats_mean_[i], total = stats_count_ + n;
-        stats_mean_[i] += delta * n / total;
-        stats_m2_[i] += m2[i] + delta * delta * stats_count_ * n / total;
+        double delta = m[i] - stats.mean[i], total = stats.count + n;
+        stats.mean[i] += delta * n / total;
+        stats.m2[i] += m2[i] + delta * delta * stats.count * n / total;
       }
     }
-    stats_count_ += n;
+    stats.count += n;
   }
 
-  void finish_adapt() {
-    WEFT_CHECK(stats_count_ > 0, InvalidArgument) << layer_label(*this) << ": adapt got no data";
-    mean_ = stats_mean_;
-    variance_.resize(mean_.size());
-    for (size_t i = 0; i < mean_.size(); ++i) variance_[i] = stats_m2_[i] / stats_count_;
-    count_ = static_cast<double>(stats_count_);
-    stats_count_ = 0;
+  // Makes `stats` the layer's mean and variance, or throws leaving the layer as it was.
+  void commit(const Stats& stats) {
+    WEFT_CHECK(stats.count > 0, InvalidArgument) << layer_label(*this) << ": adapt got no data";
+    WEFT_CHECK(!built() || stats.mean.size() == mean_.size(), InvalidArgument)
+        << layer_label(*this) << ": adapt data has " << stats.mean.size() << " entries along axis "
+        << axis_ << ", the layer was built for " << mean_.size();
+    std::vector<double> variance(stats.mean.size());
+    for (size_t i = 0; i < variance.size(); ++i) variance[i] = stats.m2[i] / stats.count;
     if (built()) {
-      mean_var_.assign(cast(Tensor::from_vector(mean_), kFloat32));
-      variance_var_.assign(cast(Tensor::from_vector(variance_), kFloat32));
-      count_var_.assign(Tensor::scalar(static_cast<int64_t>(count_), kInt64));
+      mean_var_.assign(cast(Tensor::from_vector(stats.mean), kFloat32));
+      variance_var_.assign(cast(Tensor::from_vector(variance), kFloat32));
+      count_var_.assign(Tensor::scalar(static_cast<int64_t>(stats.count), kInt64));
     }
+    mean_ = stats.mean;
+    variance_ = variance;
+    count_ = stats.count;
   }
 
  private:
@@ -113,8 +122,6 @@ class NormalizationImpl : public LayerImpl {
   int64_t axis_, resolved_axis_ = -1;
   std::vector<double> mean_, variance_;  // what build() starts the weights from
   double count_ = 0;
-  double stats_count_ = 0;  // adapt's running statistics
-  std::vector<double> stats_mean_, stats_m2_;
   Variable mean_var_, variance_var_, count_var_;
 };
 
@@ -125,14 +132,16 @@ Normalization::Normalization(NormalizationOptions options)
 
 void Normalization::adapt(const Tensor& data) const {
   auto& impl = static_cast<NormalizationImpl&>(this->impl());
-  impl.accumulate(data);
-  impl.finish_adapt();
+  NormalizationImpl::Stats stats;
+  impl.accumulate(stats, data);
+  impl.commit(stats);
 }
 
 void Normalization::adapt(const data::Dataset& dataset) const {
   auto& impl = static_cast<NormalizationImpl&>(this->impl());
-  for (const data::Element& e : dataset) impl.accumulate(e.at(0));
-  impl.finish_adapt();
+  NormalizationImpl::Stats stats;
+  for (const data::Element& e : dataset) impl.accumulate(stats, e.at(0));
+  impl.commit(stats);
 }
 
 Normalization Normalization::from_config(const ConfigDict& c) {

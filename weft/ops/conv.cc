@@ -1,5 +1,7 @@
 #include "weft/ops/conv.h"
 
+#include <algorithm>
+
 #include "weft/autodiff/tape.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/internal/conv_reference.h"
@@ -215,8 +217,10 @@ Tensor conv2d_transpose(const Tensor& x_in, const Tensor& f_in, Size2 strides,
         conv2d_transpose(cast(x_in, kFloat32), cast(f_in, kFloat32), strides, padding, dilations),
         dtype);
   }
+  // Keras's deconv_output_length.
   auto out_size = [&](int64_t in, int64_t k, int64_t stride, int64_t dilation) {
-    return padding == "SAME" ? in * stride : (in - 1) * stride + (k - 1) * dilation + 1;
+    const int64_t reach = (k - 1) * dilation + 1;
+    return padding == "SAME" ? in * stride : in * stride + std::max<int64_t>(reach - stride, 0);
   };
   const int64_t h = out_size(x_in.dim(1), f_in.dim(0), strides[0], dilations[0]);
   const int64_t w = out_size(x_in.dim(2), f_in.dim(1), strides[1], dilations[1]);

@@ -26,7 +26,7 @@ Tensor depthwise_conv2d(const Tensor& x, const Tensor& filters, Size2 strides = 
                         std::string_view padding = "VALID", Size2 dilations = {1, 1});
 // The transpose of conv2d (the gradient of conv2d with respect to its input), filters
 // (kh, kw, output channels, input channels) as tf.nn.conv2d_transpose. The output's height is
-// Keras's: h * stride for SAME, (h - 1) * stride + (kh - 1) * dilation + 1 for VALID.
+// Keras's: h * stride for SAME, h * stride + max(k - stride, 0) for VALID (k the dilated kernel).
 Tensor conv2d_transpose(const Tensor& x, const Tensor& filters, Size2 strides = {1, 1},
                         std::string_view padding = "VALID", Size2 dilations = {1, 1});
 // tf.nn.conv1d on (n, length, c) with filters (k, c, oc), through conv2d.

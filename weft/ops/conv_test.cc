@@ -282,8 +282,10 @@ TEST(Conv2DTranspose, IsTheGradientOfConv2DWithRespectToItsInput) {
     Shape y;
   };
   const Case cases[] = {{{2, 3, 4, 5}, {3, 3, 2, 5}, {2, 2}, "SAME", {2, 6, 8, 2}},
-                        {{1, 3, 3, 2}, {3, 2, 4, 2}, {2, 3}, "VALID", {1, 7, 8, 4}},
-                        {{1, 4, 4, 3}, {2, 2, 3, 3}, {1, 1}, "VALID", {1, 5, 5, 3}}};
+                        {{1, 3, 3, 2}, {3, 2, 4, 2}, {2, 3}, "VALID", {1, 7, 9, 4}},
+                        {{1, 4, 4, 3}, {2, 2, 3, 3}, {1, 1}, "VALID", {1, 5, 5, 3}},
+                        // A kernel smaller than the stride: Keras's h * stride rows.
+                        {{1, 3, 2, 2}, {1, 1, 2, 2}, {2, 2}, "VALID", {1, 6, 4, 2}}};
   uint64_t seed = 320;
   for (const Case& c : cases) {
     auto [x32, x64] = f32_and_f64(c.x, seed++);

@@ -23,6 +23,13 @@ Tensor log_softmax(const Tensor& logits, int64_t axis) {
   return sub(shifted, logsumexp(shifted, {axis}, true));
 }
 
+Tensor l2_normalize(const Tensor& x, int64_t axis, double epsilon) {
+  WEFT_CHECK(x.defined() && is_floating(x.dtype()), InvalidArgument)
+      << "l2_normalize: expected a floating tensor";
+  axis = normalize_axis("l2_normalize", axis, x.rank());
+  return mul(x, rsqrt(maximum(sum(square(x), {axis}, true), epsilon)));
+}
+
 Tensor softmax(const Tensor& logits, int64_t axis) {
   WEFT_CHECK(logits.defined(), InvalidArgument) << "softmax: logits are undefined";
   WEFT_CHECK(is_floating(logits.dtype()), InvalidArgument)

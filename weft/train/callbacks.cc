@@ -118,7 +118,7 @@ struct Monitor {
     WEFT_CHECK(mode == "auto" || mode == "min" || mode == "max", InvalidArgument)
         << "callback mode \"" << mode << "\" is not one of auto, min, max";
     maximize = mode == "max" || (mode == "auto" && (name.find("acc") != std::string::npos));
-    best = maximize ? -INFINITY : INFINITY;
+    reset();
   }
   // The monitored value in `logs`, or nullopt (with a warning) when absent.
   std::optional<double> read(const Logs& logs) const {
@@ -131,6 +131,7 @@ struct Monitor {
     return it->second;
   }
   bool improves(double v) const { return maximize ? v > best + min_delta : v < best - min_delta; }
+  void reset() { best = maximize ? -INFINITY : INFINITY; }
 };
 
 class EarlyStoppingImpl : public CallbackImpl {
@@ -139,7 +140,7 @@ class EarlyStoppingImpl : public CallbackImpl {
       : options_(o), monitor_(o.monitor, o.mode, o.min_delta) {}
   void on_train_begin(const Logs&) override {
     wait_ = 0;
-    monitor_.best = monitor_.maximize ? -INFINITY : INFINITY;
+    monitor_.reset();
   }
   void on_epoch_end(int epoch, Logs& logs) override {
     std::optional<double> v = monitor_.read(logs);
@@ -198,7 +199,7 @@ class ReduceLROnPlateauImpl : public CallbackImpl {
   void on_train_begin(const Logs&) override {
     wait_ = 0;
     cooldown_left_ = 0;
-    monitor_.best = monitor_.maximize ? -INFINITY : INFINITY;
+    monitor_.reset();
   }
   void on_epoch_end(int epoch, Logs& logs) override {
     optim::Optimizer opt = model_->optimizer();

@@ -9,6 +9,7 @@
 #include "weft/nn/model.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/elementwise.h"
+#include "weft/ops/math.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
 #include "weft/train/callbacks.h"
@@ -32,6 +33,8 @@ data::Element with_class_weights(const ModelImpl& m, data::Element batch,
       << "fit: class_weight needs targets of shape (N), (N, 1) or (N, classes), got "
       << shape_str(y.shape());
   Tensor labels = y.rank() == 2 && y.dim(1) > 1 ? argmax(y, -1) : reshape(y, {-1});
+  // Keras rounds float labels (a smoothed 0.9 is class 1).
+  if (is_floating(labels.dtype())) labels = round(labels);
   std::vector<int64_t> ids = cast(labels, kInt64).to_vector<int64_t>();
   std::vector<double> weights(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {

@@ -114,10 +114,18 @@ class FileRecordsReader : public Reader {
         std::optional<Element> name = filenames_->next();
         if (!name) return std::nullopt;
         WEFT_CHECK(name->size() == 1, InvalidArgument)
-            << "a dataset of file names must have one component, got " << name->size();
+            << name_of(format_.format) << ": a dataset of file names must have one component, got "
+            << name->size();
         file_ = std::make_unique<OpenFile>(as_string(name->at(0)), format_);
       }
-      if (std::optional<std::string> record = file_->next()) return Element{string_tensor(*record)};
+      std::optional<std::string> record;
+      try {
+        record = file_->next();
+      } catch (const DataLoss&) {
+        file_.reset();  // the rest of a damaged file is skipped (ignore_errors goes on)
+        throw;
+      }
+      if (record) return Element{string_tensor(*record)};
       file_.reset();
     }
   }

@@ -102,6 +102,19 @@ TEST_F(RecordsTest, DamagedAndTruncatedFilesNameTheFileAndTheOffset) {
                   AllOf(HasSubstr("truncated"), HasSubstr("damaged.tfrecord"))));
 }
 
+TEST_F(RecordsTest, IgnoreErrorsSkipsTheRestOfADamagedFile) {
+  std::string a = write_examples("a.tfrecord", 3), b = write_examples("b.tfrecord", 2);
+  std::string bytes = read_bytes(a);
+  bytes[20] ^= 0x10;  // the first record's data
+  write_text(a, bytes);
+  int n = 0;
+  for (const Element& e : tfrecord_dataset({a, b}).ignore_errors()) {
+    (void)e;
+    ++n;
+  }
+  EXPECT_EQ(n, 2);  // b's records; a is given up at its damaged record
+}
+
 TEST_F(RecordsTest, WeftsFramingIsWhatTheReaderReads) {
   std::string p = path("own.tfrecord");
   write_text(p, frame_tfrecord("first") + frame_tfrecord("") + frame_tfrecord("third"));
