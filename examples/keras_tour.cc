@@ -35,6 +35,15 @@ int main() {
   std::printf("conv1d %s, transpose %s, separable %s\n", weft::shape_str(causal.shape()).c_str(),
               weft::shape_str(up.shape()).c_str(), weft::shape_str(sep.shape()).c_str());
 
+  // Sequences: padding id 0 masked by the embedding, skipped by the LSTM.
+  weft::Tensor ids = weft::Tensor::from_vector<int64_t>({4, 8, 15, 0, 0, 16, 23, 42, 7, 1}, {2, 5});
+  nn::Embedding embed(50, 8, {.mask_zero = true});
+  weft::Tensor states = nn::LSTM(16, {.return_sequences = true})(embed(ids));
+  weft::Tensor both = nn::Bidirectional(nn::GRU(6))(states);
+  std::printf("lstm %s, bidirectional gru %s, mask %s\n", weft::shape_str(states.shape()).c_str(),
+              weft::shape_str(both.shape()).c_str(),
+              nn::keras_mask(states).to_vector<bool>()[3] ? "kept" : "carried");
+
   // tf.data: ragged elements padded to a batch, sliding windows, zip.
   data::Dataset ragged = data::Dataset::range(1, 4).map(
       [](const weft::Tensor& n) { return weft::ones({n.item<int64_t>()}, weft::kInt64); });
