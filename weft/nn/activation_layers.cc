@@ -11,27 +11,6 @@ namespace {
 using internal::layer_label;
 
 // An elementwise activation with the options a config records.
-class ElementwiseImpl : public LayerImpl {
- public:
-  using Fn = std::function<Tensor(const Tensor&)>;
-  using Config = std::function<void(ConfigDict&)>;  // adds the layer's options
-  ElementwiseImpl(std::string class_name, const std::string& name, const std::string& dtype, Fn fn,
-                  Config config)
-      : LayerImpl(std::move(class_name), name, dtype),
-        fn_(std::move(fn)),
-        config_(std::move(config)) {}
-  Tensor call(const Tensor& x, bool training) override { return fn_(x); }
-  ConfigDict get_config() const override {
-    ConfigDict c = LayerImpl::get_config();
-    config_(c);
-    return c;
-  }
-
- private:
-  Fn fn_;
-  Config config_;
-};
-
 Tensor positive(const Tensor& x) { return greater(x, Tensor::scalar(0, x.dtype())); }
 
 class PReLUImpl : public LayerImpl {
@@ -68,8 +47,8 @@ class PReLUImpl : public LayerImpl {
 }  // namespace
 
 LeakyReLU::LeakyReLU(double alpha, LayerOptions o)
-    : Layer(std::make_shared<ElementwiseImpl>(
-          "LeakyReLU", o.name, o.dtype,
+    : Layer(std::make_shared<internal::FunctionLayerImpl>(
+          "LeakyReLU", o.name, o.dtype, nullptr,
           [alpha](const Tensor& x) { return where(positive(x), x, mul(x, alpha)); },
           [alpha](ConfigDict& c) { c.set("alpha", alpha); })) {}
 LeakyReLU LeakyReLU::from_config(const ConfigDict& c) {
@@ -77,8 +56,8 @@ LeakyReLU LeakyReLU::from_config(const ConfigDict& c) {
 }
 
 ELU::ELU(double alpha, LayerOptions o)
-    : Layer(std::make_shared<ElementwiseImpl>(
-          "ELU", o.name, o.dtype,
+    : Layer(std::make_shared<internal::FunctionLayerImpl>(
+          "ELU", o.name, o.dtype, nullptr,
           [alpha](const Tensor& x) { return where(positive(x), x, mul(expm1(x), alpha)); },
           [alpha](ConfigDict& c) { c.set("alpha", alpha); })) {}
 ELU ELU::from_config(const ConfigDict& c) {
@@ -86,8 +65,8 @@ ELU ELU::from_config(const ConfigDict& c) {
 }
 
 ReLU::ReLU(ReLUOptions o)
-    : Layer(std::make_shared<ElementwiseImpl>(
-          "ReLU", o.name, o.dtype,
+    : Layer(std::make_shared<internal::FunctionLayerImpl>(
+          "ReLU", o.name, o.dtype, nullptr,
           [o](const Tensor& x) {
             Tensor t = Tensor::scalar(o.threshold, x.dtype());
             Tensor y = where(greater_equal(x, t), x, mul(sub(x, t), o.negative_slope));
@@ -112,8 +91,8 @@ ReLU ReLU::from_config(const ConfigDict& c) {
 }
 
 Softmax::Softmax(int64_t axis, LayerOptions o)
-    : Layer(std::make_shared<ElementwiseImpl>(
-          "Softmax", o.name, o.dtype,
+    : Layer(std::make_shared<internal::FunctionLayerImpl>(
+          "Softmax", o.name, o.dtype, nullptr,
           [axis](const Tensor& x) { return softmax(x, static_cast<int>(axis)); },
           [axis](ConfigDict& c) { c.set("axis", axis); })) {}
 Softmax Softmax::from_config(const ConfigDict& c) {

@@ -90,13 +90,6 @@ class ActivationImpl : public LayerImpl {
   activations::Activation activation_;
 };
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 // Dropout, SpatialDropout1D/2D and GaussianNoise: training-time noise whose draws are keyed by
 // the layer's seed, the step and each example's place in the global batch.
 enum class Noise { kDropout, kSpatial1D, kSpatial2D, kGaussian };
@@ -174,25 +167,17 @@ class NoiseImpl : public LayerImpl {
   }
 
  private:
-  // Uniform draws of `shape` (its first axis the examples; `per_example` rows of draws each). In
-  // a strategy's step, example i of the global batch at step s gets the draws
-  // [i * example size, (i + 1) * example size) of the stream keyed by (seed, s): the same draws
-  // however the batch is cut among replicas, and again after a resume. Outside one, each call
-  // draws afresh: the call count takes the step's place.
+  // Uniform draws of `shape` (its first axis the examples; `per_example` rows of draws each),
+  // keyed by seed, step and example (internal::keyed_uniform).
   Tensor uniform(const Shape& shape, int64_t per_example) {
-    std::optional<random::ExampleKey> key = random::example_key();
-    uint64_t step = key ? static_cast<uint64_t>(key->step) : calls_.fetch_add(1);
     int64_t example_size = num_elements(shape) / shape[0] * per_example;
-    int64_t offset = key ? key->first_example * example_size : 0;
-    Seed seed{seed_[0], static_cast<int64_t>(splitmix64(static_cast<uint64_t>(seed_[1]) +
-                                                        0x9e3779b97f4a7c15ull * (step + 1)))};
-    if (per_example == 1) return stateless_random_uniform_slice(shape, seed, offset);
+    if (per_example == 1) return internal::keyed_uniform(seed_, calls_, shape, example_size);
     // Several draws per example: the example's block, laid out as `per_example` stacked copies.
     Shape one = shape;
     one[0] /= per_example;
     Shape blocks{one[0], per_example};
     blocks.insert(blocks.end(), one.begin() + 1, one.end());
-    Tensor u = stateless_random_uniform_slice(blocks, seed, offset);
+    Tensor u = internal::keyed_uniform(seed_, calls_, blocks, example_size);
     std::vector<int64_t> perm(blocks.size());
     for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
     std::swap(perm[0], perm[1]);

@@ -35,13 +35,6 @@ Tensor gate(const Tensor& x, int64_t k, int64_t units) {
 // The steps of (batch, steps, ...) in reverse order.
 Tensor reverse_steps(const Tensor& x) { return gather(x, arange(x.dim(1) - 1, -1, -1, kInt64), 1); }
 
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 class RNNImpl : public LayerImpl {
  public:
   RNNImpl(Cell cell, int64_t units, RNNOptions o)
@@ -226,13 +219,9 @@ class RNNImpl : public LayerImpl {
   // A keep mask scaled by 1 / (1 - rate), one value per (example, feature), keyed by the seed,
   // the step and each example's place in the global batch, as Dropout's.
   Tensor keep(DType dtype, const Shape& shape, int64_t which, double rate) {
-    std::optional<random::ExampleKey> key = random::example_key();
-    uint64_t step = key ? static_cast<uint64_t>(key->step) : calls_.fetch_add(1);
-    int64_t offset = key ? key->first_example * shape[1] : 0;
-    Seed seed{seed_[0], static_cast<int64_t>(mix(static_cast<uint64_t>(seed_[1]) +
-                                                 0x9e3779b97f4a7c15ull * (2 * step + which + 1)))};
-    Tensor kept = greater_equal(stateless_random_uniform_slice(shape, seed, offset),
-                                Tensor::scalar(rate, kFloat32));
+    Tensor u = internal::keyed_uniform(seed_, calls_, shape, shape[1], /*streams=*/2,
+                                       static_cast<uint64_t>(which));
+    Tensor kept = greater_equal(u, Tensor::scalar(rate, kFloat32));
     return mul(cast(kept, dtype), 1.0 / (1.0 - rate));
   }
 

@@ -14,31 +14,6 @@ namespace {
 
 using internal::layer_label;
 
-// A layer that is a function of its input and its input's shape, with a config of its options.
-class ShapeLayerImpl : public LayerImpl {
- public:
-  using Fn = std::function<Tensor(const LayerImpl&, const Tensor&)>;
-  using Check = std::function<void(const LayerImpl&, const Shape&)>;
-  using Config = std::function<void(ConfigDict&)>;
-  ShapeLayerImpl(std::string class_name, const LayerOptions& o, Check check, Fn fn, Config config)
-      : LayerImpl(std::move(class_name), o.name, o.dtype),
-        check_(std::move(check)),
-        fn_(std::move(fn)),
-        config_(std::move(config)) {}
-  void build(const Shape& input_shape) override { check_(*this, input_shape); }
-  Tensor call(const Tensor& x, bool training) override { return fn_(*this, x); }
-  ConfigDict get_config() const override {
-    ConfigDict c = LayerImpl::get_config();
-    config_(c);
-    return c;
-  }
-
- private:
-  Check check_;
-  Fn fn_;
-  Config config_;
-};
-
 void check_image(const LayerImpl& layer, const Shape& shape) {
   internal::check_rank(layer, shape, 4, "(batch, height, width, channels)");
 }
@@ -73,8 +48,8 @@ Padding2D padding_of(const ConfigDict& c, const std::string& key) {
 }  // namespace
 
 UpSampling2D::UpSampling2D(Size2 size, UpSampling2DOptions o)
-    : Layer(std::make_shared<ShapeLayerImpl>(
-          "UpSampling2D", LayerOptions{.dtype = o.dtype, .name = o.name},
+    : Layer(std::make_shared<internal::FunctionLayerImpl>(
+          "UpSampling2D", o.name, o.dtype,
           [size, o](const LayerImpl& layer, const Shape& shape) {
             check_image(layer, shape);
             WEFT_CHECK(size[0] > 0 && size[1] > 0, InvalidArgument)
@@ -85,7 +60,7 @@ UpSampling2D::UpSampling2D(Size2 size, UpSampling2DOptions o)
                 << layer_label(layer) << ": interpolation must be \"nearest\" or \"bilinear\", "
                 << "got \"" << o.interpolation << "\"";
           },
-          [size, o](const LayerImpl&, const Tensor& x) {
+          [size, o](const Tensor& x) {
             const int64_t n = x.dim(0), h = x.dim(1), w = x.dim(2), c = x.dim(3);
             if (o.interpolation == "nearest") {
               Tensor e = reshape(x, {n, h, 1, w, 1, c});
@@ -110,8 +85,8 @@ UpSampling2D UpSampling2D::from_config(const ConfigDict& c) {
 }
 
 ZeroPadding2D::ZeroPadding2D(Padding2D p, LayerOptions o)
-    : Layer(std::make_shared<ShapeLayerImpl>(
-          "ZeroPadding2D", o,
+    : Layer(std::make_shared<internal::FunctionLayerImpl>(
+          "ZeroPadding2D", o.name, o.dtype,
           [p](const LayerImpl& layer, const Shape& shape) {
             check_image(layer, shape);
             for (int64_t v : flat(p)) {
@@ -119,7 +94,7 @@ ZeroPadding2D::ZeroPadding2D(Padding2D p, LayerOptions o)
                   << layer_label(layer) << ": padding must be non-negative, got " << v;
             }
           },
-          [p](const LayerImpl&, const Tensor& x) {
+          [p](const Tensor& x) {
             return pad(x, {{0, 0}, p[0], p[1], {0, 0}});
           },
           [p](ConfigDict& c) { c.set("padding", flat(p)); })) {}
@@ -128,8 +103,8 @@ ZeroPadding2D ZeroPadding2D::from_config(const ConfigDict& c) {
 }
 
 Cropping2D::Cropping2D(Padding2D p, LayerOptions o)
-    : Layer(std::make_shared<ShapeLayerImpl>(
-          "Cropping2D", o,
+    : Layer(std::make_shared<internal::FunctionLayerImpl>(
+          "Cropping2D", o.name, o.dtype,
           [p](const LayerImpl& layer, const Shape& shape) {
             check_image(layer, shape);
             bool fits = p[0].first >= 0 && p[0].second >= 0 && p[1].first >= 0 &&
@@ -141,7 +116,7 @@ Cropping2D::Cropping2D(Padding2D p, LayerOptions o)
                 << "}} must be non-negative and leave something of inputs of shape "
                 << shape_str(shape);
           },
-          [p](const LayerImpl&, const Tensor& x) {
+          [p](const Tensor& x) {
             return slice(x, {Slice{}, Slice{p[0].first, x.dim(1) - p[0].second},
                              Slice{p[1].first, x.dim(2) - p[1].second}, Slice{}});
           },
@@ -151,8 +126,8 @@ Cropping2D Cropping2D::from_config(const ConfigDict& c) {
 }
 
 Permute::Permute(std::vector<int64_t> dims, LayerOptions o)
-    : Layer(std::make_shared<ShapeLayerImpl>(
-          "Permute", o,
+    : Layer(std::make_shared<internal::FunctionLayerImpl>(
+          "Permute", o.name, o.dtype,
           [dims](const LayerImpl& layer, const Shape& shape) {
             std::vector<int64_t> sorted = dims;
             std::sort(sorted.begin(), sorted.end());
@@ -164,7 +139,7 @@ Permute::Permute(std::vector<int64_t> dims, LayerOptions o)
                 << layer_label(layer) << ": dims must be a permutation of 1.." << shape.size() - 1
                 << " for inputs of shape " << shape_str(shape);
           },
-          [dims](const LayerImpl&, const Tensor& x) {
+          [dims](const Tensor& x) {
             std::vector<int64_t> perm{0};
             perm.insert(perm.end(), dims.begin(), dims.end());
             return transpose(x, perm);
@@ -175,14 +150,14 @@ Permute Permute::from_config(const ConfigDict& c) {
 }
 
 RepeatVector::RepeatVector(int64_t n, LayerOptions o)
-    : Layer(std::make_shared<ShapeLayerImpl>(
-          "RepeatVector", o,
+    : Layer(std::make_shared<internal::FunctionLayerImpl>(
+          "RepeatVector", o.name, o.dtype,
           [n](const LayerImpl& layer, const Shape& shape) {
             internal::check_rank(layer, shape, 2, "(batch, features)");
             WEFT_CHECK(n > 0, InvalidArgument)
                 << layer_label(layer) << ": n must be positive, got " << n;
           },
-          [n](const LayerImpl&, const Tensor& x) {
+          [n](const Tensor& x) {
             return broadcast_to(expand_dims(x, 1), {x.dim(0), n, x.dim(1)});
           },
           [n](ConfigDict& c) { c.set("n", n); })) {}

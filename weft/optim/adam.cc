@@ -19,9 +19,7 @@ class AdamAlgorithm : public Optimizer::Algorithm {
         epsilon_(epsilon),
         amsgrad_(amsgrad),
         weight_decay_(weight_decay) {
-    internal::check_range(name, "beta_1", beta_1, 0, 1, /*hi_inclusive=*/false);
-    internal::check_range(name, "beta_2", beta_2, 0, 1, /*hi_inclusive=*/false);
-    internal::check_range(name, "epsilon", epsilon, 0, HUGE_VAL);
+    internal::check_betas(name, beta_1, beta_2, epsilon);
     internal::check_range(name, "weight_decay", weight_decay, 0, HUGE_VAL);
   }
 

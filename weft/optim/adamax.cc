@@ -13,9 +13,7 @@ class AdamaxAlgorithm : public Optimizer::Algorithm {
  public:
   explicit AdamaxAlgorithm(const AdamaxOptions& o)
       : beta_1_(o.beta_1), beta_2_(o.beta_2), epsilon_(o.epsilon) {
-    internal::check_range(o.name, "beta_1", o.beta_1, 0, 1, /*hi_inclusive=*/false);
-    internal::check_range(o.name, "beta_2", o.beta_2, 0, 1, /*hi_inclusive=*/false);
-    internal::check_range(o.name, "epsilon", o.epsilon, 0, HUGE_VAL);
+    internal::check_betas(o.name, o.beta_1, o.beta_2, o.epsilon);
   }
   ConfigDict get_config() const override {
     return ConfigDict()

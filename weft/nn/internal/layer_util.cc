@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "weft/ops/random.h"
+
 namespace weft::nn::internal {
 
 std::vector<int64_t> config_pair(const Size2& s) { return {s[0], s[1]}; }
@@ -59,6 +61,21 @@ int64_t config_size1(const ConfigDict& c, const std::string& key, int64_t fallba
   WEFT_CHECK(v.size() == 1, InvalidArgument)
       << "config field \"" << key << "\" must hold one integer, got " << v.size();
   return v[0];
+}
+
+Tensor keyed_uniform(Seed base, std::atomic<uint64_t>& calls, const Shape& shape,
+                     int64_t example_size, uint64_t streams, uint64_t stream) {
+  std::optional<random::ExampleKey> key = random::example_key();
+  uint64_t step = key ? static_cast<uint64_t>(key->step) : calls.fetch_add(1);
+  int64_t offset = key ? key->first_example * example_size : 0;
+  // splitmix64 of the counter: well-spread seeds for consecutive steps.
+  uint64_t x =
+      static_cast<uint64_t>(base[1]) + 0x9e3779b97f4a7c15ull * (step * streams + stream + 1);
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  Seed seed{base[0], static_cast<int64_t>(x ^ (x >> 31))};
+  return stateless_random_uniform_slice(shape, seed, offset);
 }
 
 }  // namespace weft::nn::internal

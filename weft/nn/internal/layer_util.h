@@ -2,6 +2,8 @@
 // padding spelling, and the shape a per-channel parameter broadcasts to.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <string>
 
 #include "weft/nn/activations.h"
@@ -35,6 +37,44 @@ std::vector<int64_t> config_pair(const Size2& s);
 Size2 config_size2(const ConfigDict& config, const std::string& key, Size2 fallback);
 // A 1-D size as a config holds it, [n]; `fallback` when absent or null.
 int64_t config_size1(const ConfigDict& config, const std::string& key, int64_t fallback);
+
+// Training-time uniform draws of `shape` keyed by a layer's seed, the step and each example's
+// place in the global batch (Dropout's rule): in a strategy's step, example i at step s gets the
+// draws [i * example_size, (i + 1) * example_size) of the stream keyed by (base, s), the same
+// however the batch is cut among replicas and after a resume; outside one, the layer's call count
+// (`calls`, incremented) takes the step's place. A layer drawing `streams` independent masks per
+// step asks for stream 0, 1, ... of them.
+Tensor keyed_uniform(Seed base, std::atomic<uint64_t>& calls, const Shape& shape,
+                     int64_t example_size, uint64_t streams = 1, uint64_t stream = 0);
+
+// A layer without weights that is a function of its input: `check` (optional) validates the
+// input shape at build, `fn` computes, `config` adds the layer's options to its config.
+class FunctionLayerImpl : public LayerImpl {
+ public:
+  using Check = std::function<void(const LayerImpl&, const Shape&)>;
+  using Fn = std::function<Tensor(const Tensor&)>;
+  using Config = std::function<void(ConfigDict&)>;
+  FunctionLayerImpl(std::string class_name, const std::string& name, const std::string& dtype,
+                    Check check, Fn fn, Config config)
+      : LayerImpl(std::move(class_name), name, dtype),
+        check_(std::move(check)),
+        fn_(std::move(fn)),
+        config_(std::move(config)) {}
+  void build(const Shape& input_shape) override {
+    if (check_) check_(*this, input_shape);
+  }
+  Tensor call(const Tensor& x, bool training) override { return fn_(x); }
+  ConfigDict get_config() const override {
+    ConfigDict c = LayerImpl::get_config();
+    if (config_) config_(c);
+    return c;
+  }
+
+ private:
+  Check check_;
+  Fn fn_;
+  Config config_;
+};
 
 // Throws InvalidArgument naming the layer unless `shape` (batch included) has rank `rank`.
 void check_rank(const LayerImpl& layer, const Shape& shape, size_t rank, const char* layout);

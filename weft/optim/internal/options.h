@@ -28,4 +28,12 @@ inline void check_range(const std::string& optimizer, const char* what, double v
                                   << hi << (hi_inclusive ? "]" : ")") << ", got " << value;
 }
 
+// The Adam family's beta_1, beta_2 in [0, 1) and epsilon >= 0.
+inline void check_betas(const std::string& optimizer, double beta_1, double beta_2,
+                        double epsilon) {
+  check_range(optimizer, "beta_1", beta_1, 0, 1, /*hi_inclusive=*/false);
+  check_range(optimizer, "beta_2", beta_2, 0, 1, /*hi_inclusive=*/false);
+  check_range(optimizer, "epsilon", epsilon, 0, HUGE_VAL);
+}
+
 }  // namespace weft::optim::internal
