@@ -11,6 +11,7 @@
 #include "weft/ops/linalg.h"
 #include "weft/ops/random.h"
 #include "weft/ops/reduce.h"
+#include "weft/ops/rnn.h"
 #include "weft/ops/shape_ops.h"
 
 namespace weft::nn {
@@ -18,12 +19,11 @@ namespace {
 
 using internal::layer_label;
 
-enum class Cell { kSimple, kLSTM, kGRU };
+using Cell = RnnCell;
 
 const char* cell_class(Cell c) {
   return c == Cell::kLSTM ? "LSTM" : c == Cell::kGRU ? "GRU" : "SimpleRNN";
 }
-int64_t gates(Cell c) { return c == Cell::kLSTM ? 4 : c == Cell::kGRU ? 3 : 1; }
 
 // Columns [k units, (k + 1) units) of x's last axis.
 Tensor gate(const Tensor& x, int64_t k, int64_t units) {
@@ -70,7 +70,7 @@ class RNNImpl : public LayerImpl {
 
   void build_multi(const std::vector<Shape>& shapes) override {
     internal::check_rank(*this, shapes[0], 3, "(batch, steps, features)");
-    const int64_t g = gates(cell_) * units_;
+    const int64_t g = rnn_gates(cell_) * units_;
     kernel_ = add_weight("kernel", {shapes[0][2], g}, kernel_init_);
     recurrent_kernel_ = add_weight("recurrent_kernel", {units_, g}, recurrent_init_);
     if (o_.use_bias) {
@@ -127,28 +127,38 @@ class RNNImpl : public LayerImpl {
       input_bias = squeeze(slice(b, {Slice{0, 1}}), {0});
       recurrent_bias = squeeze(slice(b, {Slice{1, 2}}), {0});
     }
-    // The inputs' part of every gate, for all steps in one product.
-    Tensor projected = matmul(reshape(x, {n * steps, x.dim(2)}), w);
-    if (input_bias.defined()) projected = add(projected, input_bias);
-    projected = reshape(projected, {n, steps, gates(cell_) * u});
-    std::vector<Tensor> outputs;
-    Tensor output = zeros({n, u}, dtype);
-    for (int64_t t = 0; t < steps; ++t) {
-      Tensor xp = squeeze(slice(projected, {Slice{}, Slice{t, t + 1}}), {1});
-      std::vector<Tensor> next = step(xp, state, uk, recurrent_bias, recurrent_keep);
-      Tensor y = next[0];
-      next.erase(next.begin());  // the states
-      if (mask.defined()) {
-        Tensor m = expand_dims(squeeze(slice(mask, {Slice{}, Slice{t, t + 1}}), {1}), 1);
-        Tensor held = o_.zero_output_for_mask ? zeros_like(y) : output;
-        for (size_t k = 0; k < next.size(); ++k) next[k] = where(m, next[k], state[k]);
-        y = where(m, y, held);
+    Tensor sequence, output;
+    if (!mask.defined() && !recurrent_keep.defined() && fits_onednn(dtype)) {
+      std::vector<Tensor> r = rnn(cell_, x, state[0], num_states() > 1 ? state[1] : Tensor(), w,
+                                  uk, onednn_bias(input_bias, recurrent_bias));
+      sequence = r[0];
+      output = r[1];
+      state.assign(r.begin() + 1, r.end());
+    } else {
+      // The inputs' part of every gate, for all steps in one product.
+      Tensor projected = matmul(reshape(x, {n * steps, x.dim(2)}), w);
+      if (input_bias.defined()) projected = add(projected, input_bias);
+      projected = reshape(projected, {n, steps, rnn_gates(cell_) * u});
+      std::vector<Tensor> outputs;
+      output = zeros({n, u}, dtype);
+      for (int64_t t = 0; t < steps; ++t) {
+        Tensor xp = squeeze(slice(projected, {Slice{}, Slice{t, t + 1}}), {1});
+        std::vector<Tensor> next = step(xp, state, uk, recurrent_bias, recurrent_keep);
+        Tensor y = next[0];
+        next.erase(next.begin());  // the states
+        if (mask.defined()) {
+          Tensor m = expand_dims(squeeze(slice(mask, {Slice{}, Slice{t, t + 1}}), {1}), 1);
+          Tensor held = o_.zero_output_for_mask ? zeros_like(y) : output;
+          for (size_t k = 0; k < next.size(); ++k) next[k] = where(m, next[k], state[k]);
+          y = where(m, y, held);
+        }
+        state = std::move(next);
+        output = y;
+        if (o_.return_sequences) outputs.push_back(y);
       }
-      state = std::move(next);
-      output = y;
-      if (o_.return_sequences) outputs.push_back(y);
+      if (o_.return_sequences) sequence = stack(outputs, 1);
     }
-    Tensor result = o_.return_sequences ? stack(outputs, 1) : output;
+    Tensor result = o_.return_sequences ? sequence : output;
     if (o_.return_sequences && mask.defined()) {
       with_keras_mask(result, o_.go_backwards ? reverse_steps(mask) : mask);
     }
@@ -175,6 +185,25 @@ class RNNImpl : public LayerImpl {
   }
 
  private:
+  // Whether weft::rnn (oneDNN's primitives) computes this layer: its cells' activations, the
+  // GRU's reset_after, and a dtype oneDNN has. Masks and recurrent dropout step with weft's ops.
+  bool fits_onednn(DType dtype) const {
+    return rnn_supported(dtype) && o_.activation == "tanh" &&
+           (cell_ == Cell::kSimple || o_.recurrent_activation == "sigmoid") &&
+           (cell_ != Cell::kGRU || o_.reset_after);
+  }
+
+  // The bias as oneDNN's cells take it: zeros without one; for the GRU, [b_z, b_r] of both
+  // Keras biases added, then the candidate's input and recurrent parts.
+  Tensor onednn_bias(const Tensor& input_bias, const Tensor& recurrent_bias) const {
+    const int64_t u = units_;
+    if (!input_bias.defined()) return zeros({rnn_bias_gates(cell_) * u}, kFloat32);
+    if (cell_ != Cell::kGRU) return input_bias;
+    return concat({add(slice(input_bias, {Slice{0, 2 * u}}), slice(recurrent_bias, {Slice{0, 2 * u}})),
+                   gate(input_bias, 2, u), gate(recurrent_bias, 2, u)},
+                  0);
+  }
+
   // One step of the cell: {output, states...}.
   std::vector<Tensor> step(const Tensor& xp, const std::vector<Tensor>& state, const Tensor& uk,
                            const Tensor& recurrent_bias, const Tensor& recurrent_keep) const {

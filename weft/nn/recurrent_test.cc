@@ -117,6 +117,67 @@ TEST_P(Recurrent, BFloat16WithinItsPrecision) {
   EXPECT_TRUE(testing::all_close(cast(y, kFloat64), goldens().load(cell, "y"), 2e-2));
 }
 
+// The layer's outputs, and the gradients of a weighted sum of them with respect to the input, the
+// initial states and the weights. An all-true mask sends the layer down the step-by-step path;
+// without one, float32 and bfloat16 layers run on oneDNN's primitives.
+std::vector<Tensor> outputs_and_gradients(const Layer& layer, const std::vector<Tensor>& in,
+                                          bool masked) {
+  GradientTape tape(/*persistent=*/true);
+  tape.watch(in);
+  std::vector<Tensor> xs = in;
+  if (masked) xs[0] = with_keras_mask(copy(xs[0]), ones({xs[0].dim(0), xs[0].dim(1)}, kBool));
+  std::vector<Tensor> out = layer(xs, true);
+  Tensor loss = zeros({});
+  for (size_t k = 0; k < out.size(); ++k) {
+    Tensor w = testing::uniform(out[k].shape(), 20 + k, -1, 1, kFloat32);
+    loss = add(loss, sum(mul(cast(out[k], kFloat32), w)));
+  }
+  std::vector<Tensor> grads = tape.gradient(loss, in);
+  std::vector<Tensor> weight_grads = tape.gradient(loss, layer.variables());
+  out.insert(out.end(), grads.begin(), grads.end());
+  out.insert(out.end(), weight_grads.begin(), weight_grads.end());
+  return out;
+}
+
+TEST_P(Recurrent, OneDnnPrimitivesGiveTheStepByStepNumbers) {
+  const std::string& cell = GetParam();
+  struct Case {
+    RNNOptions options;
+    bool initial_states;
+  };
+  std::vector<Case> cases = {
+      {{.return_sequences = true, .return_state = true}, false},
+      {{.return_state = true, .go_backwards = true}, true},
+      {{.use_bias = false, .return_sequences = true}, true},
+      {{.return_sequences = true, .dtype = "mixed_bfloat16"}, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.options.dtype + (c.options.go_backwards ? " go_backwards" : "") +
+                 (c.initial_states ? " initial states" : ""));
+    Tensor x = testing::uniform({3, 7, 5}, 30, -1, 1, kFloat32);
+    std::vector<Tensor> in{x};
+    Layer fused = make(cell, c.options), stepped = make(cell, c.options);
+    if (c.initial_states) {
+      int64_t units = cell == "gru" ? 3 : 4;
+      for (int k = 0; k < (cell == "lstm" ? 2 : 1); ++k) {
+        in.push_back(testing::uniform({3, units}, 31 + k, -1, 1, kFloat32));
+      }
+    }
+    fused(in);
+    stepped(in);
+    std::vector<Variable> a = fused.variables(), b = stepped.variables();
+    for (size_t i = 0; i < a.size(); ++i) b[i].assign(a[i].value());
+    std::vector<Tensor> want = outputs_and_gradients(stepped, in, true);
+    std::vector<Tensor> got = outputs_and_gradients(fused, in, false);
+    ASSERT_EQ(got.size(), want.size());
+    const double rtol = c.options.dtype.empty() ? 1e-5 : 2e-2;
+    for (size_t k = 0; k < got.size(); ++k) {
+      EXPECT_TRUE(testing::all_close(cast(got[k], kFloat64), cast(want[k], kFloat64), rtol))
+          << "output or gradient " << k;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cells, Recurrent, ::testing::Values("simple", "lstm", "gru"),
                          [](const auto& info) { return info.param; });
 
@@ -178,6 +239,28 @@ TEST(Recurrent, DropoutIsKeyedAndOffAtInference) {
   }
   EXPECT_EQ(t1.to_vector<float>(), t2.to_vector<float>());
   EXPECT_NE(t1.to_vector<float>(), inference.to_vector<float>());
+}
+
+TEST(Recurrent, OneDnnGradientsRepeatButDoNotDifferentiateAgain) {
+  Tensor x = testing::uniform({2, 4, 3}, 12, -1, 1, kFloat32);
+  LSTM lstm(5, {.return_sequences = true});
+  {
+    GradientTape tape(/*persistent=*/true);
+    tape.watch(x);
+    Tensor loss = sum(mul(lstm(x), lstm(x)));
+    Tensor first = tape.gradient(loss, x), second = tape.gradient(loss, x);
+    EXPECT_EQ(first.to_vector<float>(), second.to_vector<float>());
+  }
+  GradientTape outer;
+  outer.watch(x);
+  Tensor dx;
+  {
+    GradientTape inner;
+    inner.watch(x);
+    dx = inner.gradient(sum(lstm(x)), x);
+  }
+  EXPECT_THAT([&] { outer.gradient(sum(dx), x); },
+              ::testing::ThrowsMessage<FailedPrecondition>(::testing::HasSubstr("float64")));
 }
 
 TEST(Recurrent, ConfigsRoundTrip) {

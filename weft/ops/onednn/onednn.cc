@@ -16,12 +16,10 @@
 #include "weft/core/errors.h"
 #include "weft/core/half.h"
 #include "weft/core/storage.h"
+#include "weft/ops/onednn/primitives.h"
 
 namespace weft::onednn {
-namespace {
-
-using dnnl::memory;
-using tag = memory::format_tag;
+namespace internal {
 
 dnnl::engine& engine() {
   static dnnl::engine e(dnnl::engine::kind::cpu, 0);
@@ -43,77 +41,17 @@ memory::data_type data_type(DType t) {
   return memory::data_type::f32;
 }
 
-// oneDNN (OpenMP runtime) sizes its work for the thread count current when a primitive is made
-// and requires the same count when it runs: each primitive is made and run under its own count
-// (config::num_threads(), or 1 where a kernel runs on one thread), set by use_threads() first.
 int use_threads(int n) {
   if (omp_get_max_threads() != n) omp_set_num_threads(n);
   return n;
 }
+
 int use_configured_threads() { return use_threads(config::num_threads()); }
-
-// What a primitive is made from (shapes, strides, dtypes, thread count, ...), held inline: a
-// lookup builds one on the stack and hashes it without touching the heap.
-class Key {
- public:
-  static constexpr size_t kCapacity = 80;  // a matmul's: 4 + 3 operands x (rank + 2 x 12 dims)
-  Key() = default;
-  Key(std::initializer_list<int64_t> values) { append(values.begin(), values.end()); }
-  // Copies the values in use only (the rest are never read).
-  Key(const Key& o) : size_(o.size_) { std::copy_n(o.values_.begin(), size_, values_.begin()); }
-  Key& operator=(const Key&) = delete;
-  void push_back(int64_t v) { values_.at(size_++) = v; }
-  template <typename It>
-  void append(It first, It last) {
-    for (; first != last; ++first) push_back(*first);
-  }
-  bool operator==(const Key& o) const {
-    return size_ == o.size_ &&
-           std::equal(values_.begin(), values_.begin() + size_, o.values_.begin());
-  }
-  size_t hash() const { return XXH3_64bits(values_.data(), size_ * sizeof(int64_t)); }
-
- private:
-  std::array<int64_t, kCapacity> values_;
-  size_t size_ = 0;
-};
-
-struct KeyHash {
-  size_t operator()(const Key& k) const { return k.hash(); }
-};
-
-// Primitives (and what their execution needs) by a key describing every input to their creation.
-// Each thread keeps its own (`thread_local Cache<...>`): an entry's memory objects are re-pointed
-// at every call's buffers, so two threads running the same primitive at once must not share them,
-// and a per-thread map needs no lock. A second thread making the same primitive finds its kernel
-// in oneDNN's own primitive cache rather than generating it again.
-template <typename Entry>
-class Cache {
- public:
-  template <typename Make>
-  Entry& get(const Key& key, Make&& make) {
-    auto it = entries_.find(key);
-    if (it == entries_.end()) {
-      try {
-        it = entries_.emplace(key, make()).first;
-      } catch (const dnnl::error& e) {
-        WEFT_FAIL(Internal) << "oneDNN could not create a primitive: " << e.what();
-      }
-    }
-    return it->second;
-  }
-
- private:
-  std::unordered_map<Key, Entry, KeyHash> entries_;
-};
 
 dnnl::stream& stream() {
   thread_local dnnl::stream s(engine());
   return s;
 }
-
-// An argument of a primitive: its DNNL_ARG_* and a memory object of the calling thread's cache.
-using Arg = dnnl_exec_arg_t;
 
 void run(const dnnl::primitive& prim, std::span<const Arg> args) {
   dnnl_status_t status = dnnl_primitive_execute(prim.get(), stream().get(),
@@ -122,25 +60,55 @@ void run(const dnnl::primitive& prim, std::span<const Arg> args) {
   WEFT_CHECK(status == dnnl_success, Internal)
       << "oneDNN execution failed (status " << status << ")";
 }
+
 void run(const dnnl::primitive& prim, std::initializer_list<Arg> args) {
   run(prim, std::span<const Arg>(args.begin(), args.size()));
 }
 
-// A memory object for a cache entry, pointing nowhere until bound. Entries keep theirs and only
-// re-point them: making one costs an aligned allocation (150 ns).
 memory unbound(const memory::desc& md) { return memory(md, engine(), DNNL_MEMORY_NONE); }
 
-// `arg` of a primitive: `m` re-pointed at `data`.
 Arg bind(int arg, const memory& m, const void* data) {
   // Given the stream, oneDNN skips making one of its own to zero the (absent) padding.
   m.set_data_handle(const_cast<void*>(data), stream());
   return {arg, m.get()};
 }
 
-template <typename Range>
-memory::dims dims_of(const Range& v) {
-  return memory::dims(v.begin(), v.end());
+
+LayoutArg layout_arg(int id, const memory::desc& user, const memory::desc& chosen, bool output) {
+  LayoutArg a{id, unbound(user), memory(), 0, std::nullopt};
+  if (user != chosen) {
+    a.chosen = unbound(chosen);
+    a.chosen_bytes = chosen.get_size();
+    a.reorder =
+        output ? dnnl::reorder(dnnl::reorder::primitive_desc(engine(), chosen, engine(), user))
+               : dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user, engine(), chosen));
+  }
+  return a;
 }
+
+Arg bind_input(const LayoutArg& a, const void* data, std::shared_ptr<Storage>& scratch) {
+  if (!a.reorder) return bind(a.id, a.user, data);
+  scratch = Storage::allocate(a.chosen_bytes);
+  Arg arg = bind(a.id, a.chosen, scratch->data());
+  run(*a.reorder, {bind(DNNL_ARG_FROM, a.user, data), {DNNL_ARG_TO, arg.memory}});
+  return arg;
+}
+
+Arg bind_output(const LayoutArg& a, void* data, std::shared_ptr<Storage>& scratch) {
+  if (!a.reorder) return bind(a.id, a.user, data);
+  scratch = Storage::allocate(a.chosen_bytes);
+  return bind(a.id, a.chosen, scratch->data());
+}
+
+void finish_output(const LayoutArg& a, const Arg& bound, void* data) {
+  if (a.reorder) run(*a.reorder, {{DNNL_ARG_FROM, bound.memory}, bind(DNNL_ARG_TO, a.user, data)});
+}
+
+}  // namespace internal
+
+using namespace internal;  // NOLINT(google-build-using-namespace): this folder's helpers
+
+namespace {
 
 // Whether this oneDNN build can compute in `dt` on this CPU at all (oneDNN 2.x has no float16 on
 // CPU, and bfloat16 needs AVX-512): asked once, by building a 1x1 matmul.
@@ -452,32 +420,10 @@ dnnl::convolution_forward::primitive_desc conv_forward_pd(const ConvGeometry& g)
   return dnnl::convolution_forward::primitive_desc(desc, engine());
 }
 
-// One argument of a convolution: memory in weft's layout (`user`) and, when the primitive chose
-// another layout, memory in that one (`chosen`) and the reorder between them (user to chosen for
-// an input, chosen to user for the output).
-struct ConvArg {
-  int id;
-  memory user, chosen;
-  size_t chosen_bytes = 0;  // the scratch buffer `chosen` needs
-  std::optional<dnnl::reorder> reorder;
-};
-
-ConvArg conv_arg(int id, const memory::desc& user, const memory::desc& chosen, bool output) {
-  ConvArg a{id, unbound(user), memory(), 0, std::nullopt};
-  if (user != chosen) {
-    a.chosen = unbound(chosen);
-    a.chosen_bytes = chosen.get_size();
-    a.reorder =
-        output ? dnnl::reorder(dnnl::reorder::primitive_desc(engine(), chosen, engine(), user))
-               : dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user, engine(), chosen));
-  }
-  return a;
-}
-
 // A convolution primitive and its two inputs and output, all made once per shape.
 struct ConvPrimitive {
   dnnl::primitive prim;
-  std::array<ConvArg, 3> args;  // inputs, then the output
+  std::array<LayoutArg, 3> args;  // inputs, then the output
 };
 
 ConvPrimitive conv_primitive(dnnl::primitive prim, int in0, const memory::desc& user0,
@@ -485,32 +431,19 @@ ConvPrimitive conv_primitive(dnnl::primitive prim, int in0, const memory::desc& 
                              const memory::desc& chosen1, int out, const memory::desc& user_out,
                              const memory::desc& chosen_out) {
   return {std::move(prim),
-          {conv_arg(in0, user0, chosen0, false), conv_arg(in1, user1, chosen1, false),
-           conv_arg(out, user_out, chosen_out, true)}};
+          {layout_arg(in0, user0, chosen0, false), layout_arg(in1, user1, chosen1, false),
+           layout_arg(out, user_out, chosen_out, true)}};
 }
 
 // Runs a convolution on weft's buffers (two inputs, then the output): inputs are reordered into
 // the primitive's layouts, the output is computed in its layout and reordered back.
-void run_conv(const ConvPrimitive& c, const std::array<const void*, 3>& data) {
-  std::array<Arg, 3> args;
+void run_conv(const ConvPrimitive& c, const void* in0, const void* in1, void* out) {
   std::array<std::shared_ptr<Storage>, 3> scratch;
-  for (size_t i = 0; i < c.args.size(); ++i) {
-    const ConvArg& a = c.args[i];
-    if (!a.reorder) {
-      args[i] = bind(a.id, a.user, data[i]);
-      continue;
-    }
-    scratch[i] = Storage::allocate(a.chosen_bytes);
-    args[i] = bind(a.id, a.chosen, scratch[i]->data());
-    if (i + 1 < c.args.size()) {
-      run(*a.reorder, {bind(DNNL_ARG_FROM, a.user, data[i]), {DNNL_ARG_TO, args[i].memory}});
-    }
-  }
+  std::array<Arg, 3> args{bind_input(c.args[0], in0, scratch[0]),
+                          bind_input(c.args[1], in1, scratch[1]),
+                          bind_output(c.args[2], out, scratch[2])};
   run(c.prim, args);
-  const ConvArg& out = c.args.back();
-  if (out.reorder) {
-    run(*out.reorder, {{DNNL_ARG_FROM, args.back().memory}, bind(DNNL_ARG_TO, out.user, data[2])});
-  }
+  finish_output(c.args[2], args[2], out);
 }
 
 }  // namespace
@@ -525,7 +458,7 @@ void conv2d_forward(DType dtype, const ops::internal::Conv2DParams& p, const voi
                           DNNL_ARG_WEIGHTS, g.weights, pd.weights_desc(), DNNL_ARG_DST, g.dst,
                           pd.dst_desc());
   });
-  run_conv(c, {x, w, y});
+  run_conv(c, x, w, y);
 }
 
 void conv2d_backward_input(DType dtype, const ops::internal::Conv2DParams& p, const void* dy,
@@ -541,7 +474,7 @@ void conv2d_backward_input(DType dtype, const ops::internal::Conv2DParams& p, co
                           pd.diff_dst_desc(), DNNL_ARG_WEIGHTS, g.weights, pd.weights_desc(),
                           DNNL_ARG_DIFF_SRC, g.src, pd.diff_src_desc());
   });
-  run_conv(c, {dy, w, dx});
+  run_conv(c, dy, w, dx);
 }
 
 void conv2d_backward_filter(DType dtype, const ops::internal::Conv2DParams& p, const void* x,
@@ -560,7 +493,7 @@ void conv2d_backward_filter(DType dtype, const ops::internal::Conv2DParams& p, c
                           pd.src_desc(), DNNL_ARG_DIFF_DST, g.dst, pd.diff_dst_desc(),
                           DNNL_ARG_DIFF_WEIGHTS, g.weights, pd.diff_weights_desc());
   });
-  run_conv(c, {x, dy, dw});
+  run_conv(c, x, dy, dw);
 }
 
 // ---- pooling -----------------------------------------------------------------------------------

@@ -6,11 +6,17 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "weft/core/dtype.h"
 #include "weft/ops/internal/conv_reference.h"
+#include "weft/ops/rnn.h"
+
+namespace weft {
+class Storage;
+}
 
 namespace weft::onednn {
 
@@ -60,5 +66,31 @@ void conv2d_backward_filter(DType dtype, const ops::internal::Conv2DParams& p, c
 void avg_pool2d_forward(DType dtype, const ops::internal::Pool2DParams& p, const void* x, void* y);
 void avg_pool2d_backward(DType dtype, const ops::internal::Pool2DParams& p, const void* dy,
                          void* dx);
+
+// ---- recurrent layers (rnn.cc) ----
+
+struct RnnParams {
+  RnnCell cell;
+  int64_t steps, batch, features, units;
+};
+// Row-major buffers: x (batch, steps, features), h0 and h (batch, units), kernel (features,
+// gates * units), recurrent (units, gates * units) and y (batch, steps, units) in `dtype`; the
+// LSTM's c0 and c (batch, units) and the bias (bias gates * units) in float32.
+struct RnnForwardBuffers {
+  const void *x, *h0, *c0, *kernel, *recurrent, *bias;
+  void *y, *h, *c;
+};
+// Gradients, all float32 (oneDNN's rule, bfloat16 layers too): of the outputs y, h, c in; of the
+// inputs out.
+struct RnnBackwardBuffers {
+  const void *dy, *dh, *dc;
+  void *dx, *dh0, *dc0, *dkernel, *drecurrent, *dbias;
+};
+// Runs the layer; with `training`, returns the workspace its backward pass needs.
+std::shared_ptr<Storage> rnn_forward(DType dtype, const RnnParams& p, const RnnForwardBuffers& f,
+                                     bool training);
+// The gradients of a forward pass run with `training` on these buffers (its outputs included).
+void rnn_backward(DType dtype, const RnnParams& p, const RnnForwardBuffers& f,
+                  const RnnBackwardBuffers& b, const Storage& workspace);
 
 }  // namespace weft::onednn
