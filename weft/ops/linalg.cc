@@ -160,9 +160,17 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
         if (!g.needs(k) || !is_floating(in.dtype())) return Tensor();
         return cast(sum_to(product(), in.shape()), in.dtype());
       };
+      // A matrix b applied to every matrix of a batch (a Dense on (batch, steps, features)): its
+      // gradient in one product over all rows, rather than one per matrix summed afterwards.
+      auto rows = [](const Tensor& t) { return reshape(t, {-1, t.dim(-1)}); };
+      const bool shared_b = b.rank() == 2 && a.rank() > 2 && !ta;
       return std::vector<Tensor>{
           back(0, a, [&] { return ta ? matmul(b, g[0], tb, true) : matmul(g[0], b, false, !tb); }),
-          back(1, b, [&] { return tb ? matmul(g[0], a, true, ta) : matmul(a, g[0], !ta, false); })};
+          back(1, b, [&] {
+            if (shared_b)
+              return tb ? matmul(rows(g[0]), rows(a), true) : matmul(rows(a), rows(g[0]), true);
+            return tb ? matmul(g[0], a, true, ta) : matmul(a, g[0], !ta, false);
+          })};
     });
   }
   return out;
