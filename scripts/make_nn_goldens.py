@@ -4,14 +4,15 @@
   make_nn_goldens.py OUT_DIR [GROUP ...]
 
 GROUPs: dense conv pooling core normalization losses metrics more_losses more_metrics more_layers
-recurrent (default: all). Each case writes <case>.<array>.npy into OUT_DIR. A layer case holds its input
-`x`, its weights `w0`, `w1`, ... in the layer's creation order, the upstream gradient `dy`, and
-what NumPy computes for the layer: the output `y` and (most groups) the gradients of sum(y * dy)
-with respect to x (`dx`) and each weight (`dw0`, ...); more_layers has outputs only, its tests
-check gradients by finite differences. Forward and backward passes are written out by hand (plain loops for convolution and
-pooling), independently of weft. Inputs are float64; weights are rounded to float32 values, since
-weft's layers keep float32 variables. The files are reproducible: every value comes from a fixed
-seed.
+recurrent attention (default: all). Each case writes <case>.<array>.npy into OUT_DIR. A layer case
+holds its input `x`, its weights `w0`, `w1`, ... in the layer's creation order, the upstream
+gradient `dy`, and what NumPy computes for the layer: the output `y` and (most groups) the gradients
+of sum(y * dy) with respect to x (`dx`) and each weight (`dw0`, ...); more_layers has outputs only,
+its tests check gradients by finite differences; attention's cases have several inputs (`query`,
+`value`, `key`, masks) and their gradients (`dquery`, ...), and the attention `scores`. Forward and
+backward passes are written out by hand (plain loops for convolution and pooling), independently of
+weft. Inputs are float64; weights are rounded to float32 values, since weft's layers keep float32
+variables. The files are reproducible: every value comes from a fixed seed.
 """
 import os
 import sys
@@ -834,6 +835,132 @@ def recurrent_cases():
     return out
 
 
+# ---- attention: Keras's MultiHeadAttention and Attention (TF 2.4), forward and backward by hand -
+
+
+def masked_softmax(s, mask):
+    """Keras's Softmax(scores, mask): (1 - mask) * -1e9 added, then a softmax over the last axis."""
+    if mask is not None:
+        s = s + (1.0 - mask) * -1e9
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def softmax_backward(p, dp):
+    return p * (dp - (dp * p).sum(-1, keepdims=True))
+
+
+def mha_case(b, t, s, dq, dv, dk, heads, key_dim, value_dim=None, out_dim=None, use_bias=True,
+             with_key=False, mask=None):
+    """MultiHeadAttention on (query, value[, key]) with an attention mask broadcastable to
+    (B, T, S): four EinsumDense projections with (D, N, H) kernels, the query scaled by
+    1/sqrt(key_dim) after its bias, scores (B, N, T, S) before dropout."""
+    hv = value_dim or key_dim
+    e = out_dim or dq
+    q_in, v_in = randn(b, t, dq), randn(b, s, dv)
+    k_in = randn(b, s, dk) if with_key else v_in
+    shapes = [((dq, heads, key_dim), (heads, key_dim)), ((k_in.shape[-1], heads, key_dim),
+              (heads, key_dim)), ((dv, heads, hv), (heads, hv)), ((heads, hv, e), (e,))]
+    kernels = [f32(randn(*ks) * 0.5) for ks, _ in shapes]
+    biases = [f32(randn(*bs) * 0.3) if use_bias else 0 for _, bs in shapes]
+    scale = 1.0 / np.sqrt(float(key_dim))
+    q = (np.einsum("btd,dnh->btnh", q_in, kernels[0]) + biases[0]) * scale
+    k = np.einsum("bsd,dnh->bsnh", k_in, kernels[1]) + biases[1]
+    v = np.einsum("bsd,dnh->bsnh", v_in, kernels[2]) + biases[2]
+    # The mask, (T, S) or (B | 1, T | 1, S | 1), expanded at the heads axis as Keras does.
+    m = None if mask is None else mask.astype(np.float64).reshape((-1, 1) + mask.shape[-2:])
+    p = masked_softmax(np.einsum("btnh,bsnh->bnts", q, k), m)
+    ctx = np.einsum("bnts,bsnh->btnh", p, v)
+    y = np.einsum("btnh,nhe->bte", ctx, kernels[3]) + biases[3]
+    dy = randn(*y.shape)
+    # Backward.
+    dctx = np.einsum("bte,nhe->btnh", dy, kernels[3])
+    dp = np.einsum("btnh,bsnh->bnts", dctx, v)
+    dv_ = np.einsum("bnts,btnh->bsnh", p, dctx)
+    ds = softmax_backward(p, dp)
+    dq_ = np.einsum("bnts,bsnh->btnh", ds, k) * scale
+    dk_ = np.einsum("bnts,btnh->bsnh", ds, q)
+    out = {"query": q_in, "value": v_in, "dy": dy, "y": y, "scores": p}
+    grads = [dq_, dk_, dv_]
+    ins = [q_in, k_in, v_in]
+    dins = [np.einsum("btnh,dnh->btd", g, w) for g, w in zip(grads, kernels)]
+    weights = []
+    dweights = []
+    for i in range(3):
+        weights.append(kernels[i])
+        dweights.append(np.einsum("btd,btnh->dnh", ins[i], grads[i]))
+        if use_bias:
+            weights.append(biases[i])
+            dweights.append(grads[i].sum((0, 1)))
+    weights.append(kernels[3])
+    dweights.append(np.einsum("btnh,bte->nhe", ctx, dy))
+    if use_bias:
+        weights.append(biases[3])
+        dweights.append(dy.sum((0, 1)))
+    for i, (w, dw) in enumerate(zip(weights, dweights)):
+        out[f"w{i}"], out[f"dw{i}"] = w, dw
+    out["dquery"] = dins[0]
+    if with_key:
+        out.update(key=k_in, dkey=dins[1], dvalue=dins[2])
+    else:
+        out["dvalue"] = dins[1] + dins[2]
+    if mask is not None:
+        out["mask"] = mask
+    return out
+
+
+def causal(t, s):
+    """Lower-triangular, aligned top-left: step i attends to 0..i."""
+    return np.arange(s)[None, :] <= np.arange(t)[:, None]
+
+
+def attention_case(b, tq, tv, dim, use_scale=False, is_causal=False, value_mask=None,
+                   query_mask=None):
+    """Attention on (query, value, key): scores q k^T (times the scale), value and causal masks
+    subtract 1e9, a softmax, weights v, then rows of masked queries zeroed."""
+    q, v, k = randn(b, tq, dim), randn(b, tv, dim + 1), randn(b, tv, dim)
+    scale = f32(1.7) if use_scale else 1.0
+    raw = q @ k.transpose(0, 2, 1)
+    mask = np.ones((b, tq, tv), dtype=bool)
+    if value_mask is not None:
+        mask &= value_mask[:, None, :]
+    if is_causal:
+        mask &= causal(tq, tv)[None]
+    p = masked_softmax(raw * scale, mask.astype(np.float64))
+    qm = np.ones((b, tq, 1)) if query_mask is None else query_mask[..., None].astype(np.float64)
+    y = (p @ v) * qm
+    dy = randn(*y.shape)
+    dyq = dy * qm
+    ds = softmax_backward(p, dyq @ v.transpose(0, 2, 1))
+    out = {"query": q, "value": v, "key": k, "dy": dy, "y": y, "scores": p,
+           "dquery": ds @ k * scale, "dkey": ds.transpose(0, 2, 1) @ q * scale,
+           "dvalue": p.transpose(0, 2, 1) @ dyq}
+    if use_scale:
+        out.update(w0=np.array(scale), dw0=np.array((ds * raw).sum()))
+    if value_mask is not None:
+        out["value_mask"] = value_mask
+    if query_mask is not None:
+        out["query_mask"] = query_mask
+    return out
+
+
+def attention_cases():
+    padding = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0]], dtype=bool)
+    return {
+        "mha_basic": mha_case(2, 3, 4, 5, 6, 6, heads=2, key_dim=3),
+        "mha_nobias": mha_case(2, 3, 4, 5, 6, 6, heads=3, key_dim=2, use_bias=False),
+        "mha_key_padding": mha_case(2, 3, 5, 4, 3, 2, heads=2, key_dim=3, value_dim=4,
+                                    out_dim=7, with_key=True, mask=padding[:, None, :]),
+        "mha_causal": mha_case(2, 4, 3, 5, 5, 5, heads=2, key_dim=2, mask=causal(4, 3)),
+        "mha_causal_padding": mha_case(2, 5, 5, 4, 4, 4, heads=2, key_dim=3,
+                                       mask=causal(5, 5)[None] & padding[:, None, :]),
+        "attention_scale": attention_case(2, 3, 4, 5, use_scale=True),
+        "attention_causal_masks": attention_case(
+            2, 4, 5, 3, is_causal=True, value_mask=padding,
+            query_mask=np.array([[1, 1, 0, 1], [1, 0, 1, 1]], dtype=bool)),
+    }
+
+
 def groups():
     return {
         "dense": lambda: {
@@ -876,6 +1003,7 @@ def groups():
         "more_metrics": more_metric_cases,
         "more_layers": more_layer_cases,
         "recurrent": recurrent_cases,
+        "attention": attention_cases,
     }
 
 

@@ -37,6 +37,7 @@
 #include "weft/distribute/values.h"
 #include "weft/nn/activation_layers.h"
 #include "weft/nn/activations.h"
+#include "weft/nn/attention.h"
 #include "weft/nn/conv.h"
 #include "weft/nn/core_layers.h"
 #include "weft/nn/dense.h"

@@ -16,6 +16,7 @@
 #include "weft/core/errors.h"
 #include "weft/core/file_io.h"
 #include "weft/nn/activation_layers.h"
+#include "weft/nn/attention.h"
 #include "weft/nn/conv.h"
 #include "weft/nn/core_layers.h"
 #include "weft/nn/dense.h"
@@ -51,6 +52,7 @@ const std::map<std::string, LayerFactory>& built_in_layers() {
       {"Bidirectional", built_in<Bidirectional>()},
       {"Activation", built_in<Activation>()},
       {"Add", built_in<Add>()},
+      {"Attention", built_in<Attention>()},
       {"Average", built_in<Average>()},
       {"AveragePooling1D", built_in<AveragePooling1D>()},
       {"AveragePooling2D", built_in<AveragePooling2D>()},
@@ -66,6 +68,7 @@ const std::map<std::string, LayerFactory>& built_in_layers() {
       {"Dropout", built_in<Dropout>()},
       {"ELU", built_in<ELU>()},
       {"Embedding", built_in<Embedding>()},
+      {"PositionEmbedding", built_in<PositionEmbedding>()},
       {"Flatten", built_in<Flatten>()},
       {"Functional", functional_from_config},
       {"GaussianNoise", built_in<GaussianNoise>()},
@@ -79,6 +82,7 @@ const std::map<std::string, LayerFactory>& built_in_layers() {
       {"MaxPooling2D", built_in<MaxPooling2D>()},
       {"Maximum", built_in<Maximum>()},
       {"Minimum", built_in<Minimum>()},
+      {"MultiHeadAttention", built_in<MultiHeadAttention>()},
       {"Multiply", built_in<Multiply>()},
       {"Normalization", built_in<Normalization>()},
       {"PReLU", built_in<PReLU>()},
