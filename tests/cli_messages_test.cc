@@ -22,7 +22,8 @@ TEST(CliMessages, ARefusedFlagSaysWhatItAccepts) {
       {"train --epochs 2.5", "weft: --epochs must be a whole number, got \"2.5\"\n"},
       {"train --batch-size -3", "weft: --batch-size must be at least 1, got -3\n"},
       {"train --lr 0", "weft: --lr must be greater than 0, got 0\n"},
-      {"train --model resnet", "weft: --model must be one of mlp, cnn; got \"resnet\"\n"},
+      {"train --model resnet",
+       "weft: --model must be one of mlp, cnn, lstm, transformer; got \"resnet\"\n"},
       {"train --replicas 300", "weft: --replicas must be from 1 to 256, got 300\n"},
       {"train --save-freq often",
        "weft: --save-freq must be \"epoch\" or a number of steps of at least 1, got \"often\"\n"},
@@ -76,11 +77,11 @@ TEST(CliMessages, MoreThreadsThanCoresAreCappedWithOneWarning) {
 TEST(CliMessages, HelpShowsTheDefaults) {
   Result r = run("train --help");
   EXPECT_EQ(r.status, 0);
-  for (const char* shown :
-       {"--epochs INT:at least 1=3", "--batch-size INT:at least 1=128",
-        "--lr FLOAT:greater than 0=0.001", "--seed INT=0", "--model TEXT:{mlp, cnn}=mlp",
-        "--optimizer TEXT:{adam, sgd, rmsprop, "
-        "adamw}=adam"}) {
+  for (const char* shown : {"--epochs INT:at least 1=3", "--batch-size INT:at least 1=128",
+                            "learning rate (default: 1e-3; lstm 5e-3, transformer 3e-3)",
+                            "--seed INT=0", "--model TEXT:{mlp, cnn, lstm, transformer}=mlp",
+                            "--optimizer TEXT:{adam, sgd, rmsprop, "
+                            "adamw}=adam"}) {
     EXPECT_THAT(r.output, HasSubstr(shown));
   }
   r = run("predict --help");

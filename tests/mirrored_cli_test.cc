@@ -51,6 +51,22 @@ TEST_F(MirroredCli, DeterministicWeightsDoNotDependOnReplicasOrThreads) {
   }
 }
 
+// The sequence models too (the LSTM on oneDNN's RNN primitives, the transformer's attention):
+// --deterministic gives the same weights at 1 and 2 threads and on 2 replicas as on one.
+TEST_F(MirroredCli, SequenceModelsAreDeterministicAcrossThreadsAndReplicas) {
+  for (const char* model : {"lstm", "transformer"}) {
+    std::string base = std::string("--model ") + model + " --epochs 1 --deterministic";
+    nlohmann::json one = train(base + " --threads 2");
+    ASSERT_EQ(one["steps"], 16) << model;
+    EXPECT_EQ(train(base + " --threads 1")["weights_fingerprint"], one["weights_fingerprint"])
+        << model << ": 1 and 2 threads differ";
+    nlohmann::json two = train(base + " --strategy mirrored --replicas 2");
+    EXPECT_EQ(two["replicas"], 2);
+    EXPECT_EQ(two["weights_fingerprint"], one["weights_fingerprint"])
+        << model << ": 2 replicas differ from one";
+  }
+}
+
 TEST_F(MirroredCli, BackupResumesMidEpochToTheUninterruptedWeights) {
   std::string common = "--model mlp --epochs 3 --strategy mirrored --replicas 2";
   nlohmann::json full = train(common);

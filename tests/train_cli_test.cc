@@ -178,7 +178,7 @@ TEST_F(TrainCli, BadInputGivesOneLineAndNonZeroExit) {
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   };
   one_line(run("train --dataset /nonexistent/dir --quiet"), "/nonexistent/dir");
-  one_line(run("train --model transformer"), "transformer");
+  one_line(run("train --model resnet"), "resnet");
   one_line(run("train --mixed-precision fp8"), "fp8");
   one_line(run("train --lr-schedule linear"), "linear");
   one_line(run("train --strategy parameter_server --quiet"),

@@ -111,6 +111,7 @@ const char* noise_class(Noise k) {
 class NoiseImpl : public LayerImpl {
  public:
   bool supports_masking() const override { return true; }
+  bool any_size(size_t) const override { return true; }  // elementwise, as Keras's (no input_spec)
   NoiseImpl(Noise kind, double rate, const DropoutOptions& options)
       : LayerImpl(noise_class(kind), options.name, options.dtype),
         kind_(kind),
@@ -250,6 +251,39 @@ class EmbeddingImpl : public LayerImpl {
   Variable embeddings_;
 };
 
+class PositionEmbeddingImpl : public LayerImpl {
+ public:
+  PositionEmbeddingImpl(int64_t sequence_length, const PositionEmbeddingOptions& o)
+      : LayerImpl("PositionEmbedding", o.name, o.dtype),
+        length_(sequence_length),
+        init_name_(o.initializer),
+        init_(internal::initializer_for(*this, "initializer", o.initializer)) {
+    WEFT_CHECK(sequence_length > 0, InvalidArgument)
+        << layer_label(*this) << ": sequence_length must be positive, got " << sequence_length;
+  }
+  bool any_size(size_t axis) const override { return axis <= 1; }  // up to length_ steps
+  ConfigDict get_config() const override {
+    return LayerImpl::get_config().set("sequence_length", length_).set("initializer", init_name_);
+  }
+  void build(const Shape& shape) override {
+    internal::check_rank(*this, shape, 3, "(batch, steps, features)");
+    embeddings_ = add_weight("embeddings", {length_, shape[2]}, init_);
+  }
+  Tensor call(const Tensor& x, bool training) override {
+    WEFT_CHECK(x.dim(1) <= length_, InvalidArgument)
+        << layer_label(*this) << ": " << x.dim(1) << " steps, more than sequence_length "
+        << length_;
+    Tensor e = slice(cast_variable(embeddings_), {Slice{0, x.dim(1)}});
+    return broadcast_to(expand_dims(e, 0), x.shape());
+  }
+
+ private:
+  int64_t length_;
+  std::string init_name_;
+  Initializer init_;
+  Variable embeddings_;
+};
+
 }  // namespace
 
 Flatten::Flatten(LayerOptions options) : Layer(std::make_shared<FlattenImpl>(options)) {}
@@ -305,6 +339,15 @@ SpatialDropout2D SpatialDropout2D::from_config(const ConfigDict& c) {
 }
 GaussianNoise GaussianNoise::from_config(const ConfigDict& c) {
   return noise_from_config<GaussianNoise>(c, "stddev");
+}
+
+PositionEmbedding::PositionEmbedding(int64_t sequence_length, PositionEmbeddingOptions o)
+    : Layer(std::make_shared<PositionEmbeddingImpl>(sequence_length, o)) {}
+PositionEmbedding PositionEmbedding::from_config(const ConfigDict& c) {
+  return internal::configured(
+      PositionEmbedding(c.get_int("sequence_length"),
+                        {.initializer = c.get_string("initializer", "glorot_uniform")}),
+      c);
 }
 
 Embedding Embedding::from_config(const ConfigDict& c) {

@@ -121,4 +121,20 @@ class Embedding : public Layer {
   Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options = {});
 };
 
+struct PositionEmbeddingOptions {
+  std::string initializer = "glorot_uniform";
+  std::string dtype{};
+  std::string name{};
+};
+
+// A learned embedding of each step's position, as keras_nlp's PositionEmbedding (TF 2.4 has none;
+// Keras's ViT and Transformer examples write one): (batch, steps, features) -> the embeddings of
+// positions 0 .. steps - 1, (steps, features) broadcast over the batch, for the caller to add.
+// steps may be at most sequence_length.
+class PositionEmbedding : public Layer {
+ public:
+  static PositionEmbedding from_config(const ConfigDict& config);
+  explicit PositionEmbedding(int64_t sequence_length, PositionEmbeddingOptions options = {});
+};
+
 }  // namespace weft::nn

@@ -9,6 +9,7 @@
 #include "weft/nn/conv.h"
 #include "weft/nn/dense.h"
 #include "weft/nn/pooling.h"
+#include "weft/nn/saving.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/nn.h"
@@ -138,6 +139,10 @@ TEST(DropoutErrors, RateOutOfRange) {
   EXPECT_THAT(invalid_argument_message([] { Dropout(1.0, {.name = "dr"}); }),
               HasSubstr("Dropout \"dr\": rate must be in [0, 1), got 1"));
   EXPECT_THROW(Dropout(-0.1), InvalidArgument);
+  // Built on 5 steps, it takes 3 (a sequence model generating text one step at a time).
+  Dropout drop(0.5);
+  drop(ones({2, 5, 4}));
+  EXPECT_EQ(drop(ones({2, 3, 4})).shape(), (Shape{2, 3, 4}));
 }
 
 TEST(Embedding, ShapesWeightsAndFloatIds) {
@@ -161,6 +166,32 @@ TEST(Embedding, ShapesWeightsAndFloatIds) {
   EXPECT_EQ(embed(cast(ids, kFloat32)).to_vector<float>(), got);
   KerasTensor out = embed(Input({3}, kInt64));
   EXPECT_EQ(out.shape(), (Shape{-1, 3, 3}));
+}
+
+TEST(PositionEmbedding, GivesEachStepItsRowForEveryExampleAndLearnsIt) {
+  PositionEmbedding pos(6, {.name = "pos"});
+  Tensor x = testing::uniform({2, 4, 3}, 5, -1, 1, kFloat32);
+  GradientTape tape;
+  Tensor y = pos(x);
+  ASSERT_EQ(y.shape(), x.shape());
+  ASSERT_EQ(pos.variables().size(), 1u);
+  EXPECT_EQ(pos.variables()[0].name(), "pos/embeddings");
+  EXPECT_EQ(pos.variables()[0].shape(), (Shape{6, 3}));
+  std::vector<float> table = pos.variables()[0].value().to_vector<float>();
+  std::vector<float> got = y.to_vector<float>();
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], table[i % 12]) << i;  // rows 0..3
+  // Each used row's gradient sums the upstream gradient over the batch; rows 4, 5 get none.
+  Tensor dy = testing::uniform({2, 4, 3}, 6, -1, 1, kFloat32);
+  std::vector<float> g = tape.gradient(sum(mul(y, dy)), pos.variables())[0].to_vector<float>();
+  std::vector<float> d = dy.to_vector<float>();
+  for (size_t i = 0; i < 18; ++i) {
+    EXPECT_FLOAT_EQ(g[i], i < 12 ? d[i] + d[i + 12] : 0.0f) << i;
+  }
+  EXPECT_EQ(pos(ones({1, 6, 3})).shape(), (Shape{1, 6, 3}));  // any steps up to sequence_length
+  EXPECT_THROW(pos(ones({1, 7, 3})), InvalidArgument);
+  EXPECT_THROW(PositionEmbedding(0), InvalidArgument);
+  ConfigDict c = serialize(pos);
+  EXPECT_EQ(serialize(deserialize(ConfigDict::from_json(c.to_json()))).to_json(), c.to_json());
 }
 
 TEST(EmbeddingErrors, IdOutOfRangeNamesTheLayer) {

@@ -1,10 +1,14 @@
 #include "weft/nn/models.h"
 
+#include "weft/nn/attention.h"
 #include "weft/nn/conv.h"
 #include "weft/nn/core_layers.h"
 #include "weft/nn/dense.h"
+#include "weft/nn/merging.h"
 #include "weft/nn/normalization.h"
 #include "weft/nn/pooling.h"
+#include "weft/nn/recurrent.h"
+#include "weft/nn/reshaping.h"
 
 namespace weft::nn::models {
 
@@ -36,6 +40,28 @@ Sequential cnn() {
                      conv(64), MaxPooling2D({2, 2}), normalized(),  //
                      Flatten(), Dense(128, "", {.use_bias = false}), normalized(), logits()},
                     "cnn");
+}
+
+Sequential lstm() { return Sequential({Reshape({28, 28}), LSTM(128), logits()}, "lstm"); }
+
+Model transformer() {
+  constexpr int64_t kPatch = 7, kSide = 28 / kPatch, kTokens = kSide * kSide, kWidth = 64;
+  auto residual = [](const KerasTensor& x, const KerasTensor& y) { return Add()({x, y})[0]; };
+  KerasTensor image = Input({28, 28, 1}, kFloat32, "image");
+  // (28, 28, 1) -> (4, 7, 4, 7) -> (4, 4, 7, 7): patch row, patch column, then its pixels. Patches
+  // of 4x4 (49 tokens) reached 0.856 test accuracy in three epochs at lr 1e-3 against 0.859 for
+  // 7x7 (16 tokens), at a quarter of the speed (880 against 3580 examples/s).
+  KerasTensor patches = Permute({1, 3, 2, 4})(Reshape({kSide, kPatch, kSide, kPatch})(image));
+  KerasTensor x = Dense(kWidth)(Reshape({kTokens, kPatch * kPatch})(patches));
+  x = residual(x, PositionEmbedding(kTokens)(x));
+  for (int block = 0; block < 2; ++block) {
+    KerasTensor h = LayerNormalization()(x);
+    x = residual(x, MultiHeadAttention(4, kWidth / 4)(h));
+    h = LayerNormalization()(x);
+    x = residual(x, Dense(kWidth)(Dense(2 * kWidth, "gelu")(h)));
+  }
+  KerasTensor pooled = GlobalAveragePooling1D()(LayerNormalization()(x));
+  return Model(image, logits()(pooled), "transformer");
 }
 
 }  // namespace weft::nn::models
