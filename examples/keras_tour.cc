@@ -44,6 +44,20 @@ int main() {
               weft::shape_str(both.shape()).c_str(),
               nn::keras_mask(states).to_vector<bool>()[3] ? "kept" : "carried");
 
+  // Attention over the LSTM's states: the padding mask (batch, 1, steps) and a causal mask, so
+  // step 0 attends to itself only and nothing attends to the padding.
+  weft::Tensor query = states, value = states;
+  weft::Tensor padding = weft::reshape(nn::keras_mask(states), {2, 1, 5});
+  nn::MultiHeadAttention mha(4, 16);
+  weft::Tensor attended = mha({query, value})[0];
+  nn::AttentionResult r =
+      mha.call(query, value, {.attention_mask = padding, .use_causal_mask = true});
+  weft::Tensor z = nn::Attention({.use_scale = true})({query, value})[0];
+  std::vector<float> p = r.scores.to_vector<float>();  // (2, 4, 5, 5): example, head, query, key
+  std::printf("attention %s, scores %s, dot %s: step 0 on itself %.2f, on padding %.2f\n",
+              weft::shape_str(attended.shape()).c_str(), weft::shape_str(r.scores.shape()).c_str(),
+              weft::shape_str(z.shape()).c_str(), p[0], p[23] + p[24]);
+
   // tf.data: ragged elements padded to a batch, sliding windows, zip.
   data::Dataset ragged = data::Dataset::range(1, 4).map(
       [](const weft::Tensor& n) { return weft::ones({n.item<int64_t>()}, weft::kInt64); });
