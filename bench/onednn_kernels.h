@@ -33,6 +33,21 @@ class Kernels {
                            {DNNL_ARG_DST, pd.dst_desc()}});
   }
 
+  // c(batch, m, n) = a(batch, m, k) @ b(batch, k, n), transposed operands stored as their
+  // transposes.
+  void batched_matmul(int64_t batch, int64_t m, int64_t k, int64_t n, bool transpose_a = false,
+                      bool transpose_b = false) {
+    memory::desc a({batch, m, k}, f32_,
+                   transpose_a ? memory::dims{m * k, 1, m} : memory::dims{m * k, k, 1});
+    memory::desc b({batch, k, n}, f32_,
+                   transpose_b ? memory::dims{k * n, 1, k} : memory::dims{k * n, n, 1});
+    memory::desc c({batch, m, n}, f32_, memory::dims{m * n, n, 1});
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), eng_);
+    add(dnnl::matmul(pd), {{DNNL_ARG_SRC, pd.src_desc()},
+                           {DNNL_ARG_WEIGHTS, pd.weights_desc()},
+                           {DNNL_ARG_DST, pd.dst_desc()}});
+  }
+
   // A 3x3 "same" convolution of (batch, c, hw, hw) into oc channels: forward, and the data and
   // filter gradients when asked.
   void conv3x3(int64_t batch, int64_t c, int64_t hw, int64_t oc, bool data_gradient) {
@@ -66,14 +81,56 @@ class Kernels {
                                                  {DNNL_ARG_DIFF_WEIGHTS, pd.diff_weights_desc()}});
   }
 
+  // A training step's LSTM layer over (steps, batch, features) into `units`: the forward pass and
+  // the backward pass, weights in the layouts the primitives chose, sharing the workspace.
+  void lstm(int64_t steps, int64_t batch, int64_t features, int64_t units) {
+    using tag = memory::format_tag;
+    memory::desc x({steps, batch, features}, f32_, tag::tnc),
+        y({steps, batch, units}, f32_, tag::tnc);
+    memory::desc h({1, 1, batch, units}, f32_, tag::ldnc), b({1, 1, 4, units}, f32_, tag::ldgo);
+    memory::desc wl({1, 1, features, 4, units}, f32_, tag::any),
+        wi({1, 1, units, 4, units}, f32_, tag::any);
+    constexpr auto kDirection = dnnl::rnn_direction::unidirectional_left2right;
+    dnnl::lstm_forward::primitive_desc fpd(
+        dnnl::lstm_forward::desc(dnnl::prop_kind::forward_training, kDirection, x, h, h, wl, wi, b,
+                                 y, h, h),
+        eng_);
+    dnnl::lstm_backward::primitive_desc bpd(
+        dnnl::lstm_backward::desc(dnnl::prop_kind::backward, kDirection, x, h, h, wl, wi, b, y, h,
+                                  h, x, h, h, wl, wi, b, y, h, h),
+        eng_, fpd);
+    memory workspace(fpd.workspace_desc(), eng_);
+    std::vector<std::pair<int, memory::desc>> layer{
+        {DNNL_ARG_SRC_LAYER, x}, {DNNL_ARG_SRC_ITER, h},  {DNNL_ARG_SRC_ITER_C, h},
+        {DNNL_ARG_BIAS, b},      {DNNL_ARG_DST_LAYER, y}, {DNNL_ARG_DST_ITER, h},
+        {DNNL_ARG_DST_ITER_C, h}};
+    auto forward = layer;
+    forward.push_back({DNNL_ARG_WEIGHTS_LAYER, fpd.weights_layer_desc()});
+    forward.push_back({DNNL_ARG_WEIGHTS_ITER, fpd.weights_iter_desc()});
+    add(dnnl::lstm_forward(fpd), forward, {{DNNL_ARG_WORKSPACE, workspace}});
+    auto backward = layer;
+    for (int arg : {DNNL_ARG_DIFF_SRC_LAYER, DNNL_ARG_DIFF_SRC_ITER, DNNL_ARG_DIFF_SRC_ITER_C,
+                    DNNL_ARG_DIFF_BIAS, DNNL_ARG_DIFF_DST_LAYER, DNNL_ARG_DIFF_DST_ITER,
+                    DNNL_ARG_DIFF_DST_ITER_C}) {
+      backward.push_back({arg, bpd.query_md(dnnl::query::exec_arg_md, arg)});
+    }
+    backward.push_back({DNNL_ARG_WEIGHTS_LAYER, bpd.weights_layer_desc()});
+    backward.push_back({DNNL_ARG_WEIGHTS_ITER, bpd.weights_iter_desc()});
+    backward.push_back({DNNL_ARG_DIFF_WEIGHTS_LAYER, bpd.diff_weights_layer_desc()});
+    backward.push_back({DNNL_ARG_DIFF_WEIGHTS_ITER, bpd.diff_weights_iter_desc()});
+    add(dnnl::lstm_backward(bpd), backward, {{DNNL_ARG_WORKSPACE, workspace}});
+  }
+
   void run() {
     for (auto& [prim, args] : kernels_) prim.execute(stream_, args);
     stream_.wait();
   }
 
  private:
-  void add(dnnl::primitive prim, const std::vector<std::pair<int, memory::desc>>& descs) {
-    std::unordered_map<int, memory> args;
+  // `descs` are allocated here; `shared` memory is another kernel's too.
+  void add(dnnl::primitive prim, const std::vector<std::pair<int, memory::desc>>& descs,
+           std::unordered_map<int, memory> shared = {}) {
+    std::unordered_map<int, memory> args = std::move(shared);
     for (const auto& [id, md] : descs) {
       memory m(md, eng_);  // oneDNN allocates; fill so no denormal or NaN slows anything down
       auto* p = static_cast<float*>(m.get_data_handle());

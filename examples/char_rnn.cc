@@ -144,8 +144,8 @@ std::pair<weft::Tensor, weft::Tensor> training_windows(const std::vector<int64_t
 
 nn::Sequential make_model(int64_t vocab, int64_t units) {
   // Dense applies to the last axis: logits at every step.
-  nn::Sequential model({nn::Embedding(vocab, 32), nn::LSTM(units, {.return_sequences = true}),
-                        nn::Dense(vocab)});
+  nn::Sequential model(
+      {nn::Embedding(vocab, 32), nn::LSTM(units, {.return_sequences = true}), nn::Dense(vocab)});
   model.compile(weft::optim::Adam({.learning_rate = 3e-3, .clipnorm = 1.0}),
                 nn::losses::SparseCategoricalCrossentropy({.from_logits = true}));
   return model;

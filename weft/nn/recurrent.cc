@@ -129,8 +129,8 @@ class RNNImpl : public LayerImpl {
     }
     Tensor sequence, output;
     if (!mask.defined() && !recurrent_keep.defined() && fits_onednn(dtype)) {
-      std::vector<Tensor> r = rnn(cell_, x, state[0], num_states() > 1 ? state[1] : Tensor(), w,
-                                  uk, onednn_bias(input_bias, recurrent_bias));
+      std::vector<Tensor> r = rnn(cell_, x, state[0], num_states() > 1 ? state[1] : Tensor(), w, uk,
+                                  onednn_bias(input_bias, recurrent_bias));
       sequence = r[0];
       output = r[1];
       state.assign(r.begin() + 1, r.end());
@@ -199,9 +199,10 @@ class RNNImpl : public LayerImpl {
     const int64_t u = units_;
     if (!input_bias.defined()) return zeros({rnn_bias_gates(cell_) * u}, kFloat32);
     if (cell_ != Cell::kGRU) return input_bias;
-    return concat({add(slice(input_bias, {Slice{0, 2 * u}}), slice(recurrent_bias, {Slice{0, 2 * u}})),
-                   gate(input_bias, 2, u), gate(recurrent_bias, 2, u)},
-                  0);
+    return concat(
+        {add(slice(input_bias, {Slice{0, 2 * u}}), slice(recurrent_bias, {Slice{0, 2 * u}})),
+         gate(input_bias, 2, u), gate(recurrent_bias, 2, u)},
+        0);
   }
 
   // One step of the cell: {output, states...}.

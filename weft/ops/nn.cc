@@ -4,8 +4,10 @@
 #include <cmath>
 
 #include "weft/autodiff/tape.h"
+#include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
+#include "weft/ops/onednn/onednn.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
 
@@ -30,10 +32,49 @@ Tensor l2_normalize(const Tensor& x, int64_t axis, double epsilon) {
   return mul(x, rsqrt(maximum(sum(square(x), {axis}, true), epsilon)));
 }
 
+namespace {
+
+Tensor softmax_grad(const Tensor& y, const Tensor& dy);
+
+// Softmax over the last axis on oneDNN's kernel: one pass forward and one backward, where the
+// composition exp(log_softmax(x)) takes a dozen of each (MultiHeadAttention's scores).
+Tensor fused_softmax(const Tensor& x_in) {
+  Tensor x = contiguous(x_in);
+  const int64_t cols = x.dim(-1), rows = cols == 0 ? 0 : x.numel() / cols;
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  if (rows > 0) onednn::softmax_forward(x.dtype(), rows, cols, x.raw_data(), y.raw_data());
+  if (autodiff::is_recording()) {
+    autodiff::record("softmax", {x_in}, {y}, [y](const autodiff::Grads& g) {
+      return std::vector<Tensor>{softmax_grad(y, g[0])};
+    });
+  }
+  return y;
+}
+
+// dx = y * (dy - sum(dy * y)) along the last axis: oneDNN's kernel, or, when a tape records the
+// gradient itself (second derivatives), weft's ops.
+Tensor softmax_grad(const Tensor& y, const Tensor& dy_in) {
+  Tensor dy = contiguous(cast(dy_in, y.dtype()));
+  if (autodiff::is_recording()) return mul(y, sub(dy, sum(mul(dy, y), {-1}, true)));
+  Tensor dx = Tensor::empty(y.shape(), y.dtype());
+  const int64_t cols = y.dim(-1), rows = cols == 0 ? 0 : y.numel() / cols;
+  if (rows > 0) {
+    onednn::softmax_backward(y.dtype(), rows, cols, y.raw_data(), dy.raw_data(), dx.raw_data());
+  }
+  return dx;
+}
+
+}  // namespace
+
 Tensor softmax(const Tensor& logits, int64_t axis) {
   WEFT_CHECK(logits.defined(), InvalidArgument) << "softmax: logits are undefined";
   WEFT_CHECK(is_floating(logits.dtype()), InvalidArgument)
       << "softmax: logits must be floating point, got " << logits.dtype();
+  axis = normalize_axis("softmax", axis, logits.rank());
+  const DType t = logits.dtype();
+  if (axis == logits.rank() - 1 && (t == kFloat32 || t == kBFloat16) && onednn::supports(t)) {
+    return fused_softmax(logits);
+  }
   return exp(log_softmax(logits, axis));
 }
 

@@ -18,15 +18,9 @@ void check_shape(const char* what, const Tensor& t, const Shape& expected) {
 struct RnnTensors {
   Tensor x, h0, c0, kernel, recurrent, bias, y, h, c;
   onednn::RnnForwardBuffers buffers() const {
-    return {x.raw_data(),
-            h0.raw_data(),
-            c0.defined() ? c0.raw_data() : nullptr,
-            kernel.raw_data(),
-            recurrent.raw_data(),
-            bias.raw_data(),
-            y.raw_data(),
-            h.raw_data(),
-            c.defined() ? c.raw_data() : nullptr};
+    return {x.raw_data(),      h0.raw_data(),        c0.defined() ? c0.raw_data() : nullptr,
+            kernel.raw_data(), recurrent.raw_data(), bias.raw_data(),
+            y.raw_data(),      h.raw_data(),         c.defined() ? c.raw_data() : nullptr};
   }
 };
 
@@ -60,9 +54,9 @@ std::vector<Tensor> rnn_backward(const onednn::RnnParams& p, Saved& saved,
   }
   saved.used = true;
   onednn::rnn_backward(t.x.dtype(), p, t.buffers(),
-                       {dy.raw_data(), dh.raw_data(), lstm ? dc.raw_data() : nullptr,
-                        dx.raw_data(), dh0.raw_data(), lstm ? dc0.raw_data() : nullptr,
-                        dkernel.raw_data(), drecurrent.raw_data(), dbias.raw_data()},
+                       {dy.raw_data(), dh.raw_data(), lstm ? dc.raw_data() : nullptr, dx.raw_data(),
+                        dh0.raw_data(), lstm ? dc0.raw_data() : nullptr, dkernel.raw_data(),
+                        drecurrent.raw_data(), dbias.raw_data()},
                        *saved.workspace);
   const DType dt = t.x.dtype();
   return {cast(dx, dt), cast(dh0, dt), dc0, cast(dkernel, dt), cast(drecurrent, dt), dbias};
@@ -79,8 +73,8 @@ bool rnn_supported(DType dtype) {
   return (dtype == kFloat32 || dtype == kBFloat16) && onednn::supports(dtype);
 }
 
-std::vector<Tensor> rnn(RnnCell cell, const Tensor& x_in, const Tensor& h0_in,
-                        const Tensor& c0_in, const Tensor& kernel_in, const Tensor& recurrent_in,
+std::vector<Tensor> rnn(RnnCell cell, const Tensor& x_in, const Tensor& h0_in, const Tensor& c0_in,
+                        const Tensor& kernel_in, const Tensor& recurrent_in,
                         const Tensor& bias_in) {
   WEFT_CHECK(x_in.defined() && x_in.rank() == 3, InvalidArgument)
       << "rnn: the input must be (batch, steps, features), got "

@@ -73,7 +73,6 @@ Arg bind(int arg, const memory& m, const void* data) {
   return {arg, m.get()};
 }
 
-
 LayoutArg layout_arg(int id, const memory::desc& user, const memory::desc& chosen, bool output) {
   LayoutArg a{id, unbound(user), memory(), 0, std::nullopt};
   if (user != chosen) {
@@ -568,6 +567,48 @@ void avg_pool2d_backward(DType dtype, const ops::internal::Pool2DParams& p, cons
                          void* dx) {
   const PoolEntry& e = pool_entry(dtype, p, dnnl::algorithm::pooling_avg_exclude_padding);
   run(e.backward, {bind(DNNL_ARG_DIFF_DST, e.dst, dy), bind(DNNL_ARG_DIFF_SRC, e.src, dx)});
+}
+
+// ---- softmax -----------------------------------------------------------------------------------
+
+namespace {
+
+struct SoftmaxEntry {
+  dnnl::softmax_forward forward;
+  dnnl::softmax_backward backward;
+  memory x, y, dy, dx;
+};
+
+const SoftmaxEntry& softmax_entry(DType dtype, int64_t rows, int64_t cols) {
+  thread_local Cache<SoftmaxEntry> cache;
+  int threads = use_configured_threads();
+  return cache.get({static_cast<int64_t>(dtype), threads, rows, cols}, [&] {
+    memory::desc md({rows, cols}, data_type(dtype), tag::ab);
+    dnnl::softmax_forward::primitive_desc fpd(
+        dnnl::softmax_forward::desc(dnnl::prop_kind::forward_training, md, 1), engine());
+    dnnl::softmax_backward::primitive_desc bpd(dnnl::softmax_backward::desc(md, md, 1), engine(),
+                                               fpd);
+    return SoftmaxEntry{dnnl::softmax_forward(fpd),
+                        dnnl::softmax_backward(bpd),
+                        unbound(md),
+                        unbound(md),
+                        unbound(md),
+                        unbound(md)};
+  });
+}
+
+}  // namespace
+
+void softmax_forward(DType dtype, int64_t rows, int64_t cols, const void* x, void* y) {
+  const SoftmaxEntry& e = softmax_entry(dtype, rows, cols);
+  run(e.forward, {bind(DNNL_ARG_SRC, e.x, x), bind(DNNL_ARG_DST, e.y, y)});
+}
+
+void softmax_backward(DType dtype, int64_t rows, int64_t cols, const void* y, const void* dy,
+                      void* dx) {
+  const SoftmaxEntry& e = softmax_entry(dtype, rows, cols);
+  run(e.backward, {bind(DNNL_ARG_DST, e.y, y), bind(DNNL_ARG_DIFF_DST, e.dy, dy),
+                   bind(DNNL_ARG_DIFF_SRC, e.dx, dx)});
 }
 
 }  // namespace weft::onednn

@@ -67,6 +67,11 @@ void avg_pool2d_forward(DType dtype, const ops::internal::Pool2DParams& p, const
 void avg_pool2d_backward(DType dtype, const ops::internal::Pool2DParams& p, const void* dy,
                          void* dx);
 
+// Softmax over the rows of a dense (rows, cols) matrix: y from x, and dx from y and dy.
+void softmax_forward(DType dtype, int64_t rows, int64_t cols, const void* x, void* y);
+void softmax_backward(DType dtype, int64_t rows, int64_t cols, const void* y, const void* dy,
+                      void* dx);
+
 // ---- recurrent layers (rnn.cc) ----
 
 struct RnnParams {

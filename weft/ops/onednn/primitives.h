@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <array>
 #include <memory>
-#include <optional>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <span>
 #include <unordered_map>
 
@@ -107,9 +107,9 @@ memory::dims dims_of(const Range& v) {
   return memory::dims(v.begin(), v.end());
 }
 
-// One argument of a primitive whose layout it chooses: memory in weft's layout (`user`) and, when the primitive chose
-// another layout, memory in that one (`chosen`) and the reorder between them (user to chosen for
-// an input, chosen to user for the output).
+// One argument of a primitive whose layout it chooses: memory in weft's layout (`user`) and, when
+// the primitive chose another layout, memory in that one (`chosen`) and the reorder between them
+// (user to chosen for an input, chosen to user for the output).
 struct LayoutArg {
   int id;
   memory user, chosen;

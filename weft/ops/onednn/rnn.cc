@@ -44,9 +44,8 @@ RnnDescs rnn_descs(memory::data_type dt, const RnnParams& p) {
 dnnl_rnn_desc_t forward_desc(const RnnParams& p, const RnnDescs& d, dnnl::prop_kind prop) {
   switch (p.cell) {
     case RnnCell::kSimple:
-      return dnnl::vanilla_rnn_forward::desc(prop, dnnl::algorithm::eltwise_tanh, kLeftToRight,
-                                             d.x, d.h, d.any_kernel, d.any_recurrent, d.bias, d.y,
-                                             d.h)
+      return dnnl::vanilla_rnn_forward::desc(prop, dnnl::algorithm::eltwise_tanh, kLeftToRight, d.x,
+                                             d.h, d.any_kernel, d.any_recurrent, d.bias, d.y, d.h)
           .data;
     case RnnCell::kLSTM:
       return dnnl::lstm_forward::desc(prop, kLeftToRight, d.x, d.h, d.c, d.any_kernel,
@@ -67,9 +66,9 @@ dnnl_rnn_desc_t backward_desc(const RnnParams& p, const RnnDescs& d, const RnnDe
   switch (p.cell) {
     case RnnCell::kSimple:
       return dnnl::vanilla_rnn_backward::desc(kBackward, dnnl::algorithm::eltwise_tanh,
-                                              kLeftToRight, d.x, d.h, d.any_kernel,
-                                              d.any_recurrent, d.bias, d.y, d.h, g.x, g.h,
-                                              g.any_kernel, g.any_recurrent, g.bias, g.y, g.h)
+                                              kLeftToRight, d.x, d.h, d.any_kernel, d.any_recurrent,
+                                              d.bias, d.y, d.h, g.x, g.h, g.any_kernel,
+                                              g.any_recurrent, g.bias, g.y, g.h)
           .data;
     case RnnCell::kLSTM:
       return dnnl::lstm_backward::desc(kBackward, kLeftToRight, d.x, d.h, d.c, d.any_kernel,
@@ -78,8 +77,8 @@ dnnl_rnn_desc_t backward_desc(const RnnParams& p, const RnnDescs& d, const RnnDe
           .data;
     case RnnCell::kGRU:
       return dnnl::lbr_gru_backward::desc(kBackward, kLeftToRight, d.x, d.h, d.any_kernel,
-                                          d.any_recurrent, d.bias, d.y, d.h, g.x, g.h,
-                                          g.any_kernel, g.any_recurrent, g.bias, g.y, g.h)
+                                          d.any_recurrent, d.bias, d.y, d.h, g.x, g.h, g.any_kernel,
+                                          g.any_recurrent, g.bias, g.y, g.h)
           .data;
   }
   WEFT_FAIL(Internal) << "rnn: unknown cell";
@@ -101,8 +100,10 @@ int rnn_threads() {
 }
 
 Key rnn_key(int kind, DType dtype, const RnnParams& p, int threads) {
-  return {kind,    static_cast<int64_t>(dtype), threads,    static_cast<int64_t>(p.cell),
-          p.steps, p.batch,                     p.features, p.units};
+  return {kind,       static_cast<int64_t>(dtype),
+          threads,    static_cast<int64_t>(p.cell),
+          p.steps,    p.batch,
+          p.features, p.units};
 }
 
 struct ForwardEntry {
@@ -119,9 +120,9 @@ struct BackwardEntry {
 };
 
 // The arguments every pass binds: the layer's inputs and outputs (the LSTM's cell states too).
-std::vector<Arg> layer_args(const RnnParams& p, const memory& x, const memory& h0,
-                            const memory& c0, const memory& bias, const memory& y, const memory& h,
-                            const memory& c, const RnnForwardBuffers& f) {
+std::vector<Arg> layer_args(const RnnParams& p, const memory& x, const memory& h0, const memory& c0,
+                            const memory& bias, const memory& y, const memory& h, const memory& c,
+                            const RnnForwardBuffers& f) {
   std::vector<Arg> args{bind(DNNL_ARG_SRC_LAYER, x, f.x), bind(DNNL_ARG_SRC_ITER, h0, f.h0),
                         bind(DNNL_ARG_BIAS, bias, f.bias), bind(DNNL_ARG_DST_LAYER, y, f.y),
                         bind(DNNL_ARG_DST_ITER, h, f.h)};
@@ -180,15 +181,15 @@ void rnn_backward(DType dtype, const RnnParams& p, const RnnForwardBuffers& f,
   thread_local Cache<BackwardEntry> cache;
   const auto& e = cache.get(rnn_key(2, dtype, p, rnn_threads()), [&] {
     RnnDescs d = rnn_descs(data_type(dtype), p), g = rnn_descs(kF32, p);
-    dnnl::primitive_desc fpd = make_pd(forward_desc(p, d, dnnl::prop_kind::forward_training),
-                                       nullptr);
+    dnnl::primitive_desc fpd =
+        make_pd(forward_desc(p, d, dnnl::prop_kind::forward_training), nullptr);
     dnnl::primitive_desc pd = make_pd(backward_desc(p, d, g), &fpd);
     return BackwardEntry{
         dnnl::primitive(pd),
         layout_arg(DNNL_ARG_WEIGHTS_LAYER, d.kernel, arg_md(pd, DNNL_ARG_WEIGHTS_LAYER), false),
         layout_arg(DNNL_ARG_WEIGHTS_ITER, d.recurrent, arg_md(pd, DNNL_ARG_WEIGHTS_ITER), false),
-        layout_arg(DNNL_ARG_DIFF_WEIGHTS_LAYER, g.kernel,
-                   arg_md(pd, DNNL_ARG_DIFF_WEIGHTS_LAYER), true),
+        layout_arg(DNNL_ARG_DIFF_WEIGHTS_LAYER, g.kernel, arg_md(pd, DNNL_ARG_DIFF_WEIGHTS_LAYER),
+                   true),
         layout_arg(DNNL_ARG_DIFF_WEIGHTS_ITER, g.recurrent, arg_md(pd, DNNL_ARG_DIFF_WEIGHTS_ITER),
                    true),
         unbound(d.x),
