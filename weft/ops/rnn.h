@@ -28,8 +28,8 @@ bool rnn_supported(DType dtype);
 // gates * units) and recurrent (units, gates * units) as Keras's, gate blocks of `units` columns
 // ([i, f, c, o] and [z, r, h]); bias (bias_gates * units). Returns the outputs of every step
 // (batch, steps, units), the last state h and, for the LSTM, the last cell state c, in x's dtype
-// (c in float32 for bfloat16 x, as oneDNN keeps it). Differentiable once: a gradient of these
-// gradients is refused (FailedPrecondition).
+// (oneDNN keeps c in float32 inside). Differentiable once: a gradient of these gradients is
+// refused (FailedPrecondition).
 std::vector<Tensor> rnn(RnnCell cell, const Tensor& x, const Tensor& h0, const Tensor& c0,
                         const Tensor& kernel, const Tensor& recurrent, const Tensor& bias);
 

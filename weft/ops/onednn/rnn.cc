@@ -1,7 +1,9 @@
 // Keras's recurrent layers on oneDNN 2.6's RNN primitives: one layer, one direction, left to
 // right (go_backwards reverses the input before, as the plain path does). What the layouts are
 // and why: docs/dev/onednn-rnn-notes.md.
+#include <array>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "weft/core/config.h"
@@ -106,32 +108,54 @@ Key rnn_key(int kind, DType dtype, const RnnParams& p, int threads) {
           p.features, p.units};
 }
 
-struct ForwardEntry {
-  dnnl::primitive prim;
+// What every pass of a layer binds: its weights, reordered into the pass's layouts, its inputs
+// and outputs (the LSTM's cell states too) and the workspace.
+struct LayerMemories {
   LayoutArg kernel, recurrent;
   memory x, h0, c0, bias, y, h, c, workspace;
 };
 
-struct BackwardEntry {
-  dnnl::primitive prim;
-  LayoutArg kernel, recurrent, dkernel, drecurrent;
-  memory x, h0, c0, bias, y, h, c, workspace;
-  memory dx, dh0, dc0, dbias, dy, dh, dc;
-};
+LayerMemories layer_memories(const RnnDescs& d, const dnnl::primitive_desc& pd) {
+  return {layout_arg(DNNL_ARG_WEIGHTS_LAYER, d.kernel, arg_md(pd, DNNL_ARG_WEIGHTS_LAYER), false),
+          layout_arg(DNNL_ARG_WEIGHTS_ITER, d.recurrent, arg_md(pd, DNNL_ARG_WEIGHTS_ITER), false),
+          unbound(d.x),
+          unbound(d.h),
+          unbound(d.c),
+          unbound(d.bias),
+          unbound(d.y),
+          unbound(d.h),
+          unbound(d.c),
+          unbound(pd.workspace_desc())};
+}
 
-// The arguments every pass binds: the layer's inputs and outputs (the LSTM's cell states too).
-std::vector<Arg> layer_args(const RnnParams& p, const memory& x, const memory& h0, const memory& c0,
-                            const memory& bias, const memory& y, const memory& h, const memory& c,
-                            const RnnForwardBuffers& f) {
-  std::vector<Arg> args{bind(DNNL_ARG_SRC_LAYER, x, f.x), bind(DNNL_ARG_SRC_ITER, h0, f.h0),
-                        bind(DNNL_ARG_BIAS, bias, f.bias), bind(DNNL_ARG_DST_LAYER, y, f.y),
-                        bind(DNNL_ARG_DST_ITER, h, f.h)};
+// Binds them to `f`'s buffers (weights reordered into `scratch` where the layouts differ).
+std::vector<Arg> layer_args(const RnnParams& p, const LayerMemories& m, const RnnForwardBuffers& f,
+                            std::array<std::shared_ptr<Storage>, 2>& scratch) {
+  std::vector<Arg> args{bind(DNNL_ARG_SRC_LAYER, m.x, f.x),
+                        bind(DNNL_ARG_SRC_ITER, m.h0, f.h0),
+                        bind(DNNL_ARG_BIAS, m.bias, f.bias),
+                        bind(DNNL_ARG_DST_LAYER, m.y, f.y),
+                        bind(DNNL_ARG_DST_ITER, m.h, f.h),
+                        bind_input(m.kernel, f.kernel, scratch[0]),
+                        bind_input(m.recurrent, f.recurrent, scratch[1])};
   if (p.cell == RnnCell::kLSTM) {
-    args.push_back(bind(DNNL_ARG_SRC_ITER_C, c0, f.c0));
-    args.push_back(bind(DNNL_ARG_DST_ITER_C, c, f.c));
+    args.push_back(bind(DNNL_ARG_SRC_ITER_C, m.c0, f.c0));
+    args.push_back(bind(DNNL_ARG_DST_ITER_C, m.c, f.c));
   }
   return args;
 }
+
+struct ForwardEntry {
+  dnnl::primitive prim;
+  LayerMemories layer;
+};
+
+struct BackwardEntry {
+  dnnl::primitive prim;
+  LayerMemories layer;
+  LayoutArg dkernel, drecurrent;
+  memory dx, dh0, dc0, dbias, dy, dh, dc;
+};
 
 // Zeroes what an output argument is bound to: oneDNN adds the weight gradients to it.
 void zero(const Arg& a) {
@@ -151,26 +175,14 @@ std::shared_ptr<Storage> rnn_forward(DType dtype, const RnnParams& p, const RnnF
     RnnDescs d = rnn_descs(data_type(dtype), p);
     auto prop = training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
     dnnl::primitive_desc pd = make_pd(forward_desc(p, d, prop), nullptr);
-    return ForwardEntry{
-        dnnl::primitive(pd),
-        layout_arg(DNNL_ARG_WEIGHTS_LAYER, d.kernel, arg_md(pd, DNNL_ARG_WEIGHTS_LAYER), false),
-        layout_arg(DNNL_ARG_WEIGHTS_ITER, d.recurrent, arg_md(pd, DNNL_ARG_WEIGHTS_ITER), false),
-        unbound(d.x),
-        unbound(d.h),
-        unbound(d.c),
-        unbound(d.bias),
-        unbound(d.y),
-        unbound(d.h),
-        unbound(d.c),
-        unbound(pd.workspace_desc())};
+    return ForwardEntry{dnnl::primitive(pd), layer_memories(d, pd)};
   });
-  std::shared_ptr<Storage> kernel, recurrent, workspace;
-  std::vector<Arg> args = layer_args(p, e.x, e.h0, e.c0, e.bias, e.y, e.h, e.c, f);
-  args.push_back(bind_input(e.kernel, f.kernel, kernel));
-  args.push_back(bind_input(e.recurrent, f.recurrent, recurrent));
+  std::array<std::shared_ptr<Storage>, 2> scratch;
+  std::shared_ptr<Storage> workspace;
+  std::vector<Arg> args = layer_args(p, e.layer, f, scratch);
   if (training) {
-    workspace = Storage::allocate(e.workspace.get_desc().get_size());
-    args.push_back(bind(DNNL_ARG_WORKSPACE, e.workspace, workspace->data()));
+    workspace = Storage::allocate(e.layer.workspace.get_desc().get_size());
+    args.push_back(bind(DNNL_ARG_WORKSPACE, e.layer.workspace, workspace->data()));
   }
   run(e.prim, args);
   return workspace;
@@ -184,35 +196,23 @@ void rnn_backward(DType dtype, const RnnParams& p, const RnnForwardBuffers& f,
     dnnl::primitive_desc fpd =
         make_pd(forward_desc(p, d, dnnl::prop_kind::forward_training), nullptr);
     dnnl::primitive_desc pd = make_pd(backward_desc(p, d, g), &fpd);
-    return BackwardEntry{
-        dnnl::primitive(pd),
-        layout_arg(DNNL_ARG_WEIGHTS_LAYER, d.kernel, arg_md(pd, DNNL_ARG_WEIGHTS_LAYER), false),
-        layout_arg(DNNL_ARG_WEIGHTS_ITER, d.recurrent, arg_md(pd, DNNL_ARG_WEIGHTS_ITER), false),
-        layout_arg(DNNL_ARG_DIFF_WEIGHTS_LAYER, g.kernel, arg_md(pd, DNNL_ARG_DIFF_WEIGHTS_LAYER),
-                   true),
-        layout_arg(DNNL_ARG_DIFF_WEIGHTS_ITER, g.recurrent, arg_md(pd, DNNL_ARG_DIFF_WEIGHTS_ITER),
-                   true),
-        unbound(d.x),
-        unbound(d.h),
-        unbound(d.c),
-        unbound(d.bias),
-        unbound(d.y),
-        unbound(d.h),
-        unbound(d.c),
-        unbound(pd.workspace_desc()),
-        unbound(g.x),
-        unbound(g.h),
-        unbound(g.c),
-        unbound(g.bias),
-        unbound(g.y),
-        unbound(g.h),
-        unbound(g.c)};
+    return BackwardEntry{dnnl::primitive(pd),
+                         layer_memories(d, pd),
+                         layout_arg(DNNL_ARG_DIFF_WEIGHTS_LAYER, g.kernel,
+                                    arg_md(pd, DNNL_ARG_DIFF_WEIGHTS_LAYER), true),
+                         layout_arg(DNNL_ARG_DIFF_WEIGHTS_ITER, g.recurrent,
+                                    arg_md(pd, DNNL_ARG_DIFF_WEIGHTS_ITER), true),
+                         unbound(g.x),
+                         unbound(g.h),
+                         unbound(g.c),
+                         unbound(g.bias),
+                         unbound(g.y),
+                         unbound(g.h),
+                         unbound(g.c)};
   });
-  std::array<std::shared_ptr<Storage>, 4> scratch;
-  std::vector<Arg> args = layer_args(p, e.x, e.h0, e.c0, e.bias, e.y, e.h, e.c, f);
-  args.push_back(bind_input(e.kernel, f.kernel, scratch[0]));
-  args.push_back(bind_input(e.recurrent, f.recurrent, scratch[1]));
-  args.push_back(bind(DNNL_ARG_WORKSPACE, e.workspace, workspace.data()));
+  std::array<std::shared_ptr<Storage>, 2> scratch, sums;
+  std::vector<Arg> args = layer_args(p, e.layer, f, scratch);
+  args.push_back(bind(DNNL_ARG_WORKSPACE, e.layer.workspace, workspace.data()));
   args.push_back(bind(DNNL_ARG_DIFF_SRC_LAYER, e.dx, b.dx));
   args.push_back(bind(DNNL_ARG_DIFF_SRC_ITER, e.dh0, b.dh0));
   args.push_back(bind(DNNL_ARG_DIFF_DST_LAYER, e.dy, b.dy));
@@ -222,8 +222,8 @@ void rnn_backward(DType dtype, const RnnParams& p, const RnnForwardBuffers& f,
     args.push_back(bind(DNNL_ARG_DIFF_DST_ITER_C, e.dc, b.dc));
   }
   const size_t first_sum = args.size();
-  args.push_back(bind_output(e.dkernel, b.dkernel, scratch[2]));
-  args.push_back(bind_output(e.drecurrent, b.drecurrent, scratch[3]));
+  args.push_back(bind_output(e.dkernel, b.dkernel, sums[0]));
+  args.push_back(bind_output(e.drecurrent, b.drecurrent, sums[1]));
   args.push_back(bind(DNNL_ARG_DIFF_BIAS, e.dbias, b.dbias));
   for (size_t i = first_sum; i < args.size(); ++i) zero(args[i]);
   run(e.prim, args);
