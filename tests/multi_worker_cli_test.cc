@@ -91,8 +91,8 @@ Outcome two_workers(const fs::path& dir, const std::string& worker0_args,
                     const std::string& worker1_args, const char* signal, int delay) {
   int port0 = 0, port1 = 0;
   Result ports = shell(
-      "python3 -c 'import socket\nfor _ in range(2):\n s=socket.socket(); s.bind((\"127.0.0.1\","
-      "0)); print(s.getsockname()[1]); s.close()'");
+      "python3 -c 'import socket\nsocks=[socket.socket() for _ in range(2)]\nfor s in socks:\n "
+      "s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])'");
   EXPECT_EQ(ports.status, 0) << ports.output;
   std::istringstream(ports.output) >> port0 >> port1;
   auto tf_config = [&](int index) {

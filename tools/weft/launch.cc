@@ -5,12 +5,10 @@
 // exits with the failing task's status, naming it, or (--max-restarts K) starts them all again,
 // up to K times, so that BackupAndRestore resumes the job.
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +27,7 @@
 #include "tools/weft/flags.h"
 #include "weft/core/errors.h"
 #include "weft/core/hex.h"
+#include "weft/distribute/cluster/local_ports.h"
 #include "weft/distribute/coordination/options.h"
 #include "weft/train/callbacks.h"
 
@@ -54,22 +53,6 @@ struct Outcome {
 
 std::atomic<int> forwarded_signal{0};
 void on_signal(int sig) { forwarded_signal = sig; }
-
-// A port the OS picks on 127.0.0.1 (free when this returns; the child binds it moments later).
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  WEFT_CHECK(fd >= 0, Unavailable) << "weft launch: socket: " << std::strerror(errno);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  ::close(fd);
-  WEFT_CHECK(ok, Unavailable) << "weft launch: cannot pick a port on 127.0.0.1: "
-                              << std::strerror(errno);
-  return ntohs(addr.sin_port);
-}
 
 std::string make_token() {
   unsigned char bytes[16];
@@ -157,8 +140,8 @@ void relay(Child& c, bool flush_all) {
 Outcome run_cluster(const LaunchFlags& f) {
   Outcome outcome;
   std::vector<std::string> addresses;
-  for (int i = 0; i < f.workers; ++i)
-    addresses.push_back("127.0.0.1:" + std::to_string(free_port()));
+  for (int port : distribute::unused_local_ports(f.workers))
+    addresses.push_back("127.0.0.1:" + std::to_string(port));
   const std::string token = make_token();
   std::vector<cpu_set_t> shares = cpu_shares(f.workers);
   // `weft` as the command means this very program, wherever it is installed.

@@ -166,6 +166,10 @@ class MultiWorkerImpl : public StrategyImpl {
             : collective::kDefaultTimeout;
     comm_ = std::make_unique<collective::TcpCommunicator>(*client_, tasks_, rank_, host,
                                                            timeout);
+    // No task leaves the constructor before every task has connected: an error a task meets
+    // right after it (a bad dataset option, say) then ends that task with its own message, not
+    // the others' connecting with "task worker:1 failed".
+    client_->wait_at_barrier("weft/strategy/connected", options_.startup_timeout);
   }
 
   MultiWorkerOptions options_;

@@ -5,14 +5,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <functional>
 #include <future>
 
 #include "weft/core/errors.h"
+#include "weft/distribute/cluster/local_ports.h"
 #include "weft/distribute/gradient_packs.h"
 #include "weft/ops/creation.h"
 
@@ -21,26 +19,15 @@ namespace {
 
 using testing::HasSubstr;
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // Runs fn(strategy, worker) on `workers` threads, each with its strategy of `replicas` local
 // replicas; returns what each returned.
 template <typename R>
 std::vector<R> on_workers(int workers, int replicas,
                           const std::function<R(MultiWorkerMirroredStrategy&, int)>& fn) {
   std::string addresses;
-  for (int w = 0; w < workers; ++w) {
-    addresses += std::string(w ? ", " : "") + "\"127.0.0.1:" + std::to_string(free_port()) + "\"";
+  for (int port : unused_local_ports(workers)) {
+    addresses += std::string(addresses.empty() ? "" : ", ") + "\"127.0.0.1:" +
+                 std::to_string(port) + "\"";
   }
   std::vector<std::future<R>> futures;
   for (int w = 0; w < workers; ++w) {

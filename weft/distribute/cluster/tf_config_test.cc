@@ -5,9 +5,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <set>
 
 #include "weft/core/errors.h"
+#include "weft/distribute/cluster/local_ports.h"
 
 namespace weft::distribute::cluster_resolver {
 namespace {
@@ -126,6 +132,22 @@ TEST(TFConfig, MalformedConfigsNameTheField) {
   };
   for (const Case& c : cases) {
     EXPECT_THAT(error_of(c.config), HasSubstr(c.message)) << c.config;
+  }
+}
+
+// The ports `weft launch` gives a local cluster's tasks: all different, and each free to bind.
+TEST(LocalPorts, AreDifferentAndFree) {
+  std::vector<int> ports = unused_local_ports(64);
+  ASSERT_EQ(ports.size(), 64u);
+  EXPECT_EQ(std::set<int>(ports.begin(), ports.end()).size(), 64u);
+  for (int port : ports) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << "port " << port;
+    ::close(fd);
   }
 }
 
