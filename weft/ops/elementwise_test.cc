@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/config.h"
 #include "weft/core/errors.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
+#include "weft/ops/linalg.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
 #include "weft/testing/gradient_check.h"
@@ -660,6 +662,27 @@ TEST(Logical, TruthTables) {
   EXPECT_THAT(logical_not(n).to_vector<bool>(), ElementsAre(true, false, false, true));
   EXPECT_THAT(logical_and(n, b).to_vector<bool>(), ElementsAre(false, true, false, false));
   EXPECT_EQ(logical_and(n, b).dtype(), kBool);
+}
+
+// As TensorFlow's kernels: a denormal result is 0 and a denormal input counts as 0, in weft's
+// own kernels and in oneDNN's, on one thread and on several; the caller's own arithmetic keeps
+// IEEE denormals afterwards.
+TEST(Denormals, KernelsFlushThemToZero) {
+  const float tiny = 1e-40f;  // denormal in float32
+  volatile float a = 1e-30f, b = 1e-10f;
+  ASSERT_GT(a * b, 0.0f);  // IEEE: 1e-40, a denormal
+  for (int threads : {1, 2}) {
+    config::ThreadBudget budget(threads);
+    std::vector<float> big(100000, 1e-30f);
+    Tensor x = Tensor::from_vector(big);
+    Tensor products = mul(x, 1e-10);  // denormal results
+    EXPECT_EQ(max(products).item<float>(), 0.0f) << threads << " threads";
+    Tensor sums = add(Tensor::from_vector(std::vector<float>(100000, tiny)), 0.0);  // denormal in
+    EXPECT_EQ(max(sums).item<float>(), 0.0f) << threads << " threads";
+    Tensor m = matmul(full({64, 64}, 1e-20, kFloat32), full({64, 64}, 1e-20, kFloat32));
+    EXPECT_EQ(max(m).item<float>(), 0.0f) << threads << " threads";  // oneDNN: 64 x 1e-40
+  }
+  EXPECT_GT(a * b, 0.0f);  // this thread's own flags are back
 }
 
 }  // namespace

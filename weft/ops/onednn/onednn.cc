@@ -14,6 +14,7 @@
 
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
+#include "weft/core/flush_denormals.h"
 #include "weft/core/half.h"
 #include "weft/core/storage.h"
 #include "weft/ops/onednn/primitives.h"
@@ -54,6 +55,7 @@ dnnl::stream& stream() {
 }
 
 void run(const dnnl::primitive& prim, std::span<const Arg> args) {
+  ScopedFlushDenormals flush;
   dnnl_status_t status = dnnl_primitive_execute(prim.get(), stream().get(),
                                                 static_cast<int>(args.size()), args.data());
   if (status == dnnl_success) status = dnnl_stream_wait(stream().get());
