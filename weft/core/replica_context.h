@@ -39,8 +39,8 @@ class ReplicaContext {
   // An all_reduce that finishes later: the caller goes on (with the rest of its backward pass)
   // while the values are reduced, and wait() returns what all_reduce would have. Every value
   // must be defined on every replica (InvalidArgument otherwise). Calls are collective calls
-  // like the others: every replica begins the same ones in the same order. The default reduces
-  // at once.
+  // like the others: every replica begins the same ones in the same order. The values may be
+  // read until wait() returns: do not write into them before. The default reduces at once.
   class Pending {
    public:
     virtual ~Pending() = default;

@@ -148,10 +148,11 @@ TEST(MultiWorkerMirroredStrategy, BegunAllReducesFinishInOrderWhileTheReplicasGo
   });
 }
 
-TEST(MultiWorkerMirroredStrategy, GradientPacksSumAsAllReduceDoes) {
-  // Five variables in packs of 16 bytes; replica 3 has no gradients (no rows), replica 1 none
-  // for variable 2, and no replica one for variable 4. Each replica reports in its own order.
-  auto results = on_workers<std::string>(2, 2, [](MultiWorkerMirroredStrategy& s, int) {
+// Five variables in packs of 16 bytes; replica 3 has no gradients (no rows), replica 1 none for
+// variable 2, and no replica one for variable 4. Each replica reports in its own order. With
+// one replica per worker the collectives read the gradients where they are (no copy into packs).
+std::vector<std::string> gradient_packs_and_all_reduce(int replicas_per_worker) {
+  return on_workers<std::string>(2, replicas_per_worker, [](MultiWorkerMirroredStrategy& s, int) {
     std::vector<Variable> vars;
     {
       auto scope = s.scope();
@@ -184,11 +185,16 @@ TEST(MultiWorkerMirroredStrategy, GradientPacksSumAsAllReduceDoes) {
       }
       return out;
     });
-    EXPECT_EQ(got[0], got[1]);
+    for (int r = 1; r < got.num_replicas(); ++r) EXPECT_EQ(got[r], got[0]);
     return got[0];
   });
+}
+
+TEST(MultiWorkerMirroredStrategy, GradientPacksSumAsAllReduceDoes) {
   // Variable i: (1 + 2 + 3) * (i + 1), less replica 1's part of variable 2; none for 4.
-  for (const auto& r : results) EXPECT_EQ(r, "6 12 12 24 - ");
+  for (const auto& r : gradient_packs_and_all_reduce(2)) EXPECT_EQ(r, "6 12 12 24 - ");
+  // Two replicas in all: (1 + 2) * (i + 1), less replica 1's part of variable 2.
+  for (const auto& r : gradient_packs_and_all_reduce(1)) EXPECT_EQ(r, "3 6 3 12 - ");
 }
 
 }  // namespace

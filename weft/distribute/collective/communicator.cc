@@ -1,6 +1,7 @@
 #include "weft/distribute/collective/communicator.h"
 
 #include "weft/core/errors.h"
+#include "weft/distribute/collective/internal/reduce.h"
 #include "weft/ops/cast.h"
 
 namespace weft::distribute::collective {
@@ -25,6 +26,14 @@ const char* implementation_name(Implementation implementation) {
     case Implementation::GLOO_HALVING_DOUBLING: return "GLOO_HALVING_DOUBLING";
   }
   return "?";
+}
+
+void Communicator::all_reduce_gathered(std::span<const Piece> pieces, void* out,
+                                       const Shape& shape, DType dtype, Reduction op,
+                                       const CommunicationOptions& options) {
+  internal::gather_pieces(pieces, 0, static_cast<std::size_t>(num_elements(shape)),
+                          dtype_size(dtype), out);
+  all_reduce(out, shape, dtype, op, options);
 }
 
 Tensor all_reduce(Communicator& comm, const Tensor& value, Reduction op,

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <span>
 #include <string>
 
 #include "weft/core/dtype.h"
@@ -55,6 +56,12 @@ struct CommunicationOptions {
   double timeout_seconds = 0;
 };
 
+// A run of one rank's elements, for all_reduce_gathered: `count` elements at `data` (null: zeros).
+struct Piece {
+  const void* data = nullptr;
+  std::size_t count = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -67,6 +74,12 @@ class Communicator {
   // of every rank's buffer (MEAN: the sum divided by size()).
   virtual void all_reduce(void* data, const Shape& shape, DType dtype, Reduction op,
                           const CommunicationOptions& options) = 0;
+  // The same on the concatenation of `pieces` (num_elements(shape) elements in all), the result
+  // in `out`: what gathering the pieces into `out` and reducing it in place gives, without the
+  // gathering copy where the path allows (shared memory reads the pieces directly). A worker's
+  // gradients go this way, from where the backward pass left them.
+  virtual void all_reduce_gathered(std::span<const Piece> pieces, void* out, const Shape& shape,
+                                   DType dtype, Reduction op, const CommunicationOptions& options);
   // In place: every rank gets root's buffer.
   virtual void broadcast(void* data, const Shape& shape, DType dtype, int root,
                          const CommunicationOptions& options) = 0;

@@ -129,8 +129,9 @@ class TcpCommunicator::Impl {
     return Implementation::RING;
   }
 
-  void all_reduce(void* data, const Shape& shape, DType dtype, Reduction op,
-                  const CommunicationOptions& options) {
+  // `in`'s concatenation reduced into `data` (which `in` may be).
+  void all_reduce(std::span<const Piece> in, void* data, const Shape& shape, DType dtype,
+                  Reduction op, const CommunicationOptions& options) {
     internal::check_collective_dtype(dtype, "all_reduce");
     std::lock_guard lock(mu_);
     Header h = header(Kind::kAllReduce, shape, dtype, static_cast<uint32_t>(op));
@@ -151,16 +152,17 @@ class TcpCommunicator::Impl {
     }
     milliseconds timeout = wait_limit(options);
     guarded(h, [&] {
+      if (impl == Implementation::SHARED_MEMORY) {  // reads `in` itself
+        shared_memory(h, in, data, n, dtype, op, timeout);
+        return;
+      }
+      internal::gather_pieces(in, 0, n, dtype_size(dtype), data);
       if (impl == Implementation::RECURSIVE_DOUBLING) {
         recursive_doubling(h, data, n, dtype, op, timeout);
         return;
       }
       if (impl == Implementation::RING) {
         ring(h, data, n, dtype, op, timeout);
-        return;
-      }
-      if (impl == Implementation::SHARED_MEMORY) {
-        shared_memory(h, data, n, dtype, op, timeout);
         return;
       }
       check_agreement(h, timeout);
@@ -247,7 +249,8 @@ class TcpCommunicator::Impl {
     Shape all = shape;
     if (all.empty()) all.push_back(1);
     all[0] *= size();
-    all_reduce(whole.data(), all, dtype, op, options);
+    const Piece mine{whole.data(), n * size()};
+    all_reduce({&mine, 1}, whole.data(), all, dtype, op, options);
     std::memcpy(out, whole.data() + rank_ * n * dtype_size(dtype), n * dtype_size(dtype));
   }
 
@@ -384,12 +387,12 @@ class TcpCommunicator::Impl {
   }
 
   // Through the shared memory of one host: the fixed tree of ranks, every rank the same bits.
-  void shared_memory(const Header& h, void* data, std::size_t n, DType dtype, Reduction op,
-                     milliseconds timeout) {
+  void shared_memory(const Header& h, std::span<const Piece> in, void* data, std::size_t n,
+                     DType dtype, Reduction op, milliseconds timeout) {
     Header mine = h, rank0, theirs;
     mine.rank = 0;  // the headers are compared byte for byte
     int mismatched = -1;
-    auto stalled = shm_->all_reduce(data, n, dtype, op, &mine, &mismatched, &theirs, &rank0,
+    auto stalled = shm_->all_reduce(in, data, n, dtype, op, &mine, &mismatched, &theirs, &rank0,
                                     Clock::now() + timeout);
     if (mismatched >= 0) {
       rank0.rank = 0;
@@ -508,7 +511,13 @@ int TcpCommunicator::size() const { return impl_->size(); }
 std::string TcpCommunicator::task_of(int rank) const { return impl_->task(rank); }
 void TcpCommunicator::all_reduce(void* data, const Shape& shape, DType dtype, Reduction op,
                                   const CommunicationOptions& options) {
-  impl_->all_reduce(data, shape, dtype, op, options);
+  const Piece whole{data, static_cast<std::size_t>(num_elements(shape))};
+  impl_->all_reduce({&whole, 1}, data, shape, dtype, op, options);
+}
+void TcpCommunicator::all_reduce_gathered(std::span<const Piece> pieces, void* out,
+                                          const Shape& shape, DType dtype, Reduction op,
+                                          const CommunicationOptions& options) {
+  impl_->all_reduce(pieces, out, shape, dtype, op, options);
 }
 void TcpCommunicator::broadcast(void* data, const Shape& shape, DType dtype, int root,
                                  const CommunicationOptions& options) {

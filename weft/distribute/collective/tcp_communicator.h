@@ -40,6 +40,8 @@ class TcpCommunicator : public Communicator {
   std::string task_of(int rank) const override;
   void all_reduce(void* data, const Shape& shape, DType dtype, Reduction op,
                   const CommunicationOptions& options) override;
+  void all_reduce_gathered(std::span<const Piece> pieces, void* out, const Shape& shape,
+                           DType dtype, Reduction op, const CommunicationOptions& options) override;
   void broadcast(void* data, const Shape& shape, DType dtype, int root,
                  const CommunicationOptions& options) override;
   void all_gather(const void* in, void* out, const Shape& shape, DType dtype,

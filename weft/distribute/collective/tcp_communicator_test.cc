@@ -12,6 +12,7 @@
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
 #include "weft/core/half.h"
+#include "weft/distribute/collective/internal/reduce.h"
 #include "weft/distribute/coordination/service.h"
 #include "weft/ops/cast.h"
 
@@ -111,6 +112,39 @@ TEST(TcpCommunicator, AllReduceEveryOpDtypeAndAlgorithm) {
   for (int r = 0; r < 3; ++r) EXPECT_EQ(b[r], (std::vector<float>{30, 31, 32})) << "rank " << r;
   EXPECT_THROW(ranks.comms[0]->all_reduce(nullptr, {1}, kBool, Reduction::SUM, {}),
                InvalidArgument);
+}
+
+// A rank's values in several places (a worker's gradients) reduce as their concatenation would:
+// pieces of its own memory, zeros for a null piece, and a piece already in the output buffer.
+TEST(TcpCommunicator, AllReduceGatheredEqualsTheConcatenation) {
+  Ranks ranks(3);
+  for (Implementation impl : {Implementation::AUTO, Implementation::RECURSIVE_DOUBLING,
+                              Implementation::RING, Implementation::SHARED_MEMORY,
+                              Implementation::GLOO_RING}) {
+    SCOPED_TRACE(implementation_name(impl));
+    auto out = ranks.each([&](int r, Communicator& c) {
+      std::vector<float> a(5, float(r + 1)), b(4, float(10 * (r + 1)));
+      std::vector<float> result(16, -1.0f);
+      for (int i = 0; i < 4; ++i) result[12 + i] = float(100 * (r + 1) + i);  // in place
+      const Piece pieces[] = {{a.data(), 5}, {nullptr, 3}, {b.data(), 4}, {&result[12], 4}};
+      c.all_reduce_gathered(pieces, result.data(), {16}, kFloat32, Reduction::SUM,
+                            options_for(impl));
+      return result;
+    });
+    std::vector<float> want = {6, 6, 6, 6, 6, 0, 0, 0, 60, 60, 60, 60, 600, 603, 606, 609};
+    for (int r = 0; r < 3; ++r) EXPECT_EQ(out[r], want) << "rank " << r;
+  }
+  // Cutting pieces: elements 3..9 of [5 at p][3 zeros][4 at q].
+  float p[5] = {}, q[4] = {};
+  const Piece whole[] = {{p, 5}, {nullptr, 3}, {q, 4}};
+  std::vector<Piece> cut = internal::cut_pieces(whole, 3, 7, sizeof(float));
+  ASSERT_EQ(cut.size(), 3u);
+  EXPECT_EQ(cut[0].data, p + 3);
+  EXPECT_EQ(cut[0].count, 2u);
+  EXPECT_EQ(cut[1].data, nullptr);
+  EXPECT_EQ(cut[1].count, 3u);
+  EXPECT_EQ(cut[2].data, q);
+  EXPECT_EQ(cut[2].count, 2u);
 }
 
 TEST(TcpCommunicator, BroadcastGatherScatterAndBarrier) {

@@ -283,7 +283,9 @@ void ReplicaGroup::pack_across_workers(const std::vector<Call>& calls, bool as_g
     totals[k] += num_elements(Shape(m + 2, m + 2 + m[1]));
   }
   for (size_t k = 0; k < dtypes.size(); ++k) round.packs.push_back(pack(dtypes[k], totals[k]));
+  round.pieces.assign(dtypes.size(), {});
   round.outputs.assign(count, Tensor());
+  round.from_input.assign(count, false);
   for (size_t i = 0; i < count; ++i) {
     const int64_t* m = &meta[i * kFields];
     if (m[0] == 0) continue;
@@ -296,6 +298,12 @@ void ReplicaGroup::pack_across_workers(const std::vector<Call>& calls, bool as_g
                             [&](const Call& c) { return c.values[i].defined(); });
     if (!here) std::memset(view.raw_data(), 0, static_cast<size_t>(view.numel()) * dtype_size(dtype));
     round.outputs[i] = view;
+    // One replica: its value is this group's sum as it stands.
+    const Tensor& mine = calls[0].values[i];
+    round.from_input[i] = calls.size() == 1 && here && mine.dtype() == dtype &&
+                          mine.numel() == view.numel() && mine.is_contiguous();
+    round.pieces[k].push_back({round.from_input[i] ? mine.raw_data() : view.raw_data(),
+                               static_cast<size_t>(view.numel())});
   }
 }
 
@@ -313,17 +321,21 @@ Tensor ReplicaGroup::pack(DType dtype, int64_t numel) {
 
 void ReplicaGroup::reduce_across_workers(ReduceOp op, Round& round,
                                          collective::Communicator& comm) {
-  for (Tensor& pack : round.packs) {
+  for (size_t k = 0; k < round.packs.size(); ++k) {
+    Tensor& pack = round.packs[k];
     const int64_t n = pack.numel();
     const int64_t per = workers_->options.bytes_per_pack > 0
                             ? std::max<int64_t>(1, static_cast<int64_t>(workers_->options.bytes_per_pack /
                                                                         dtype_size(pack.dtype())))
                             : n;
     char* base = static_cast<char*>(pack.raw_data());
+    const size_t es = dtype_size(pack.dtype());
     for (int64_t at = 0; at < n; at += per) {
       int64_t len = std::min(per, n - at);
-      comm.all_reduce(base + at * dtype_size(pack.dtype()), {len}, pack.dtype(),
-                      collective::Reduction::SUM, workers_->options);
+      std::vector<collective::Piece> in = collective::internal::cut_pieces(
+          round.pieces[k], static_cast<size_t>(at), static_cast<size_t>(len), es);
+      comm.all_reduce_gathered(in, base + at * es, {len}, pack.dtype(),
+                               collective::Reduction::SUM, workers_->options);
     }
     if (op == ReduceOp::MEAN) {
       collective::internal::divide(base, static_cast<size_t>(n), pack.dtype(), global_size());
@@ -475,6 +487,7 @@ ReplicaGroup::Round ReplicaGroup::reduce_replicas(int replica, ReduceOp op,
   // again before any returns.
   for (size_t i = 0; i < values.size(); ++i) {
     if (!round.outputs[i].defined()) continue;
+    if (!round.from_input.empty() && round.from_input[i]) continue;  // read where it is
     auto [lo, hi] = row_range(round.outputs[i].numel(), size(), replica);
     if (lo == hi) continue;
     std::vector<Tensor> parts;  // an undefined input adds nothing
@@ -525,8 +538,10 @@ std::unique_ptr<ReplicaContext::Pending> ReplicaGroup::begin_all_reduce(
   Round round = reduce_replicas(
       replica, op, values, std::string("begin_all_reduce(") + op_name(op) + ")",
       /*as_given=*/true, [&](Round& shared) {
-        Round packs;  // the job's own references keep the packs alive
+        Round packs;  // the job's own references keep the packs and the values it reads alive
         packs.packs = shared.packs;
+        packs.pieces = shared.pieces;
+        packs.inputs = shared.inputs;
         shared.across = submit([this, op, packs]() mutable {
           reduce_across_workers(op, packs, *workers_->comm);
         });

@@ -89,6 +89,11 @@ class ReplicaGroup {
     std::vector<Tensor> outputs;
     // Across workers: the outputs are views into one flat tensor per dtype, all-reduced at once.
     std::vector<Tensor> packs;
+    // Where pack k's elements are read from, value by value: the pack's own view, or, when the
+    // group has one replica, the value itself (the communicator reads it directly: one copy
+    // fewer). `from_input[i]`: value i is read from the input, and no replica copies it.
+    std::vector<std::vector<collective::Piece>> pieces;
+    std::vector<bool> from_input;
     // begin_all_reduce: done when the communication thread has reduced the packs.
     std::shared_future<void> across;
   };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "weft/core/errors.h"
 #include "weft/core/half.h"
@@ -68,6 +69,40 @@ void divide(void* data, std::size_t n, DType dtype, int divisor) {
     case kInt32: return divide_as<int32_t, int32_t>(data, n, divisor);
     case kInt64: return divide_as<int64_t, int64_t>(data, n, divisor);
     default: check_collective_dtype(dtype, "divide");
+  }
+}
+
+std::vector<Piece> cut_pieces(std::span<const Piece> pieces, std::size_t first,
+                              std::size_t count, std::size_t element_bytes) {
+  std::vector<Piece> out;
+  std::size_t at = 0;  // where the current piece starts in the concatenation
+  for (const Piece& p : pieces) {
+    const std::size_t lo = std::max(at, first), hi = std::min(at + p.count, first + count);
+    if (lo < hi) {
+      const char* data = p.data ? static_cast<const char*>(p.data) + (lo - at) * element_bytes
+                                : nullptr;
+      out.push_back({data, hi - lo});
+    }
+    at += p.count;
+    if (at >= first + count) break;
+  }
+  WEFT_CHECK(first + count <= at || count == 0, Internal)
+      << "collectives: elements " << first << "-" << first + count << " of pieces holding "
+      << at;
+  return out;
+}
+
+void gather_pieces(std::span<const Piece> pieces, std::size_t first, std::size_t count,
+                   std::size_t element_bytes, void* out) {
+  char* to = static_cast<char*>(out);
+  for (const Piece& p : cut_pieces(pieces, first, count, element_bytes)) {
+    const std::size_t bytes = p.count * element_bytes;
+    if (p.data == nullptr) {
+      std::memset(to, 0, bytes);
+    } else if (p.data != to) {
+      std::memcpy(to, p.data, bytes);
+    }
+    to += bytes;
   }
 }
 

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
+#include <vector>
 
 #include "weft/core/dtype.h"
 #include "weft/distribute/collective/communicator.h"
@@ -13,6 +15,13 @@ namespace weft::distribute::collective::internal {
 void combine(void* out, const void* a, const void* b, std::size_t n, DType dtype, Reduction op);
 // data[i] /= divisor (integers: truncating, as NumPy's // would not; TF's integer MEAN truncates).
 void divide(void* data, std::size_t n, DType dtype, int divisor);
+// Copies elements [first, first + count) of the concatenation of `pieces` (of `element_bytes`
+// each) to `out`; a null piece gives zeros, and a piece already where it would go is not copied.
+void gather_pieces(std::span<const Piece> pieces, std::size_t first, std::size_t count,
+                   std::size_t element_bytes, void* out);
+// The pieces that make elements [first, first + count) of their concatenation.
+std::vector<Piece> cut_pieces(std::span<const Piece> pieces, std::size_t first,
+                              std::size_t count, std::size_t element_bytes);
 // InvalidArgument unless `dtype` is one the collectives carry.
 void check_collective_dtype(DType dtype, const char* what);
 

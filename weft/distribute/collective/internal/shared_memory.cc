@@ -138,10 +138,11 @@ SharedMemory::Stalled SharedMemory::wait_for(int peer, const std::atomic<uint64_
   }
 }
 
-SharedMemory::Stalled SharedMemory::all_reduce(void* data, std::size_t n, DType dtype,
-                                               Reduction op, const void* header,
-                                               int* mismatched_rank, void* their_header,
-                                               void* rank0_header, Clock::time_point deadline) {
+SharedMemory::Stalled SharedMemory::all_reduce(std::span<const Piece> in, void* data,
+                                               std::size_t n, DType dtype, Reduction op,
+                                               const void* header, int* mismatched_rank,
+                                               void* their_header, void* rank0_header,
+                                               Clock::time_point deadline) {
   *mismatched_rank = -1;
   const std::size_t es = dtype_size(dtype);
   const std::size_t per_chunk = kChunkBytes / es;
@@ -160,7 +161,7 @@ SharedMemory::Stalled SharedMemory::all_reduce(void* data, std::size_t n, DType 
         if (s.why != Wait::kDone) return s;
       }
     }
-    std::memcpy(buffer(rank_, parity), out + offset * es, count * es);
+    gather_pieces(in, offset, count, es, buffer(rank_, parity));
     std::memcpy(control(rank_)->header[parity], header, kHeaderBytes);
     control(rank_)->ready.store(step, std::memory_order_release);
     for (int r = 0; r < size_; ++r) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,13 +40,15 @@ class SharedMemory {
     int peer;  // the rank waited for
   };
 
-  // In place: every rank's `data` combined in the fixed tree of ranks ((r0+r1)+(r2+r3)), the same
-  // bits on every rank. `header` (kHeaderBytes) is compared with every rank's first: on a
-  // mismatch *mismatched_rank is set to the first rank whose header differs from rank 0's and
-  // its header copied to *their_header. Returns kDone, or why and for whom it stopped waiting.
-  Stalled all_reduce(void* data, std::size_t n, DType dtype, Reduction op, const void* header,
-                     int* mismatched_rank, void* their_header, void* rank0_header,
-                     Clock::time_point deadline);
+  // Every rank's n elements, the concatenation of its `in` (read straight into shared memory),
+  // combined in the fixed tree of ranks ((r0+r1)+(r2+r3)) into `out`, the same bits on every
+  // rank; `out` may be where `in` lies. `header` (kHeaderBytes) is compared with every rank's
+  // first: on a mismatch *mismatched_rank is set to the first rank whose header differs from
+  // rank 0's and its header copied to *their_header. Returns kDone, or why and for whom it
+  // stopped waiting.
+  Stalled all_reduce(std::span<const Piece> in, void* out, std::size_t n, DType dtype,
+                     Reduction op, const void* header, int* mismatched_rank, void* their_header,
+                     void* rank0_header, Clock::time_point deadline);
   // Ends every wait in progress and every later one (any thread).
   void abort() { aborted_.store(true, std::memory_order_release); }
 
