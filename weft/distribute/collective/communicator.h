@@ -76,8 +76,9 @@ class Communicator {
                           const CommunicationOptions& options) = 0;
   // The same on the concatenation of `pieces` (num_elements(shape) elements in all), the result
   // in `out`: what gathering the pieces into `out` and reducing it in place gives, without the
-  // gathering copy where the path allows (shared memory reads the pieces directly). A worker's
-  // gradients go this way, from where the backward pass left them.
+  // gathering copy where the path allows (shared memory reads the pieces directly); a piece may
+  // lie in `out` only where it goes. A worker's gradients go this way, from where the backward
+  // pass left them.
   virtual void all_reduce_gathered(std::span<const Piece> pieces, void* out, const Shape& shape,
                                    DType dtype, Reduction op, const CommunicationOptions& options);
   // In place: every rank gets root's buffer.

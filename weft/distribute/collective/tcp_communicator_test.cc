@@ -97,6 +97,24 @@ TEST(TcpCommunicator, AllReduceEveryOpDtypeAndAlgorithm) {
       }
     }
   }
+  // Shared memory splits chunks of 64 KiB and more among the ranks (uneven slices here), and
+  // goes through its buffers in chunks of 8 MiB: 1 200 003 doubles are two chunks.
+  for (Reduction op : {Reduction::SUM, Reduction::MEAN, Reduction::MAX, Reduction::MIN}) {
+    SCOPED_TRACE(std::string("large, ") + reduction_name(op));
+    auto out = ranks.each([&](int r, Communicator& c) {
+      return all_reduce(c, values_of<double>(r, 1200003), op,
+                        options_for(Implementation::SHARED_MEMORY))
+          .to_vector<double>();
+    });
+    for (int64_t i = 0; i < 1200003; ++i) {
+      double a = 10 + i % 7, cc = 30 + i % 7;
+      double want = op == Reduction::SUM    ? 3 * (20 + i % 7)
+                    : op == Reduction::MEAN ? 20 + i % 7
+                    : op == Reduction::MAX  ? cc
+                                            : a;
+      for (int r = 0; r < 3; ++r) ASSERT_EQ(out[r][i], want) << "rank " << r << " element " << i;
+    }
+  }
   for (DType dtype : {kFloat32, kFloat16, kBFloat16, kInt32, kInt64}) {
     SCOPED_TRACE(std::string(dtype_name(dtype)));
     auto out = ranks.each([&](int r, Communicator& c) {
@@ -115,24 +133,43 @@ TEST(TcpCommunicator, AllReduceEveryOpDtypeAndAlgorithm) {
 }
 
 // A rank's values in several places (a worker's gradients) reduce as their concatenation would:
-// pieces of its own memory, zeros for a null piece, and a piece already in the output buffer.
+// pieces of its own memory, zeros for a null piece, and a piece already in the output buffer;
+// small, and large enough for shared memory to split the work among the ranks (a slice then
+// begins and ends inside pieces).
 TEST(TcpCommunicator, AllReduceGatheredEqualsTheConcatenation) {
   Ranks ranks(3);
-  for (Implementation impl : {Implementation::AUTO, Implementation::RECURSIVE_DOUBLING,
-                              Implementation::RING, Implementation::SHARED_MEMORY,
-                              Implementation::GLOO_RING}) {
-    SCOPED_TRACE(implementation_name(impl));
-    auto out = ranks.each([&](int r, Communicator& c) {
-      std::vector<float> a(5, float(r + 1)), b(4, float(10 * (r + 1)));
-      std::vector<float> result(16, -1.0f);
-      for (int i = 0; i < 4; ++i) result[12 + i] = float(100 * (r + 1) + i);  // in place
-      const Piece pieces[] = {{a.data(), 5}, {nullptr, 3}, {b.data(), 4}, {&result[12], 4}};
-      c.all_reduce_gathered(pieces, result.data(), {16}, kFloat32, Reduction::SUM,
-                            options_for(impl));
-      return result;
-    });
-    std::vector<float> want = {6, 6, 6, 6, 6, 0, 0, 0, 60, 60, 60, 60, 600, 603, 606, 609};
-    for (int r = 0; r < 3; ++r) EXPECT_EQ(out[r], want) << "rank " << r;
+  for (std::size_t scale : {1, 20011}) {
+    // Leaves other values in both of shared memory's buffers: the zeros must be the null piece's.
+    for (int i = 0; i < 2; ++i) {
+      ranks.each([&](int r, Communicator& c) {
+        return all_reduce(c, values_of<float>(r, int64_t(16 * scale)), Reduction::SUM,
+                          options_for(Implementation::SHARED_MEMORY))
+            .numel();
+      });
+    }
+    for (Implementation impl : {Implementation::AUTO, Implementation::RECURSIVE_DOUBLING,
+                                Implementation::RING, Implementation::SHARED_MEMORY,
+                                Implementation::GLOO_RING}) {
+      SCOPED_TRACE(std::string(implementation_name(impl)) + " x" + std::to_string(scale));
+      const std::size_t na = 5 * scale, nz = 3 * scale, nb = 4 * scale, nin = 4 * scale;
+      auto out = ranks.each([&](int r, Communicator& c) {
+        std::vector<float> a(na, float(r + 1)), b(nb, float(10 * (r + 1)));
+        std::vector<float> result(na + nz + nb + nin, -1.0f);
+        for (std::size_t i = 0; i < nin; ++i) {  // in place
+          result[na + nz + nb + i] = float(100 * (r + 1) + int(i % 4));
+        }
+        const Piece pieces[] = {
+            {a.data(), na}, {nullptr, nz}, {b.data(), nb}, {&result[na + nz + nb], nin}};
+        c.all_reduce_gathered(pieces, result.data(), {int64_t(result.size())}, kFloat32,
+                              Reduction::SUM, options_for(impl));
+        return result;
+      });
+      std::vector<float> want(na, 6);
+      want.resize(na + nz, 0);
+      want.resize(na + nz + nb, 60);
+      for (std::size_t i = 0; i < nin; ++i) want.push_back(float(600 + 3 * int(i % 4)));
+      for (int r = 0; r < 3; ++r) ASSERT_EQ(out[r], want) << "rank " << r;
+    }
   }
   // Cutting pieces: elements 3..9 of [5 at p][3 zeros][4 at q].
   float p[5] = {}, q[4] = {};

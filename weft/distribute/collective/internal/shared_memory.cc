@@ -23,6 +23,8 @@ struct alignas(64) SharedMemory::Control {
   char pad0[56];
   std::atomic<uint64_t> done;   // the last step this rank has finished reading everyone's data
   char pad1[56];
+  std::atomic<uint64_t> reduced;  // the last step whose slice this rank has summed (split chunks)
+  char pad2[56];
   char header[2][kHeaderBytes];  // per buffer
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared counters must be lock-free");
@@ -138,6 +140,30 @@ SharedMemory::Stalled SharedMemory::wait_for(int peer, const std::atomic<uint64_
   }
 }
 
+// The fixed tree over ranks: pairs at distance 1, then 2, ...; the last level writes `out`.
+void SharedMemory::reduce_tree(std::vector<const char*> level, char* out, std::size_t count,
+                               DType dtype, Reduction op) {
+  const std::size_t es = dtype_size(dtype);
+  if (level.size() > 2 && scratch_.size() < level.size() * count * es) {
+    scratch_.resize(level.size() * kChunkBytes);
+  }
+  int slot = 0;
+  while (level.size() > 1) {
+    std::vector<const char*> next;
+    for (std::size_t i = 0; i < level.size(); i += 2) {
+      if (i + 1 == level.size()) {
+        next.push_back(level[i]);
+        continue;
+      }
+      char* dst = level.size() == 2 ? out : scratch_.data() + (slot++) * count * es;
+      combine(dst, level[i], level[i + 1], count, dtype, op);
+      next.push_back(dst);
+    }
+    level.swap(next);
+  }
+  if (level[0] != out) std::memcpy(out, level[0], count * es);
+}
+
 SharedMemory::Stalled SharedMemory::all_reduce(std::span<const Piece> in, void* data,
                                                std::size_t n, DType dtype, Reduction op,
                                                const void* header, int* mismatched_rank,
@@ -147,28 +173,43 @@ SharedMemory::Stalled SharedMemory::all_reduce(std::span<const Piece> in, void* 
   const std::size_t es = dtype_size(dtype);
   const std::size_t per_chunk = kChunkBytes / es;
   char* out = static_cast<char*>(data);
+  auto wait_all = [&](std::atomic<uint64_t> Control::*counter, uint64_t value) -> Stalled {
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      Stalled s = wait_for(r, control(r)->*counter, value, deadline);
+      if (s.why != Wait::kDone) return s;
+    }
+    return {Wait::kDone, -1};
+  };
   std::size_t offset = 0;
   bool first = true;
   while (first || offset < n) {
     const std::size_t count = std::min(per_chunk, n - offset);
     const uint64_t step = ++step_;
     const int parity = static_cast<int>(step & 1);
+    char* mine = buffer(rank_, parity);
     // This buffer was last read at step - 2: every rank must be done with it.
     if (step > 2) {
-      for (int r = 0; r < size_; ++r) {
-        if (r == rank_) continue;
-        Stalled s = wait_for(r, control(r)->done, step - 2, deadline);
-        if (s.why != Wait::kDone) return s;
-      }
+      if (Stalled s = wait_all(&Control::done, step - 2); s.why != Wait::kDone) return s;
     }
-    gather_pieces(in, offset, count, es, buffer(rank_, parity));
+    // Large chunks are split: rank r sums slice r of every rank's and the others copy it.
+    const bool split = size_ > 1 && count * es >= kSplitBytes;
+    // Slice q: elements [bound(q), bound(q + 1)) of the chunk, on 64-byte boundaries.
+    auto bound = [&](int q) {
+      const std::size_t align = 64 / es;
+      return q == size_ ? count : count * static_cast<std::size_t>(q) / size_ / align * align;
+    };
+    if (split) {  // the slices the others sum; rank r's own is read where it lies
+      for (int q = 0; q < size_; ++q) {
+        if (q == rank_) continue;
+        gather_pieces(in, offset + bound(q), bound(q + 1) - bound(q), es, mine + bound(q) * es);
+      }
+    } else {
+      gather_pieces(in, offset, count, es, mine);
+    }
     std::memcpy(control(rank_)->header[parity], header, kHeaderBytes);
     control(rank_)->ready.store(step, std::memory_order_release);
-    for (int r = 0; r < size_; ++r) {
-      if (r == rank_) continue;
-      Stalled s = wait_for(r, control(r)->ready, step, deadline);
-      if (s.why != Wait::kDone) return s;
-    }
+    if (Stalled s = wait_all(&Control::ready, step); s.why != Wait::kDone) return s;
     if (first) {
       const char* reference = control(0)->header[parity];
       for (int r = 1; r < size_; ++r) {
@@ -180,27 +221,36 @@ SharedMemory::Stalled SharedMemory::all_reduce(std::span<const Piece> in, void* 
         }
       }
     }
-    // The fixed tree over ranks: pairs at distance 1, then 2, ...; the last level writes `data`.
-    std::vector<const char*> level;
-    for (int r = 0; r < size_; ++r) level.push_back(buffer(r, parity));
-    if (size_ > 2 && scratch_.size() < static_cast<std::size_t>(size_) * count * es) {
-      scratch_.resize(static_cast<std::size_t>(size_) * kChunkBytes);
-    }
-    int slot = 0;
-    while (level.size() > 1) {
-      std::vector<const char*> next;
-      for (std::size_t i = 0; i < level.size(); i += 2) {
-        if (i + 1 == level.size()) {
-          next.push_back(level[i]);
-          continue;
+    std::vector<const char*> level(static_cast<std::size_t>(size_));
+    if (!split) {
+      for (int r = 0; r < size_; ++r) level[static_cast<std::size_t>(r)] = buffer(r, parity);
+      reduce_tree(level, out + offset * es, count, dtype, op);
+    } else {
+      // This rank's slice, run by run of its pieces (a null run is zeros, put where the slice's
+      // result will go), into `out` and then into the buffer for the others.
+      const std::size_t lo = bound(rank_), hi = bound(rank_ + 1);
+      std::size_t at = lo;
+      for (const Piece& piece : cut_pieces(in, offset + lo, hi - lo, es)) {
+        const char* own = static_cast<const char*>(piece.data);
+        if (own == nullptr) {
+          std::memset(mine + at * es, 0, piece.count * es);
+          own = mine + at * es;
         }
-        char* dst = level.size() == 2 ? out + offset * es : scratch_.data() + (slot++) * count * es;
-        combine(dst, level[i], level[i + 1], count, dtype, op);
-        next.push_back(dst);
+        for (int r = 0; r < size_; ++r) {
+          level[static_cast<std::size_t>(r)] = r == rank_ ? own : buffer(r, parity) + at * es;
+        }
+        reduce_tree(level, out + (offset + at) * es, piece.count, dtype, op);
+        at += piece.count;
       }
-      level.swap(next);
+      std::memcpy(mine + lo * es, out + (offset + lo) * es, (hi - lo) * es);
+      control(rank_)->reduced.store(step, std::memory_order_release);
+      if (Stalled s = wait_all(&Control::reduced, step); s.why != Wait::kDone) return s;
+      for (int q = 0; q < size_; ++q) {
+        if (q == rank_) continue;
+        std::memcpy(out + (offset + bound(q)) * es, buffer(q, parity) + bound(q) * es,
+                    (bound(q + 1) - bound(q)) * es);
+      }
     }
-    if (size_ == 1) std::memcpy(out + offset * es, level[0], count * es);
     control(rank_)->done.store(step, std::memory_order_release);
     offset += count;
     first = false;

@@ -1,8 +1,8 @@
 // The same-host path of the collectives: every rank maps every other rank's segment of shared
-// memory (POSIX shm, named through the coordination service), so an all-reduce is one copy in,
-// one wait, and a reduction read straight from the peers' memory (DeepSpeed's CPU all-reduce
-// does the same; loopback TCP is the slow part of every path we measured). Used when all ranks
-// run on one host.
+// memory (POSIX shm, named through the coordination service), so a small all-reduce is one copy
+// in, one wait, and a reduction read straight from the peers' memory (DeepSpeed's CPU all-reduce
+// does the same; loopback TCP is the slow part of every path we measured), and a large one a
+// reduce-scatter and an all-gather through it. Used when all ranks run on one host.
 #pragma once
 
 #include <atomic>
@@ -25,6 +25,8 @@ class SharedMemory {
   // The bytes of a rank's buffer; larger messages go through it in chunks.
   static constexpr std::size_t kChunkBytes = std::size_t{8} << 20;
   static constexpr std::size_t kHeaderBytes = 96;
+  // Chunks of at least this many bytes are split among the ranks (docs/benchmarks.md).
+  static constexpr std::size_t kSplitBytes = std::size_t{64} << 10;
 
   // Creates this rank's segment, publishes its name under `prefix` and maps every other rank's.
   SharedMemory(coordination::CoordinationClient& client, int rank, int size,
@@ -42,7 +44,10 @@ class SharedMemory {
 
   // Every rank's n elements, the concatenation of its `in` (read straight into shared memory),
   // combined in the fixed tree of ranks ((r0+r1)+(r2+r3)) into `out`, the same bits on every
-  // rank; `out` may be where `in` lies. `header` (kHeaderBytes) is compared with every rank's
+  // rank; a piece of `in` may lie in `out` where it goes. A chunk of kSplitBytes or more is
+  // split into one slice per rank: each rank copies in only the slices the others sum, sums its
+  // own, and copies the others' sums (with two ranks, 4 n bytes moved per rank where summing
+  // everything moves 5 n). `header` (kHeaderBytes) is compared with every rank's
   // first: on a mismatch *mismatched_rank is set to the first rank whose header differs from
   // rank 0's and its header copied to *their_header. Returns kDone, or why and for whom it
   // stopped waiting.
@@ -56,6 +61,9 @@ class SharedMemory {
   struct Control;
   Control* control(int rank) const;
   char* buffer(int rank, int parity) const;
+  // Combines the ranks' `count` elements at level[r] in the fixed tree into `out`.
+  void reduce_tree(std::vector<const char*> level, char* out, std::size_t count, DType dtype,
+                   Reduction op);
   Stalled wait_for(int peer, const std::atomic<uint64_t>& counter, uint64_t value,
                    Clock::time_point deadline);
 
