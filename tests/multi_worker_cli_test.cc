@@ -143,9 +143,11 @@ TEST_F(MultiWorkerCli, UnderMpirunTheWorkersAreMpisRanks) {
 TEST_F(MultiWorkerCli, BenchAllreduceComparesEveryAlgorithmAndMpi) {
   // Under mpirun (see UnderMpirunTheWorkersAreMpisRanks for the leak checks).
   Result r = shell("LSAN_OPTIONS=detect_leaks=0 timeout 300 " + std::string(WEFT_BINARY_DIR) +
-                   "/weft bench allreduce --json --max-bytes 65536");
+                   "/weft bench allreduce --json --max-bytes 65536 --output " +
+                   (dir_ / "rows.json").string());
   ASSERT_EQ(r.status, 0) << r.output;
-  nlohmann::json rows = nlohmann::json::parse(r.output.substr(r.output.find('[')));
+  std::ifstream file(dir_ / "rows.json");
+  nlohmann::json rows = nlohmann::json::parse(file);
   std::set<std::string> seen;
   for (const auto& row : rows) {
     seen.insert(row["implementation"].get<std::string>());
@@ -157,6 +159,13 @@ TEST_F(MultiWorkerCli, BenchAllreduceComparesEveryAlgorithmAndMpi) {
                            "GLOO_HALVING_DOUBLING", "MPI_Allreduce"}) {
     EXPECT_TRUE(seen.count(name)) << name << " missing: " << r.output;
   }
+  // A file it cannot write fails before any worker starts.
+  r = shell(std::string(WEFT_BINARY_DIR) + "/weft bench allreduce --output " +
+            (dir_ / "no" / "such" / "rows.json").string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("weft bench: cannot write " +
+                                  (dir_ / "no" / "such" / "rows.json").string() +
+                                  ": No such file or directory"));
 }
 
 TEST_F(MultiWorkerCli, ASigkilledWorkerIsNamedByTheOthersWithinSeconds) {

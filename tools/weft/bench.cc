@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -120,8 +121,12 @@ void print(const std::vector<Row>& rows, int ranks, bool json, std::FILE* out) {
 
 // Runs the benchmark as a local cluster: under mpirun when weft has MPI and mpirun is installed
 // (so MPI_Allreduce is measured too), else under weft launch. The chief writes the results to a
-// file this process prints (the launchers prefix or interleave the ranks' output).
+// temporary file this process copies to --output or prints (the launchers prefix or interleave
+// the ranks' output).
 int self_launch(const BenchFlags& f, const std::vector<std::string>& self_args) {
+  std::FILE* to = f.output.empty() ? stdout : std::fopen(f.output.c_str(), "w");
+  WEFT_CHECK(to != nullptr, Unavailable) << "weft bench: cannot write " << f.output << ": "
+                                         << std::strerror(errno);
   char self[4096];
   ssize_t len = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
   WEFT_CHECK(len > 0, Internal) << "weft bench: cannot find its own program";
@@ -142,9 +147,10 @@ int self_launch(const BenchFlags& f, const std::vector<std::string>& self_args) 
   int status = std::system(command.c_str());
   if (std::FILE* in = std::fopen(results, "r")) {
     char buf[4096];
-    while (size_t n = std::fread(buf, 1, sizeof(buf), in)) std::fwrite(buf, 1, n, stdout);
+    while (size_t n = std::fread(buf, 1, sizeof(buf), in)) std::fwrite(buf, 1, n, to);
     std::fclose(in);
   }
+  if (to != stdout) std::fclose(to);
   ::unlink(results);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
