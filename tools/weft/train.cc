@@ -133,11 +133,9 @@ int run(TrainFlags f) {
   try {
     return train_under(f, strategy, start);
   } catch (const std::exception& e) {
-    // Every other worker's wait ends naming this task and the error (fit's steps report their
-    // own; this covers what fails between them, such as reading the data).
-    if (f.strategy == "multi_worker") {
-      static_cast<const distribute::MultiWorkerMirroredStrategy&>(strategy).report_error(e.what());
-    }
+    // Every other worker's wait ends naming this task and the error (fit reports its own; this
+    // covers what fails outside it, such as loading the data).
+    strategy.extended().report_error(e.what());
     throw;
   }
 }

@@ -128,7 +128,7 @@ class MultiWorkerImpl : public StrategyImpl {
     };
   }
 
-  void report_error(const std::string& message) const {
+  void report_error(const std::string& message) const override {
     if (client_) client_->report_error(message);
   }
 

@@ -56,7 +56,7 @@ class MultiWorkerMirroredStrategy : public Strategy {
   // This process's task ("worker:1"; "worker:0" in a single process).
   std::string task() const;
   // Tells every other task that this one failed with `message` (training code calls it when it
-  // fails outside strategy.run, which reports its own failures).
+  // fails outside strategy.run, fit, evaluate and predict, which report their own failures).
   void report_error(const std::string& message) const;
 };
 

@@ -48,6 +48,9 @@ class StrategyImpl {
   virtual int first_local_replica() const { return 0; }
   // The element-wise sum of `value` over the cluster's processes (this process alone: value).
   virtual Tensor sum_across_workers(const Tensor& value) const { return value; }
+  // Tells the cluster's other processes that this one failed with `message`, so that their
+  // waits end naming it (the first report counts; nothing outside a cluster).
+  virtual void report_error(const std::string& /*message*/) const {}
 };
 
 // tf.distribute.InputContext: what distribute_datasets_from_function tells each input pipeline.

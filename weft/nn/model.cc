@@ -465,7 +465,7 @@ std::map<std::string, double> Model::test_on_batch(const std::vector<Tensor>& ba
   return merge_logs(m, m.test_loss, parts.values());
 }
 
-std::map<std::string, double> Model::evaluate(const data::Dataset& dataset, int verbose) {
+std::map<std::string, double> Model::evaluate(const data::Dataset& dataset, int verbose) try {
   reset_metrics();
   std::map<std::string, double> logs;
   for (const data::Element& batch : dataset) logs = test_on_batch(batch);
@@ -475,9 +475,13 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset, int 
     std::printf("\n");
   }
   return logs;
+} catch (const std::exception& e) {
+  // An error between the steps reaches the other workers of a cluster with its message.
+  model().strategy.extended().report_error(e.what());
+  throw;
 }
 
-std::vector<Tensor> Model::predict(const data::Dataset& dataset) {
+std::vector<Tensor> Model::predict(const data::Dataset& dataset) try {
   ModelImpl& m = model();
   std::vector<std::vector<Tensor>> parts(m.num_outputs());
   for (const data::Element& batch : dataset) {
@@ -493,6 +497,10 @@ std::vector<Tensor> Model::predict(const data::Dataset& dataset) {
     out.push_back(concat(p, 0));
   }
   return out;
+} catch (const std::exception& e) {
+  // An error between the steps reaches the other workers of a cluster with its message.
+  model().strategy.extended().report_error(e.what());
+  throw;
 }
 
 Tensor Model::predict(const Tensor& x, int64_t batch_size) {

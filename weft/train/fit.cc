@@ -55,7 +55,7 @@ data::Element with_class_weights(const ModelImpl& m, data::Element batch,
 
 }  // namespace
 
-train::History Model::fit(const data::Dataset& dataset, const train::FitOptions& options) {
+train::History Model::fit(const data::Dataset& dataset, const train::FitOptions& options) try {
   ModelImpl& m = model();
   WEFT_CHECK(compiled(), FailedPrecondition)
       << "Model \"" << m.name() << "\" must be compiled before fit(): call compile()";
@@ -164,6 +164,11 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
   for (const train::Callback& c : callbacks) c.impl().on_train_end(logs);
   for (const train::Callback& c : callbacks) c.impl().set_iterator(nullptr);
   return history;
+} catch (const std::exception& e) {
+  // An error between the steps (reading data, a callback) reaches the other workers of a
+  // cluster with its message.
+  model().strategy.extended().report_error(e.what());
+  throw;
 }
 
 }  // namespace weft::nn
