@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <set>
 #include <thread>
@@ -204,6 +206,29 @@ TEST(Strategy, MergeCallRunsOnceWhileTheOthersWait) {
   });
   EXPECT_EQ(calls.load(), 1);
   EXPECT_EQ(after.load(), 3);
+}
+
+// The thread that called run() sleeps until the step ends: the replicas' meetings in collectives
+// do not wake it (each wake-up would take a core from a replica).
+TEST(Strategy, RunSleepsThroughTheReplicasCollectives) {
+  Devices devices(2);
+  MirroredStrategy strategy;
+  auto voluntary_switches = [] {
+    rusage usage{};
+    getrusage(RUSAGE_THREAD, &usage);
+    return usage.ru_nvcsw;
+  };
+  constexpr int kCollectives = 300;
+  long before = voluntary_switches();
+  strategy.run([&] {
+    Tensor x = ones({4});
+    for (int i = 0; i < kCollectives; ++i) {
+      x = get_replica_context().all_reduce(ReduceOp::MEAN, {x})[0];
+    }
+  });
+  long woken = voluntary_switches() - before;
+  EXPECT_LT(woken, 30) << "the caller woke " << woken << " times during " << kCollectives
+                       << " all-reduces";
 }
 
 TEST(Strategy, AssignmentsInReplicaContextCombineByAggregation) {

@@ -122,7 +122,7 @@ ReplicaGroup::~ReplicaGroup() {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  job_cv_.notify_all();
   for (std::thread& t : threads_) t.join();
   if (comm_thread_.joinable()) {
     {
@@ -157,9 +157,9 @@ void ReplicaGroup::run(const std::function<void(int)>& fn) {
       sequence_[r] = 0;
     }
   }
-  cv_.notify_all();
+  job_cv_.notify_all();
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return finished() == size(); });
+  done_cv_.wait(lock, [this] { return finished() == size(); });
   fn_ = nullptr;
   running_ = false;
   round_ = Round{};  // the last collective's values, which would otherwise outlive the step
@@ -352,7 +352,7 @@ void ReplicaGroup::worker(int replica) {
     const std::function<void(int)>* fn = nullptr;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || job_ != seen; });
+      job_cv_.wait(lock, [&] { return stop_ || job_ != seen; });
       if (stop_) return;
       seen = job_;
       fn = fn_;
@@ -382,7 +382,7 @@ void ReplicaGroup::worker(int replica) {
         break;
       }
     }
-    cv_.notify_all();
+    done_cv_.notify_all();
   }
 }
 
@@ -392,7 +392,7 @@ void ReplicaGroup::fail(std::exception_ptr error, const std::string& why) {
     failure_ = why;
     first_error_ = error;
   }
-  cv_.notify_all();
+  meeting_cv_.notify_all();
 }
 
 void ReplicaGroup::meet(int replica, Call call,
@@ -402,7 +402,7 @@ void ReplicaGroup::meet(int replica, Call call,
   calls_[static_cast<size_t>(replica)] = std::move(call);
   uint64_t meeting = meeting_;
   if (++arrived_ + finished() < size()) {
-    cv_.wait(lock, [&] { return meeting_ != meeting || failed_; });
+    meeting_cv_.wait(lock, [&] { return meeting_ != meeting || failed_; });
     if (meeting_ == meeting) throw Aborted{};
     return;
   }
@@ -438,7 +438,7 @@ void ReplicaGroup::meet(int replica, Call call,
   arrived_ = 0;
   if (on_all) on_all(calls_);
   ++meeting_;
-  cv_.notify_all();
+  meeting_cv_.notify_all();
 }
 
 ReplicaGroup::Round ReplicaGroup::reduce_replicas(int replica, ReduceOp op,

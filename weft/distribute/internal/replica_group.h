@@ -130,7 +130,11 @@ class ReplicaGroup {
   int threads_per_replica_;
 
   std::mutex mu_;
-  std::condition_variable cv_;
+  // One for each kind of wait, so that a step's meetings wake only the replicas in them: a
+  // waiter woken for nothing takes the core from the replica that shares it.
+  std::condition_variable job_cv_;      // replicas: a new job, or stop
+  std::condition_variable done_cv_;     // run(): a replica finished the job
+  std::condition_variable meeting_cv_;  // replicas in a collective: it met, or the group failed
   // The job: its number, the function, and which replicas have finished it.
   uint64_t job_ = 0;
   const std::function<void(int)>* fn_ = nullptr;
