@@ -7,44 +7,25 @@
 #include <gtest/gtest.h>
 
 #include <functional>
-#include <future>
 
 #include "weft/core/errors.h"
-#include "weft/distribute/cluster/local_ports.h"
 #include "weft/distribute/gradient_packs.h"
 #include "weft/ops/creation.h"
+#include "weft/testing/local_cluster.h"
 
 namespace weft::distribute {
 namespace {
 
-using testing::HasSubstr;
+using ::testing::HasSubstr;
 
 // Runs fn(strategy, worker) on `workers` threads, each with its strategy of `replicas` local
 // replicas; returns what each returned.
 template <typename R>
 std::vector<R> on_workers(int workers, int replicas,
                           const std::function<R(MultiWorkerMirroredStrategy&, int)>& fn) {
-  std::string addresses;
-  for (int port : unused_local_ports(workers)) {
-    addresses += std::string(addresses.empty() ? "" : ", ") + "\"127.0.0.1:" +
-                 std::to_string(port) + "\"";
-  }
-  std::vector<std::future<R>> futures;
-  for (int w = 0; w < workers; ++w) {
-    futures.push_back(std::async(std::launch::async, [&, w] {
-      auto resolver = cluster_resolver::TFConfigClusterResolver::from_json(
-          "{\"cluster\": {\"worker\": [" + addresses + "]}, \"task\": {\"type\": \"worker\", "
-          "\"index\": " + std::to_string(w) + "}}");
-      MultiWorkerOptions options;
-      options.replicas_per_worker = replicas;
-      options.coordination.token = "test-token";
-      MultiWorkerMirroredStrategy strategy(resolver, options);
-      return fn(strategy, w);
-    }));
-  }
-  std::vector<R> out;
-  for (auto& f : futures) out.push_back(f.get());
-  return out;
+  MultiWorkerOptions options;
+  options.replicas_per_worker = replicas;
+  return weft::testing::on_local_workers<R>(workers, options, fn);
 }
 
 TEST(MultiWorkerMirroredStrategy, ReplicasOfEveryWorkerMeetInAllReduceAndReduce) {

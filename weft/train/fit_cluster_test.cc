@@ -4,10 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <future>
-
 #include "weft/core/errors.h"
-#include "weft/distribute/cluster/local_ports.h"
 #include "weft/distribute/multi_worker_mirrored_strategy.h"
 #include "weft/nn/dense.h"
 #include "weft/nn/model.h"
@@ -15,29 +12,20 @@
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
 #include "weft/optim/sgd.h"
+#include "weft/testing/local_cluster.h"
 #include "weft/train/callbacks.h"
 
 namespace weft::nn {
 namespace {
 
-using testing::HasSubstr;
+using ::testing::HasSubstr;
 
 TEST(FitInACluster, AnErrorBetweenStepsReachesTheOtherWorkerWithItsMessage) {
-  std::string addresses;
-  for (int port : distribute::unused_local_ports(2)) {
-    addresses += std::string(addresses.empty() ? "" : ", ") + "\"127.0.0.1:" +
-                 std::to_string(port) + "\"";
-  }
   Tensor x = stateless_random_normal({32, 4}, {5, 1});
   Tensor y = argmax(slice(x, {Slice{}, Slice{0, 3}}), -1);
-  auto worker = [&](int w) -> std::string {
-    auto resolver = distribute::cluster_resolver::TFConfigClusterResolver::from_json(
-        "{\"cluster\": {\"worker\": [" + addresses + "]}, \"task\": {\"type\": \"worker\", "
-        "\"index\": " + std::to_string(w) + "}}");
-    distribute::MultiWorkerOptions options;
-    options.coordination.token = "test-token";
-    options.communication.timeout_seconds = 30;  // a bound if the error never arrives
-    distribute::MultiWorkerMirroredStrategy strategy(resolver, options);
+  distribute::MultiWorkerOptions options;
+  options.communication.timeout_seconds = 30;  // a bound if the error never arrives
+  auto worker = [&](distribute::MultiWorkerMirroredStrategy& strategy, int w) -> std::string {
     Sequential model;
     {
       auto scope = strategy.scope();
@@ -58,9 +46,9 @@ TEST(FitInACluster, AnErrorBetweenStepsReachesTheOtherWorkerWithItsMessage) {
     }
     return "fit returned";
   };
-  auto first = std::async(std::launch::async, worker, 0);
-  auto second = std::async(std::launch::async, worker, 1);
-  std::string on_worker0 = first.get(), on_worker1 = second.get();
+  std::vector<std::string> messages =
+      weft::testing::on_local_workers<std::string>(2, options, worker);
+  const std::string &on_worker0 = messages[0], &on_worker1 = messages[1];
   EXPECT_THAT(on_worker1, HasSubstr("worker 1's disk is full"));
   EXPECT_THAT(on_worker0, HasSubstr("task worker:1 failed: "));
   EXPECT_THAT(on_worker0, HasSubstr("worker 1's disk is full"));
