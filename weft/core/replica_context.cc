@@ -1,5 +1,7 @@
 #include "weft/core/replica_context.h"
 
+#include <algorithm>
+
 #include "weft/core/errors.h"
 
 namespace weft::distribute {
@@ -35,6 +37,13 @@ std::unique_ptr<ReplicaContext::Pending> ReplicaContext::begin_all_reduce(
         << "begin_all_reduce: value " << i << " is undefined; every value must be defined";
   }
   return std::make_unique<Reduced>(all_reduce(op, values));
+}
+
+std::pair<int64_t, int64_t> element_part(int64_t n, int parts, int part) {
+  constexpr int64_t kLine = 16;
+  const int64_t lines = (n + kLine - 1) / kLine;
+  auto start = [&](int64_t k) { return std::min(n, lines * k / parts * kLine); };
+  return {start(part), start(part + 1)};
 }
 
 ReplicaContext& get_replica_context() {

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "weft/core/tensor.h"
@@ -35,6 +36,17 @@ class ReplicaContext {
   // rethrows what it threw). Every replica must call it, in the same order as its other
   // collective calls.
   virtual void merge_call(const std::function<void()>& fn) = 0;
+  // A merge made by every replica of this process at once: each runs fn(part, parts) for its own
+  // part (0 <= part < parts, parts = this process's replicas; element_part() says which elements
+  // of a flat value a part covers), after every replica has called it; then `then` runs once, and
+  // every replica returns after both. For merges of element-wise work (an optimizer's update):
+  // each replica writes the elements it summed in the all_reduce before, on its own core, instead
+  // of one replica writing all while the others wait. The default runs fn(0, 1), then `then`.
+  virtual void merge_call_in_parts(const std::function<void(int part, int parts)>& fn,
+                                   const std::function<void()>& then) {
+    fn(0, 1);
+    then();
+  }
 
   // An all_reduce that finishes later: the caller goes on (with the rest of its backward pass)
   // while the values are reduced, and wait() returns what all_reduce would have. Every value
@@ -52,6 +64,11 @@ class ReplicaContext {
   // training step does): 0, the default, means all_reduce once the backward pass is done.
   virtual std::size_t gradient_pack_bytes() const { return 0; }
 };
+
+// The elements [first, last) of n that part `part` of `parts` covers: consecutive runs, each a
+// whole number of 64-byte lines of float32 (16 elements) but the last, so that no two parts
+// write one cache line. A replica's share of an all_reduce is its part of each value.
+std::pair<int64_t, int64_t> element_part(int64_t n, int parts, int part);
 
 // The calling thread's replica context: the one a strategy installed, else the default
 // (replica 0 of 1, whose all_reduce returns its input and whose merge_call calls fn).

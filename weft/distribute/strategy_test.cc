@@ -9,6 +9,8 @@
 #include <sys/resource.h>
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -206,6 +208,67 @@ TEST(Strategy, MergeCallRunsOnceWhileTheOthersWait) {
   });
   EXPECT_EQ(calls.load(), 1);
   EXPECT_EQ(after.load(), 3);
+}
+
+TEST(Strategy, MergeCallInPartsRunsEveryPartOnItsReplicaThenOnce) {
+  Devices devices(3);
+  MirroredStrategy strategy;
+  std::mutex mu;
+  std::map<int, std::thread::id> part_threads;
+  std::atomic<int> thens{0}, after{0};
+  PerReplica<std::thread::id> replica_threads = strategy.run([&] {
+    get_replica_context().merge_call_in_parts(
+        [&](int part, int parts) {
+          EXPECT_FALSE(in_replica_sync_group());  // cross-replica context, as merge_call's
+          EXPECT_EQ(parts, 3);
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          std::lock_guard lock(mu);
+          EXPECT_TRUE(part_threads.emplace(part, std::this_thread::get_id()).second) << part;
+        },
+        [&] {
+          std::lock_guard lock(mu);
+          EXPECT_EQ(part_threads.size(), 3u) << "then ran before every part had";
+          EXPECT_EQ(after.load(), 0);
+          ++thens;
+        });
+    ++after;
+    return std::this_thread::get_id();
+  });
+  EXPECT_EQ(thens.load(), 1);
+  ASSERT_EQ(part_threads.size(), 3u);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(part_threads[r], replica_threads[r]) << "part " << r;
+
+  // A part that throws ends every replica's step with its error.
+  try {
+    strategy.run([&] {
+      get_replica_context().merge_call_in_parts(
+          [](int part, int) {
+            if (part == 2) WEFT_FAIL(InvalidArgument) << "part two's own error";
+          },
+          [] { ADD_FAILURE() << "then ran after a part failed"; });
+    });
+    FAIL() << "run returned";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("part two's own error"));
+  }
+}
+
+// Replicas with a core each spin briefly in their waits, then sleep: an idle strategy costs no
+// CPU.
+TEST(Strategy, IdleReplicasSleep) {
+  Devices devices(2);
+  MirroredStrategy strategy;
+  auto cpu_seconds = [] {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  };
+  strategy.run([] { get_replica_context().all_reduce(ReduceOp::SUM, {ones({4})}); });
+  double before = cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  double used = cpu_seconds() - before;
+  EXPECT_LT(used, 0.06) << "the process used " << used << " s of CPU in 0.3 s of idling";
 }
 
 // The thread that called run() sleeps until the step ends: the replicas' meetings in collectives

@@ -17,6 +17,8 @@ class AdadeltaAlgorithm : public Optimizer::Algorithm {
   ConfigDict get_config() const override {
     return ConfigDict().set("class_name", "Adadelta").set("rho", rho_).set("epsilon", epsilon_);
   }
+  bool elementwise() const override { return true; }  // fused_update
+
   std::vector<Slot> slots() const override { return {{"accum_grad", 0.0}, {"accum_var", 0.0}}; }
 
   // ResourceApplyAdadelta.

@@ -23,6 +23,8 @@ class AdagradAlgorithm : public Optimizer::Algorithm {
     internal::check_range(o.name, "epsilon", o.epsilon, 0, HUGE_VAL);
   }
 
+  bool elementwise() const override { return true; }  // fused_update
+
   std::vector<Slot> slots() const override { return {{"accumulator", initial_accumulator_value_}}; }
 
   // ResourceApplyAdagradV2.

@@ -31,6 +31,8 @@ class AdamAlgorithm : public Optimizer::Algorithm {
     return c;
   }
 
+  bool elementwise() const override { return true; }  // fused_update
+
   std::vector<Slot> slots() const override {
     std::vector<Slot> s{{"m", 0.0}, {"v", 0.0}};
     if (amsgrad_) s.push_back({"vhat", 0.0});

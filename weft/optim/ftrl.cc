@@ -32,6 +32,8 @@ class FtrlAlgorithm : public Optimizer::Algorithm {
         .set("l2_shrinkage_regularization_strength", o_.l2_shrinkage_regularization_strength)
         .set("beta", o_.beta);
   }
+  bool elementwise() const override { return true; }  // fused_update
+
   std::vector<Slot> slots() const override {
     return {{"accumulator", o_.initial_accumulator_value}, {"linear", 0.0}};
   }

@@ -22,6 +22,8 @@ class NadamAlgorithm : public Optimizer::Algorithm {
         .set("beta_2", beta_2_)
         .set("epsilon", epsilon_);
   }
+  bool elementwise() const override { return true; }  // fused_update
+
   std::vector<Slot> slots() const override { return {{"m", 0.0}, {"v", 0.0}}; }
 
   void update(const Tensor& grad, const Tensor& var, std::span<const Tensor> slots,

@@ -15,6 +15,7 @@
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/reduce.h"
+#include "weft/ops/shape_ops.h"
 
 namespace weft::optim {
 
@@ -65,6 +66,55 @@ struct Optimizer::State {
     by_value.emplace(var.value().id(), entries.size());
     entries.push_back(std::move(e));
     return entries.back();
+  }
+
+  // One variable's update: its gradient (in the variable's dtype), value and slots.
+  struct Update {
+    Tensor grad, var;
+    std::vector<Tensor> slots;
+  };
+  // The step at the current iterations and each pair's update. Called with mu held.
+  Algorithm::Step step_now() const {
+    int64_t at = iterations.value().item<int64_t>();
+    Algorithm::Step step{learning_rate(at), at};
+    WEFT_CHECK(std::isfinite(step.learning_rate) && step.learning_rate >= 0, InvalidArgument)
+        << name << ": the learning rate schedule " << learning_rate.name() << " gave "
+        << step.learning_rate << " at step " << step.iterations
+        << "; a learning rate must be finite and >= 0";
+    return step;
+  }
+  std::vector<Update> updates_for(const GradsAndVars& gv) {
+    std::vector<Update> out;
+    for (const auto& [g, v] : gv) {
+      Entry& e = entry_for(v);
+      Update u{g, v.value(), {}};
+      WEFT_ASSERT(u.var.is_contiguous()) << "variable \"" << v.name() << "\" is not contiguous";
+      for (const Variable& slot : e.slots) u.slots.push_back(slot.value());
+      out.push_back(std::move(u));
+    }
+    return out;
+  }
+  // Applies part `part` of `parts` of every update (element_part of the flat variable): the
+  // algorithm works element by element, so the parts make what one update of the whole would.
+  void apply(const std::vector<Update>& updates, const Algorithm::Step& step, int part,
+             int parts) const {
+    for (const Update& u : updates) {
+      auto [lo, hi] = distribute::element_part(u.var.numel(), parts, part);
+      if (lo == hi) continue;
+      auto mine = [&](const Tensor& t) {
+        return parts == 1 ? t : slice(reshape(t, {-1}), {Slice{lo, hi}});
+      };
+      Tensor var = mine(u.var);
+      std::vector<Tensor> slots;
+      for (const Tensor& t : u.slots) slots.push_back(mine(t));
+      Tensor grad = cast(mine(u.grad), var.dtype());
+      // The update writes var and slots in place while reading grad: a gradient sharing their
+      // storage (a transformer returning the variable itself) is copied first.
+      bool aliases = grad.storage() == var.storage();
+      for (const Tensor& t : slots) aliases = aliases || grad.storage() == t.storage();
+      if (aliases) grad = copy(grad);
+      algorithm->update(grad, var, slots, step);
+    }
   }
 };
 
@@ -234,7 +284,11 @@ void Optimizer::apply_gradients(const GradsAndVars& grads_and_vars,
   if (experimental_aggregate_gradients && aggregator) {
     gv = checked(s.name, " (after the gradient_aggregator)", aggregator(std::move(gv)));
   }
-  ctx.merge_call([&] { apply_aggregated(std::move(gv), transformers); });
+  if (ctx.num_replicas_in_sync() > 1 && updates_in_parts(transformers)) {
+    apply_in_parts(gv);
+  } else {
+    ctx.merge_call([&] { apply_aggregated(std::move(gv), transformers); });
+  }
 }
 
 void Optimizer::apply_aggregated(GradsAndVars gv,
@@ -255,28 +309,33 @@ void Optimizer::apply_aggregated(GradsAndVars gv,
   if (s.loss_scale && s.loss_scale->options.dynamic && !update_loss_scale(*s.loss_scale, finite)) {
     return;
   }
-  int64_t* iterations = s.iterations.value().data<int64_t>();
-  Algorithm::Step step{s.learning_rate(*iterations), *iterations};
-  WEFT_CHECK(std::isfinite(step.learning_rate) && step.learning_rate >= 0, InvalidArgument)
-      << s.name << ": the learning rate schedule " << s.learning_rate.name() << " gave "
-      << step.learning_rate << " at step " << step.iterations
-      << "; a learning rate must be finite and >= 0";
-  std::vector<Tensor> slots;
-  for (auto& [g, v] : gv) {
-    auto& e = s.entry_for(v);
-    const Tensor& var = v.value();
-    WEFT_ASSERT(var.is_contiguous()) << "variable \"" << v.name() << "\" is not contiguous";
-    slots.clear();
-    for (const Variable& slot : e.slots) slots.push_back(slot.value());
-    Tensor grad = cast(g, var.dtype());
-    // The update writes var and slots in place while reading grad: a gradient sharing their
-    // storage (a transformer returning the variable itself) is copied first.
-    bool aliases = grad.storage() == var.storage();
-    for (const Tensor& t : slots) aliases = aliases || grad.storage() == t.storage();
-    if (aliases) grad = copy(grad);
-    s.algorithm->update(grad, var, slots, step);
-  }
-  ++*iterations;
+  s.apply(s.updates_for(gv), s.step_now(), 0, 1);
+  ++*s.iterations.value().data<int64_t>();
+}
+
+bool Optimizer::updates_in_parts(const std::vector<GradientTransformer>& transformers) const {
+  const State& s = state();
+  return s.algorithm->elementwise() && transformers.empty() && !s.clipnorm && !s.clipvalue &&
+         !s.global_clipnorm && !has_loss_scale();
+}
+
+void Optimizer::apply_in_parts(const GradsAndVars& gv) {
+  State& s = state();
+  distribute::get_replica_context().merge_call_in_parts(
+      [&](int part, int parts) {
+        std::vector<State::Update> updates;
+        Algorithm::Step step;
+        {
+          std::lock_guard lock(s.mu);
+          step = s.step_now();
+          updates = s.updates_for(gv);
+        }
+        s.apply(updates, step, part, parts);
+      },
+      [&] {
+        std::lock_guard lock(s.mu);
+        ++*s.iterations.value().data<int64_t>();
+      });
 }
 
 GradsAndVars Optimizer::compute_gradients(const Tensor& loss, const std::vector<Variable>& vars,

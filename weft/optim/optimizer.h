@@ -83,6 +83,10 @@ class Optimizer : public Trackable {
     // from `grad` (var's shape and dtype, any strides). Called with no tape recording.
     virtual void update(const Tensor& grad, const Tensor& var, std::span<const Tensor> slots,
                         const Step& step) const = 0;
+    // True when update() computes each element from the same element of grad, var and slots
+    // alone (and the step): then replicas may each update a part of a variable. Every built-in
+    // algorithm is; false by default.
+    virtual bool elementwise() const { return false; }
     // Keras's class name ("Adam") under "class_name", and the algorithm's own hyperparameters;
     // empty (the default) for an algorithm that cannot be saved.
     virtual ConfigDict get_config() const { return {}; }
@@ -174,6 +178,12 @@ class Optimizer : public Trackable {
   // The part of apply_gradients after aggregation: clipping, transformers, loss-scale check,
   // update, iterations; run once per step.
   void apply_aggregated(GradsAndVars gv, const std::vector<GradientTransformer>& transformers);
+  // Whether the aggregated gradients go to the variables as they are (an element-wise algorithm;
+  // no clipping, transformers or loss scale), so that the replicas can each update their part.
+  bool updates_in_parts(const std::vector<GradientTransformer>& transformers) const;
+  // The update and iterations as apply_aggregated makes them, each replica of this process
+  // writing its part of every variable (ReplicaContext::merge_call_in_parts).
+  void apply_in_parts(const GradsAndVars& gv);
   std::shared_ptr<State> state_;
 };
 

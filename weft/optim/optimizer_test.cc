@@ -16,6 +16,7 @@
 
 #include "weft/autodiff/tape.h"
 #include "weft/core/config.h"
+#include "weft/core/replica_context.h"
 #include "weft/np/np.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
@@ -189,6 +190,99 @@ INSTANTIATE_TEST_SUITE_P(All, OptimizerGolden, ::testing::ValuesIn(golden_case_n
                          [](const auto& info) { return info.param; });
 
 Tensor vec(std::vector<double> v) { return Tensor::from_vector(v); }
+
+// ---- updates in parts (several replicas each writing its part of every variable) -------------
+
+// Replica 0 of `parts` replicas whose peers passed zeros: all_reduce returns the values as given,
+// and merge_call_in_parts runs the parts one after another, last first.
+class PartsContext : public distribute::ReplicaContext {
+ public:
+  explicit PartsContext(int parts) : parts_(parts) {}
+  int replica_id_in_sync_group() const override { return 0; }
+  int num_replicas_in_sync() const override { return parts_; }
+  std::vector<Tensor> all_reduce(distribute::ReduceOp, const std::vector<Tensor>& v) override {
+    return v;
+  }
+  void merge_call(const std::function<void()>& fn) override {
+    ++whole;
+    fn();
+  }
+  void merge_call_in_parts(const std::function<void(int, int)>& fn,
+                           const std::function<void()>& then) override {
+    ++in_parts;
+    for (int p = parts_ - 1; p >= 0; --p) fn(p, parts_);
+    then();
+  }
+  int whole = 0, in_parts = 0;
+
+ private:
+  int parts_;
+};
+
+std::vector<uint8_t> bytes_of(const Tensor& t) {
+  const auto* p = static_cast<const uint8_t*>(t.raw_data());
+  return std::vector<uint8_t>(p, p + t.numel() * dtype_size(t.dtype()));
+}
+
+// Every optimizer case, updated in 3 parts (of 16-element lines: 37 elements are 16 + 16 + 5, 7
+// are 7 + 0 + 0) or all at once, gives the same bits in the variables and every slot; clipping
+// and loss scaling need whole gradients, so those optimizers merge once instead.
+TEST(Optimizer, UpdatesInPartsEqualOneUpdate) {
+  for (const auto& [name, make] : cases()) {
+    for (DType dtype : {kFloat32, kFloat64}) {
+      SCOPED_TRACE(name + (dtype == kFloat32 ? " float32" : " float64"));
+      Optimizer whole = make(), parts = make();
+      auto variables = [&] {
+        return std::vector<Variable>{
+            Variable(cast(stateless_random_normal({37}, {1, 2}), dtype), "a"),
+            Variable(cast(stateless_random_normal({7}, {3, 4}), dtype), "b")};
+      };
+      std::vector<Variable> w = variables(), p = variables();
+      PartsContext three(3);
+      for (int t = 0; t < 4; ++t) {
+        std::vector<Tensor> g{cast(stateless_random_normal({37}, {5, t}), dtype),
+                              cast(stateless_random_normal({7}, {6, t}), dtype)};
+        whole.apply_gradients({{g[0], w[0]}, {g[1], w[1]}});
+        distribute::ReplicaContextScope scope(&three);
+        parts.apply_gradients({{g[0], p[0]}, {g[1], p[1]}});
+      }
+      bool clips = name.find("clip") != std::string::npos;
+      EXPECT_EQ(three.in_parts, clips ? 0 : 4);
+      EXPECT_EQ(three.whole, clips ? 4 : 0);
+      EXPECT_EQ(parts.iterations().value().item<int64_t>(), 4);
+      for (size_t k = 0; k < w.size(); ++k) {
+        EXPECT_EQ(bytes_of(p[k].value()), bytes_of(w[k].value())) << w[k].name();
+        for (const std::string& slot : whole.get_slot_names()) {
+          EXPECT_EQ(bytes_of(parts.get_slot(p[k], slot).value()),
+                    bytes_of(whole.get_slot(w[k], slot).value()))
+              << w[k].name() << "/" << slot;
+        }
+      }
+    }
+  }
+}
+
+TEST(Optimizer, ElementPartsAreWholeLinesInOrder) {
+  for (int64_t n : {0, 1, 15, 16, 17, 37, 1000, 548800}) {
+    for (int parts : {1, 2, 3, 8}) {
+      int64_t at = 0;
+      for (int k = 0; k < parts; ++k) {
+        auto [lo, hi] = distribute::element_part(n, parts, k);
+        EXPECT_EQ(lo, at) << n << " in " << parts;
+        EXPECT_LE(lo, hi);
+        if (hi < n) {
+          EXPECT_EQ(hi % 16, 0) << n << " in " << parts << ", part " << k;
+        }
+        at = hi;
+      }
+      EXPECT_EQ(at, n) << n << " in " << parts;
+    }
+  }
+  // As even as whole lines allow: 548800 elements are 34300 lines, 17150 for each of two.
+  auto half = distribute::element_part(548800, 2, 0);
+  EXPECT_EQ(half.first, 0);
+  EXPECT_EQ(half.second, 274400);
+}
 
 // ---- slots and checkpoint names ------------------------------------------------------------
 

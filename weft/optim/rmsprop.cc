@@ -22,6 +22,8 @@ class RmspropAlgorithm : public Optimizer::Algorithm {
     internal::check_range(o.name, "epsilon", o.epsilon, 0, HUGE_VAL);
   }
 
+  bool elementwise() const override { return true; }  // fused_update
+
   std::vector<Slot> slots() const override {
     std::vector<Slot> s{{"rms", 0.0}};
     if (momentum_ > 0) s.push_back({"momentum", 0.0});

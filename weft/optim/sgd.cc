@@ -18,6 +18,8 @@ class SgdAlgorithm : public Optimizer::Algorithm {
     internal::check_range(o.name, "momentum", o.momentum, 0, 1);
   }
 
+  bool elementwise() const override { return true; }  // fused_update
+
   std::vector<Slot> slots() const override {
     if (momentum_ == 0) return {};
     return {{"momentum", 0.0}};

@@ -1,5 +1,7 @@
 #include "weft/distribute/internal/replica_group.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstring>
 #include <sstream>
@@ -55,6 +57,10 @@ class ReplicaGroup::Context : public ReplicaContext {
     return group_->all_reduce(id_, op, values);
   }
   void merge_call(const std::function<void()>& fn) override { group_->merge_call(id_, fn); }
+  void merge_call_in_parts(const std::function<void(int, int)>& fn,
+                           const std::function<void()>& then) override {
+    group_->merge_call_in_parts(id_, fn, then);
+  }
   std::unique_ptr<Pending> begin_all_reduce(ReduceOp op,
                                             const std::vector<Tensor>& values) override {
     if (!group_->across_workers()) return ReplicaContext::begin_all_reduce(op, values);
@@ -108,7 +114,8 @@ ReplicaGroup::ReplicaGroup(int replicas, int total_threads, std::optional<Worker
       done_(static_cast<size_t>(replicas)),
       calls_(static_cast<size_t>(replicas)),
       updates_(static_cast<size_t>(replicas)),
-      sequence_(static_cast<size_t>(replicas)) {
+      sequence_(static_cast<size_t>(replicas)),
+      spin_(replicas >= 2 && replicas <= config::hardware_threads()) {
   WEFT_ASSERT(replicas >= 1) << replicas;
   for (int r = 0; r < replicas; ++r) contexts_.push_back(std::make_unique<Context>(this, r));
   for (int r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { worker(r); });
@@ -121,6 +128,7 @@ ReplicaGroup::~ReplicaGroup() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
+    ++signals_;
   }
   job_cv_.notify_all();
   for (std::thread& t : threads_) t.join();
@@ -146,6 +154,7 @@ void ReplicaGroup::run(const std::function<void(int)>& fn) {
     running_ = true;
     fn_ = &fn;
     ++job_;
+    ++signals_;
     arrived_ = 0;
     failed_ = false;
     failure_.clear();
@@ -343,6 +352,24 @@ void ReplicaGroup::reduce_across_workers(ReduceOp op, Round& round,
   }
 }
 
+template <typename Ready>
+void ReplicaGroup::wait(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                        Ready ready, bool may_spin) {
+  if (spin_ && may_spin && !ready()) {
+    // Spinning, but yielding the core to any other thread that wants it, until something is
+    // signalled or kSpinBeforeSleep passes; then the condition variable as usual.
+    uint64_t seen = signals_.load(std::memory_order_relaxed);
+    lock.unlock();
+    auto until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+    while (signals_.load(std::memory_order_acquire) == seen &&
+           std::chrono::steady_clock::now() < until) {
+      sched_yield();
+    }
+    lock.lock();
+  }
+  cv.wait(lock, ready);
+}
+
 void ReplicaGroup::worker(int replica) {
   config::ThreadBudget budget(threads_per_replica_);
   ReplicaContextScope context(contexts_[static_cast<size_t>(replica)].get());
@@ -352,7 +379,7 @@ void ReplicaGroup::worker(int replica) {
     const std::function<void(int)>* fn = nullptr;
     {
       std::unique_lock lock(mu_);
-      job_cv_.wait(lock, [&] { return stop_ || job_ != seen; });
+      wait(lock, job_cv_, [&] { return stop_ || job_ != seen; });
       if (stop_) return;
       seen = job_;
       fn = fn_;
@@ -392,17 +419,19 @@ void ReplicaGroup::fail(std::exception_ptr error, const std::string& why) {
     failure_ = why;
     first_error_ = error;
   }
+  ++signals_;
   meeting_cv_.notify_all();
 }
 
 void ReplicaGroup::meet(int replica, Call call,
-                        const std::function<void(std::vector<Call>&)>& on_all) {
+                        const std::function<void(std::vector<Call>&)>& on_all, bool may_spin) {
   std::unique_lock lock(mu_);
   if (failed_) throw Aborted{};
   calls_[static_cast<size_t>(replica)] = std::move(call);
   uint64_t meeting = meeting_;
   if (++arrived_ + finished() < size()) {
-    meeting_cv_.wait(lock, [&] { return meeting_ != meeting || failed_; });
+    wait(
+        lock, meeting_cv_, [&] { return meeting_ != meeting || failed_; }, may_spin);
     if (meeting_ == meeting) throw Aborted{};
     return;
   }
@@ -438,6 +467,7 @@ void ReplicaGroup::meet(int replica, Call call,
   arrived_ = 0;
   if (on_all) on_all(calls_);
   ++meeting_;
+  ++signals_;
   meeting_cv_.notify_all();
 }
 
@@ -488,7 +518,7 @@ ReplicaGroup::Round ReplicaGroup::reduce_replicas(int replica, ReduceOp op,
   for (size_t i = 0; i < values.size(); ++i) {
     if (!round.outputs[i].defined()) continue;
     if (!round.from_input.empty() && round.from_input[i]) continue;  // read where it is
-    auto [lo, hi] = row_range(round.outputs[i].numel(), size(), replica);
+    auto [lo, hi] = element_part(round.outputs[i].numel(), size(), replica);
     if (lo == hi) continue;
     std::vector<Tensor> parts;  // an undefined input adds nothing
     for (const std::vector<Tensor>& in : round.inputs) {
@@ -566,7 +596,33 @@ void ReplicaGroup::merge_call(int replica, const std::function<void()>& fn) {
       throw Aborted{};
     }
   }
-  meet(replica, Call{"merge_call (end)", sequence, {}}, {});
+  // The others sleep meanwhile: replica 0's kernels need their cores.
+  meet(replica, Call{"merge_call (end)", sequence, {}}, {}, /*may_spin=*/false);
+}
+
+void ReplicaGroup::merge_call_in_parts(int replica, const std::function<void(int, int)>& fn,
+                                       const std::function<void()>& then) {
+  uint64_t sequence = ++sequence_[static_cast<size_t>(replica)];
+  meet(replica, Call{"merge_call_in_parts", sequence, {}}, {});
+  try {
+    ReplicaContextScope cross_replica(nullptr);
+    autodiff::UpdateCollector::Suspend written_at_once;
+    fn(replica, size());
+  } catch (...) {
+    std::lock_guard lock(mu_);
+    fail(std::current_exception(),
+         "replica " + std::to_string(replica) + " failed in merge_call_in_parts");
+    throw Aborted{};
+  }
+  meet(replica, Call{"merge_call_in_parts (end)", sequence, {}}, [&](std::vector<Call>&) {
+    try {
+      then();
+    } catch (...) {
+      fail(std::current_exception(),
+           "replica " + std::to_string(replica) + " failed in merge_call_in_parts");
+      throw Aborted{};
+    }
+  });
 }
 
 }  // namespace weft::distribute::internal

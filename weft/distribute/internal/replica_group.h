@@ -7,6 +7,8 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -40,6 +42,10 @@ struct Workers {
 // The pack size of overlapped gradient all-reduces when CommunicationOptions leave it at 0
 // (docs/benchmarks.md, "Gradient packs during the backward pass").
 inline constexpr std::size_t kDefaultGradientPackBytes = 256 << 10;
+
+// How long a replica of a group with a core per replica spins (yielding its core to any thread
+// that wants it) before it sleeps in a wait.
+inline constexpr std::chrono::microseconds kSpinBeforeSleep{1000};
 
 class ReplicaGroup {
  public:
@@ -75,13 +81,23 @@ class ReplicaGroup {
                                                             const std::vector<Tensor>& values);
   std::size_t gradient_pack_bytes() const;
   void merge_call(int replica, const std::function<void()>& fn);
+  // Every replica runs fn(replica, size()) at once, with no replica context (as merge_call's
+  // fn), then `then` runs once on the last to finish.
+  void merge_call_in_parts(int replica, const std::function<void(int, int)>& fn,
+                           const std::function<void()>& then);
 
  private:
   class Context;
   struct Call;  // what a replica brought to the current collective
   // Deposits `call`, waits for every replica, and runs `on_all` once (on the last to arrive)
   // with every replica's call. Throws when the group failed.
-  void meet(int replica, Call call, const std::function<void(std::vector<Call>&)>& on_all);
+  // `may_spin`: false where the waiters' cores are needed by the replica that goes on.
+  void meet(int replica, Call call, const std::function<void(std::vector<Call>&)>& on_all,
+            bool may_spin = true);
+  // cv.wait(lock, ready), spinning first when the group may (spin_).
+  template <typename Ready>
+  void wait(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, Ready ready,
+            bool may_spin = true);
   // An all_reduce's round: every replica's values, flattened ([replica][value]), and the outputs
   // every replica fills a share of (undefined for a value no replica passed).
   struct Round {
@@ -151,6 +167,12 @@ class ReplicaGroup {
   std::exception_ptr first_error_;
   std::vector<std::vector<autodiff::UpdateCollector::Update>> updates_;
   std::vector<uint64_t> sequence_;  // each replica's collective calls in this job
+  // With a core for each replica (and more than one), waits spin before they sleep: on a virtual
+  // machine, waking a thread whose vCPU went idle costs enough to slow a mirrored step by a tenth
+  // or more (docs/benchmarks.md, "Replicas that spin before they sleep"). `signals_` grows with
+  // every notification a waiter may be waiting for (a job, a meeting, a failure, stop).
+  const bool spin_;
+  std::atomic<uint64_t> signals_{0};
   // The reduction in progress.
   Round round_;
   std::vector<Tensor> packs_;  // kept between steps (pack())
