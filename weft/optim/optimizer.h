@@ -102,7 +102,9 @@ class Optimizer : public Trackable {
   // taken as already aggregated (the gradient_aggregator is not called). On a replica of a
   // distribution strategy, every replica calls it: the gradients are summed across replicas
   // (unless a gradient_aggregator or experimental_aggregate_gradients = false says otherwise),
-  // one replica applies them (merge_call), and `iterations` grows by one.
+  // one replica applies them (merge_call) or, with an element-wise algorithm and no clipping,
+  // transformer or loss scale, each replica applies its part of every variable
+  // (merge_call_in_parts: the same bits), and `iterations` grows by one.
   void apply_gradients(const GradsAndVars& grads_and_vars,
                        bool experimental_aggregate_gradients = true);
   // tape.gradient(loss, vars) paired with vars.
