@@ -39,6 +39,13 @@ std::vector<float> values(const Tensor& t) {
   return std::vector<float>(c.data<float>(), c.data<float>() + c.numel());
 }
 
+// getrusage(who).
+rusage usage(int who) {
+  rusage u{};
+  getrusage(who, &u);
+  return u;
+}
+
 std::vector<uint8_t> bytes(const Tensor& t) {
   Tensor c = contiguous(t);
   const auto* p = static_cast<const uint8_t*>(c.raw_data());
@@ -259,10 +266,9 @@ TEST(Strategy, IdleReplicasSleep) {
   Devices devices(2);
   MirroredStrategy strategy;
   auto cpu_seconds = [] {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-           1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+    rusage u = usage(RUSAGE_SELF);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
   };
   strategy.run([] { get_replica_context().all_reduce(ReduceOp::SUM, {ones({4})}); });
   double before = cpu_seconds();
@@ -276,11 +282,7 @@ TEST(Strategy, IdleReplicasSleep) {
 TEST(Strategy, RunSleepsThroughTheReplicasCollectives) {
   Devices devices(2);
   MirroredStrategy strategy;
-  auto voluntary_switches = [] {
-    rusage usage{};
-    getrusage(RUSAGE_THREAD, &usage);
-    return usage.ru_nvcsw;
-  };
+  auto voluntary_switches = [] { return usage(RUSAGE_THREAD).ru_nvcsw; };
   constexpr int kCollectives = 300;
   long before = voluntary_switches();
   strategy.run([&] {
