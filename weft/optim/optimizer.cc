@@ -68,12 +68,13 @@ struct Optimizer::State {
     return entries.back();
   }
 
-  // One variable's update: its gradient (in the variable's dtype), value and slots.
+  // One variable's update: its gradient (cast to the variable's dtype in apply()), value and
+  // slots.
   struct Update {
     Tensor grad, var;
     std::vector<Tensor> slots;
   };
-  // The step at the current iterations and each pair's update. Called with mu held.
+  // The step at the current iterations. Called with mu held.
   Algorithm::Step step_now() const {
     int64_t at = iterations.value().item<int64_t>();
     Algorithm::Step step{learning_rate(at), at};
@@ -83,6 +84,7 @@ struct Optimizer::State {
         << "; a learning rate must be finite and >= 0";
     return step;
   }
+  // Each pair's update, making a variable's slots on first sight. Called with mu held.
   std::vector<Update> updates_for(const GradsAndVars& gv) {
     std::vector<Update> out;
     for (const auto& [g, v] : gv) {
