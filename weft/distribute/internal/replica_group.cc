@@ -352,6 +352,11 @@ void ReplicaGroup::reduce_across_workers(ReduceOp op, Round& round,
   }
 }
 
+void ReplicaGroup::fail_in(int replica, const std::string& what) {
+  fail(std::current_exception(), "replica " + std::to_string(replica) + " failed in " + what);
+  throw Aborted{};
+}
+
 template <typename Ready>
 void ReplicaGroup::wait(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
                         Ready ready, bool may_spin) {
@@ -490,9 +495,7 @@ ReplicaGroup::Round ReplicaGroup::reduce_replicas(int replica, ReduceOp op,
       try {
         pack_across_workers(calls, as_given, round_);
       } catch (...) {
-        fail(std::current_exception(), "replica " + std::to_string(replica) + " failed in " +
-                                           kind + " across workers");
-        throw Aborted{};
+        fail_in(replica, kind + " across workers");
       }
       return;
     }
@@ -538,9 +541,7 @@ ReplicaGroup::Round ReplicaGroup::reduce_replicas(int replica, ReduceOp op,
       try {
         then(round_);
       } catch (...) {
-        fail(std::current_exception(), "replica " + std::to_string(replica) + " failed in " +
-                                           kind + " across workers");
-        throw Aborted{};
+        fail_in(replica, kind + " across workers");
       }
     };
   }
@@ -592,8 +593,7 @@ void ReplicaGroup::merge_call(int replica, const std::function<void()>& fn) {
       fn();
     } catch (...) {
       std::lock_guard lock(mu_);
-      fail(std::current_exception(), "replica 0 failed in merge_call");
-      throw Aborted{};
+      fail_in(replica, "merge_call");
     }
   }
   // The others sleep meanwhile: replica 0's kernels need their cores.
@@ -610,17 +610,13 @@ void ReplicaGroup::merge_call_in_parts(int replica, const std::function<void(int
     fn(replica, size());
   } catch (...) {
     std::lock_guard lock(mu_);
-    fail(std::current_exception(),
-         "replica " + std::to_string(replica) + " failed in merge_call_in_parts");
-    throw Aborted{};
+    fail_in(replica, "merge_call_in_parts");
   }
   meet(replica, Call{"merge_call_in_parts (end)", sequence, {}}, [&](std::vector<Call>&) {
     try {
       then();
     } catch (...) {
-      fail(std::current_exception(),
-           "replica " + std::to_string(replica) + " failed in merge_call_in_parts");
-      throw Aborted{};
+      fail_in(replica, "merge_call_in_parts");
     }
   });
 }

@@ -122,6 +122,9 @@ class ReplicaGroup {
                         const std::string& kind, bool as_given,
                         const std::function<void(Round&)>& then);
   void fail(std::exception_ptr error, const std::string& why);
+  // In a catch block, with mu_ held: fails the group with the exception being handled ("replica
+  // R failed in `what`") and throws Aborted.
+  [[noreturn]] void fail_in(int replica, const std::string& what);
   void worker(int replica);
   int finished() const { return static_cast<int>(std::count(done_.begin(), done_.end(), true)); }
 
