@@ -188,8 +188,9 @@ void ReplicaGroup::run(const std::function<void(int)>& fn) {
   if (across_failure) std::rethrow_exception(across_failure);
   lock.unlock();
   if (workers_) {
-    merge_updates(updates_, [this](const Tensor& v) { return sum_across_workers(v); },
-                  workers_->first_replica == 0);
+    merge_updates(
+        updates_, [this](const Tensor& v) { return sum_across_workers(v); },
+        workers_->first_replica == 0);
   } else {
     merge_updates(updates_);
   }
@@ -301,11 +302,12 @@ void ReplicaGroup::pack_across_workers(const std::vector<Call>& calls, bool as_g
     DType dtype = static_cast<DType>(m[0] - 1);
     size_t k = static_cast<size_t>(std::find(dtypes.begin(), dtypes.end(), dtype) - dtypes.begin());
     Shape shape(m + 2, m + 2 + m[1]);
-    Tensor view = reshape(slice(round.packs[k], {Slice{offsets[i], offsets[i] + num_elements(shape)}}),
-                          shape);
+    Tensor view = reshape(
+        slice(round.packs[k], {Slice{offsets[i], offsets[i] + num_elements(shape)}}), shape);
     bool here = std::any_of(calls.begin(), calls.end(),
                             [&](const Call& c) { return c.values[i].defined(); });
-    if (!here) std::memset(view.raw_data(), 0, static_cast<size_t>(view.numel()) * dtype_size(dtype));
+    if (!here)
+      std::memset(view.raw_data(), 0, static_cast<size_t>(view.numel()) * dtype_size(dtype));
     round.outputs[i] = view;
     // One replica: its value is this group's sum as it stands.
     const Tensor& mine = calls[0].values[i];
@@ -333,18 +335,19 @@ void ReplicaGroup::reduce_across_workers(ReduceOp op, Round& round,
   for (size_t k = 0; k < round.packs.size(); ++k) {
     Tensor& pack = round.packs[k];
     const int64_t n = pack.numel();
-    const int64_t per = workers_->options.bytes_per_pack > 0
-                            ? std::max<int64_t>(1, static_cast<int64_t>(workers_->options.bytes_per_pack /
-                                                                        dtype_size(pack.dtype())))
-                            : n;
+    const int64_t per =
+        workers_->options.bytes_per_pack > 0
+            ? std::max<int64_t>(1, static_cast<int64_t>(workers_->options.bytes_per_pack /
+                                                        dtype_size(pack.dtype())))
+            : n;
     char* base = static_cast<char*>(pack.raw_data());
     const size_t es = dtype_size(pack.dtype());
     for (int64_t at = 0; at < n; at += per) {
       int64_t len = std::min(per, n - at);
       std::vector<collective::Piece> in = collective::internal::cut_pieces(
           round.pieces[k], static_cast<size_t>(at), static_cast<size_t>(len), es);
-      comm.all_reduce_gathered(in, base + at * es, {len}, pack.dtype(),
-                               collective::Reduction::SUM, workers_->options);
+      comm.all_reduce_gathered(in, base + at * es, {len}, pack.dtype(), collective::Reduction::SUM,
+                               workers_->options);
     }
     if (op == ReduceOp::MEAN) {
       collective::internal::divide(base, static_cast<size_t>(n), pack.dtype(), global_size());
@@ -554,7 +557,8 @@ ReplicaGroup::Round ReplicaGroup::reduce_replicas(int replica, ReduceOp op,
 std::vector<Tensor> ReplicaGroup::all_reduce(int replica, ReduceOp op,
                                              const std::vector<Tensor>& values) {
   std::function<void(Round&)> across;
-  if (workers_) across = [&](Round& round) { reduce_across_workers(op, round, communicator_now()); };
+  if (workers_)
+    across = [&](Round& round) { reduce_across_workers(op, round, communicator_now()); };
   return reduce_replicas(replica, op, values, std::string("all_reduce(") + op_name(op) + ")",
                          /*as_given=*/false, across)
       .outputs;
@@ -573,9 +577,8 @@ std::unique_ptr<ReplicaContext::Pending> ReplicaGroup::begin_all_reduce(
         packs.packs = shared.packs;
         packs.pieces = shared.pieces;
         packs.inputs = shared.inputs;
-        shared.across = submit([this, op, packs]() mutable {
-          reduce_across_workers(op, packs, *workers_->comm);
-        });
+        shared.across = submit(
+            [this, op, packs]() mutable { reduce_across_workers(op, packs, *workers_->comm); });
       });
   return std::make_unique<PendingAcross>(std::move(round.outputs), std::move(round.across));
 }
