@@ -32,6 +32,7 @@
 #include "weft/optim/nadam.h"
 #include "weft/optim/rmsprop.h"
 #include "weft/optim/sgd.h"
+#include "weft/testing/thread_determinism.h"
 
 namespace weft::optim {
 namespace {
@@ -219,10 +220,7 @@ class PartsContext : public distribute::ReplicaContext {
   int parts_;
 };
 
-std::vector<uint8_t> bytes_of(const Tensor& t) {
-  const auto* p = static_cast<const uint8_t*>(t.raw_data());
-  return std::vector<uint8_t>(p, p + t.numel() * dtype_size(t.dtype()));
-}
+using weft::testing::bytes_of;
 
 // Every optimizer case, updated in 3 parts (of 16-element lines: 37 elements are 16 + 16 + 5, 7
 // are 7 + 0 + 0) or all at once, gives the same bits in the variables and every slot; clipping
