@@ -435,6 +435,31 @@ TEST(MatmulDeterminism, DenseLayerGradientsAtTutorialShapes) {
 
 TEST(MatmulDeterminism, DenseLayerGradientsTallK) { expect_dense_deterministic(4096, 64, 32); }
 
+// Batched products as attention makes them (a broadcast weight, then batch against batch): oneDNN's
+// gemm kernels cut these over the batch, and weft's blocks then do.
+TEST(MatmulDeterminism, BatchedProductsAtAttentionShapes) {
+  Tensor x = stateless_random_uniform({16, 64, 96}, {9, 10}, -1, 1);
+  Tensor w = stateless_random_uniform({96, 96}, {11, 12}, -0.1, 0.1);
+  EXPECT_EQ(testing::thread_count_differences(
+                [&] {
+                  Tensor q = matmul(x, w);
+                  Tensor scores = matmul(q, x, false, true);
+                  return std::vector<Tensor>{q, scores, matmul(scores, x)};
+                },
+                {"x @ W", "q @ x^T", "scores @ x"}),
+            "");
+}
+
+// Large unbatched products, which oneDNN's copy-based gemm kernels (AVX2) or its brgemm kernels
+// keep threading themselves.
+TEST(MatmulDeterminism, LargeProducts) {
+  Tensor x = stateless_random_uniform({640, 700}, {13, 14}, -1, 1);
+  Tensor w = stateless_random_uniform({700, 650}, {15, 16}, -0.1, 0.1);
+  EXPECT_EQ(testing::thread_count_differences([&] { return std::vector<Tensor>{matmul(x, w)}; },
+                                              {"640x700 @ 700x650"}),
+            "");
+}
+
 TEST(MatmulDeterminism, Bfloat16DenseLayerGradientsWithLongK) {
   expect_dense_deterministic(128, 3136, 128, kBFloat16);
 }

@@ -10,12 +10,14 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
 #include "weft/core/flush_denormals.h"
 #include "weft/core/half.h"
+#include "weft/core/parallel.h"
 #include "weft/core/storage.h"
 #include "weft/ops/onednn/primitives.h"
 
@@ -243,11 +245,77 @@ class ThreadChoice {
   std::array<std::array<int64_t, kBlocks>, 2> ns_{};  // [0]: configured threads, [1]: one
 };
 
+// oneDNN's gemm kernels (its jit sgemm: every float32 product on an AVX2-only CPU, and shapes or
+// strides its brgemm kernels refuse elsewhere) give bits that depend on how they cut the output
+// between threads: the no-copy kernels treat the edges of a thread's part differently, and short
+// outputs are also split along K. On a Zen 3 (oneDNN 2.6.3) a 128x784x700 product differs in
+// 1 261 of 89 600 values between 1 and 3 threads, 64x768x32 in 113 of 2 048 between 1 and 2. Such
+// a product is cut by weft instead, into blocks of the output fixed by its shape alone, each run
+// on one thread: the thread count then decides only which thread computes a block, never its bits.
+// (The brgemm kernels of AVX-512 and AMX CPUs cut only M and N below kMaxDeterministicK, which
+// leaves every output element's sum as it was; they keep oneDNN's own threading. So do oneDNN's
+// copy-based gemm kernels, which it takes for a large unbatched output, see gemm_copy_path.)
+struct MatmulBlocks {
+  size_t axis = 0;     // the output axis cut: a batch axis, the rows or the columns
+  int64_t length = 0;  // of a block along it (the last may be shorter)
+  int64_t count = 1;
+};
+
+// Blocks of at least kMinBlockMacs multiply-adds (a call costs 1-2 us, a 256K block 10-20 us on
+// one core) and at least kMinBlockLength rows or columns (thinner ones leave oneDNN's copy-based
+// kernels for slower no-copy ones), at most kMaxBlocks of them, rows and columns in multiples of
+// 16 (the kernels' unroll). Of the axes, the one that gives the most blocks is cut.
+constexpr int64_t kMinBlockMacs = int64_t{1} << 18, kMinBlockLength = 64, kMaxBlocks = 64;
+
+MatmulBlocks plan_blocks(const MatmulOperand& c, int64_t macs) {
+  const size_t r = c.dims.size();
+  const int64_t most = std::clamp<int64_t>(macs / kMinBlockMacs, 1, kMaxBlocks);
+  MatmulBlocks best{r - 2, c.dims[r - 2], 1};
+  auto consider = [&](size_t axis, int64_t granule, int64_t min_length) {
+    int64_t len = c.dims[axis], n = std::min(most, len / min_length);
+    if (n <= best.count) return;
+    int64_t length = (len + n - 1) / n;
+    length = (length + granule - 1) / granule * granule;
+    int64_t count = (len + length - 1) / length;
+    if (count > best.count) best = {axis, length, count};
+  };
+  for (size_t axis = 0; axis + 2 < r; ++axis) consider(axis, 1, 1);
+  consider(r - 2, 16, kMinBlockLength);
+  consider(r - 1, 16, kMinBlockLength);
+  return best;
+}
+
+// Whether oneDNN 2.6 runs this gemm on its copy-based kernels whatever the thread count: one
+// output matrix (no batch) with 1/M + 1/N below its threshold of 0.0038 (gemm_driver.cpp,
+// nocopy_checker_avx2; taken with a margin) and an inner dimension no thread count up to 32 calls
+// small. Those pack both operands and cut only M and N, and their bits then do not depend on the
+// thread count (measured on a Zen 3 at 1-4 threads over 10 shapes from 600^3 to 3000x200x800),
+// while weft's one-thread blocks of such a product ran 1.9 times as long as oneDNN's two threads
+// (1024^3): it keeps oneDNN's threading.
+bool gemm_copy_path(const MatmulOperand& a, const MatmulOperand& c) {
+  const size_t r = c.dims.size();
+  int64_t batch = 1;
+  for (size_t i = 0; i + 2 < r; ++i) batch *= c.dims[i];
+  double m = static_cast<double>(c.dims[r - 2]), n = static_cast<double>(c.dims[r - 1]);
+  return batch == 1 && 1.0 / m + 1.0 / n < 0.0035 && a.dims[r - 1] >= 64;
+}
+
+// `op` restricted to [start, start + len) along `axis`, unless it broadcasts there (size 1).
+MatmulOperand block_of(const MatmulOperand& op, size_t axis, int64_t start, int64_t len,
+                       int64_t elem) {
+  MatmulOperand s = op;
+  if (op.dims[axis] == 1) return s;
+  s.dims[axis] = len;
+  s.data = static_cast<char*>(op.data) + start * op.strides[axis] * elem;
+  return s;
+}
+
 struct MatmulPrimitive {
   dnnl::matmul prim;
   MatmulArg a, b, c;    // kept: making descriptors on every call costs more than a small product
   ThreadChoice choice;  // tunes only a small product's entry for a configured count above 1
-  MatmulPrimitive* single = nullptr;  // the one-thread entry, once made (map nodes do not move)
+  MatmulPrimitive* single = nullptr;   // the one-thread entry, once made (map nodes do not move)
+  std::optional<MatmulBlocks> blocks;  // where oneDNN runs it on its gemm kernels: weft's cut
 };
 
 // c (+)= a @ b for one chunk of K; `accumulate` adds to c (oneDNN's sum post-op). a and b have
@@ -266,12 +334,20 @@ memory::dims plain_strides(const MatmulOperand& op) {
   return strides;
 }
 
+// This thread's matmul primitives. A function of its own, not a thread_local of matmul_chunk: the
+// team's threads that run blocks use theirs from a lambda, and a function's thread_local is made
+// only on a thread that passes its declaration.
+Cache<MatmulPrimitive>& matmul_cache() {
+  thread_local Cache<MatmulPrimitive> cache;
+  return cache;
+}
+
 void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const MatmulOperand& b,
                   const MatmulOperand& c, bool accumulate) {
-  thread_local Cache<MatmulPrimitive> cache;
-  // The entry for `threads` (made under that OpenMP thread count, which must also be current when
-  // it runs).
-  auto entry = [&](int threads) -> MatmulPrimitive& {
+  // The entry for these operands' geometry under `threads` (made under that OpenMP thread count,
+  // which must also be current when it runs).
+  auto entry = [&](const MatmulOperand& a, const MatmulOperand& b, const MatmulOperand& c,
+                   int threads) -> MatmulPrimitive& {
     Key key{static_cast<int64_t>(dtype), static_cast<int64_t>(c_dtype), threads, accumulate};
     for (const MatmulOperand* op : {&a, &b, &c}) {
       key.push_back(static_cast<int64_t>(op->dims.size()));
@@ -282,7 +358,7 @@ void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const Matm
       return memory::desc(dims_of(op.dims), data_type(&op == &c ? c_dtype : dtype),
                           plain_strides(op));
     };
-    return cache.get(key, [&] {
+    return matmul_cache().get(key, [&] {
       use_threads(threads);
       int64_t macs = a.dims[a.dims.size() - 1];
       for (int64_t d : c.dims) macs *= d;
@@ -292,29 +368,58 @@ void matmul_chunk(DType dtype, DType c_dtype, const MatmulOperand& a, const Matm
         ops.append_sum(1.0f);
         attr.set_post_ops(ops);
       }
-      dnnl::matmul::desc desc(md(a), md(b), md(c));
-      return MatmulPrimitive{dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine())),
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md(a), md(b), md(c)), attr, engine());
+      std::optional<MatmulBlocks> blocks;
+      if (std::string_view(pd.impl_info_str()).starts_with("gemm") && !gemm_copy_path(a, c)) {
+        blocks = plan_blocks(c, macs);
+      }
+      bool parallel = blocks ? blocks->count > 1 : true;
+      return MatmulPrimitive{dnnl::matmul(pd),
                              {unbound(md(a))},
                              {unbound(md(b))},
                              {unbound(md(c))},
-                             ThreadChoice(threads > 1 && macs <= kMaxTunedMacs),
-                             nullptr};
+                             ThreadChoice(parallel && threads > 1 && macs <= kMaxTunedMacs),
+                             nullptr,
+                             blocks};
     });
   };
-  auto execute = [&](MatmulPrimitive& m) {
+  auto execute = [&](MatmulPrimitive& m, const MatmulOperand& a, const MatmulOperand& b,
+                     const MatmulOperand& c) {
     run(m.prim, {m.a.bind(DNNL_ARG_SRC, a.data), m.b.bind(DNNL_ARG_WEIGHTS, b.data),
                  m.c.bind(DNNL_ARG_DST, c.data)});
   };
   int configured = config::num_threads();
-  MatmulPrimitive& m = entry(configured);
+  MatmulPrimitive& m = entry(a, b, c, configured);
   bool tune = !config::op_determinism_enabled();
   int threads = tune ? m.choice.next(configured) : configured;
-  if (threads != configured && m.single == nullptr) m.single = &entry(1);
-  MatmulPrimitive& chosen = threads != configured ? *m.single : m;
-  use_threads(threads);
   bool timing = tune && m.choice.timing();
   auto start = timing ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-  execute(chosen);
+  if (m.blocks) {
+    // Each block on one thread (its own cache entry), in parallel where there are several.
+    const MatmulBlocks p = *m.blocks;
+    const int64_t elem = dtype_size(dtype), c_elem = dtype_size(c_dtype);
+    auto run_blocks = [&](int64_t begin, int64_t end) {
+      use_threads(1);
+      for (int64_t i = begin; i < end; ++i) {
+        int64_t from = i * p.length, len = std::min(p.length, c.dims[p.axis] - from);
+        // Rows cut a and c, columns b and c, a batch axis all three.
+        const size_t r = c.dims.size();
+        MatmulOperand ab = p.axis == r - 1 ? a : block_of(a, p.axis, from, len, elem);
+        MatmulOperand bb = p.axis == r - 2 ? b : block_of(b, p.axis, from, len, elem);
+        MatmulOperand cb = block_of(c, p.axis, from, len, c_elem);
+        execute(entry(ab, bb, cb, 1), ab, bb, cb);
+      }
+    };
+    if (threads > 1 && p.count > 1) {
+      parallel_for(p.count, 1, run_blocks);
+    } else {
+      run_blocks(0, p.count);
+    }
+  } else {
+    if (threads != configured && m.single == nullptr) m.single = &entry(a, b, c, 1);
+    use_threads(threads);
+    execute(threads != configured ? *m.single : m, a, b, c);
+  }
   if (timing) {
     m.choice.record(std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now() - start)
