@@ -4,15 +4,15 @@
   make_nn_goldens.py OUT_DIR [GROUP ...]
 
 GROUPs: dense conv pooling core normalization losses metrics more_losses more_metrics more_layers
-recurrent attention (default: all). Each case writes <case>.<array>.npy into OUT_DIR. A layer case
-holds its input `x`, its weights `w0`, `w1`, ... in the layer's creation order, the upstream
-gradient `dy`, and what NumPy computes for the layer: the output `y` and (most groups) the gradients
-of sum(y * dy) with respect to x (`dx`) and each weight (`dw0`, ...); more_layers has outputs only,
-its tests check gradients by finite differences; attention's cases have several inputs (`query`,
-`value`, `key`, masks) and their gradients (`dquery`, ...), and the attention `scores`. Forward and
-backward passes are written out by hand (plain loops for convolution and pooling), independently of
-weft. Inputs are float64; weights are rounded to float32 values, since weft's layers keep float32
-variables. The files are reproducible: every value comes from a fixed seed.
+recurrent attention (default: all). Each case writes <case>.<array>.npy into OUT_DIR/<group>. A
+layer case holds its input `x`, its weights `w0`, `w1`, ... in the layer's creation order, the
+upstream gradient `dy`, and what NumPy computes for the layer: the output `y` and (most groups) the
+gradients of sum(y * dy) with respect to x (`dx`) and each weight (`dw0`, ...); more_layers has
+outputs only, its tests check gradients by finite differences; attention's cases have several inputs
+(`query`, `value`, `key`, masks) and their gradients (`dquery`, ...), and the attention `scores`.
+Forward and backward passes are written out by hand (plain loops for convolution and pooling),
+independently of weft. Inputs are float64; weights are rounded to float32 values, since weft's
+layers keep float32 variables. The files are reproducible: every value comes from a fixed seed.
 """
 import os
 import sys
@@ -1018,9 +1018,10 @@ def main():
         cases = all_groups[group]()
         if group not in wanted:
             continue
+        os.makedirs(os.path.join(out_dir, group), exist_ok=True)
         for case, arrays in cases.items():
             for name, value in arrays.items():
-                np.save(os.path.join(out_dir, f"{case}.{name}.npy"), np.asarray(value))
+                np.save(os.path.join(out_dir, group, f"{case}.{name}.npy"), np.asarray(value))
     unknown = set(wanted) - set(all_groups)
     if unknown:
         sys.exit(f"unknown groups: {sorted(unknown)}")

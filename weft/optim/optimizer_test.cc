@@ -32,6 +32,7 @@
 #include "weft/optim/nadam.h"
 #include "weft/optim/rmsprop.h"
 #include "weft/optim/sgd.h"
+#include "weft/testing/goldens.h"
 #include "weft/testing/thread_determinism.h"
 
 namespace weft::optim {
@@ -44,13 +45,7 @@ using ::testing::HasSubstr;
 constexpr int kSteps = 5;
 
 const std::string& golden_dir() {
-  static const std::string dir = [] {
-    std::string d = std::string(WEFT_BINARY_DIR) + "/testdata/optim_goldens";
-    std::string cmd =
-        std::string(WEFT_PYTHON) + " " + WEFT_SOURCE_DIR + "/scripts/make_optim_goldens.py " + d;
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    return d;
-  }();
+  static const std::string dir = testing::golden_dir("make_optim_goldens");
   return dir;
 }
 

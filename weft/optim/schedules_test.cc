@@ -11,6 +11,7 @@
 
 #include "weft/core/errors.h"
 #include "weft/np/np.h"
+#include "weft/testing/goldens.h"
 
 namespace weft::optim::schedules {
 namespace {
@@ -20,13 +21,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 const std::string& golden_dir() {
-  static const std::string dir = [] {
-    std::string d = std::string(WEFT_BINARY_DIR) + "/testdata/optim_schedule_goldens";
-    std::string cmd =
-        std::string(WEFT_PYTHON) + " " + WEFT_SOURCE_DIR + "/scripts/make_optim_goldens.py " + d;
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    return d;
-  }();
+  static const std::string dir = testing::golden_dir("make_optim_goldens");
   return dir;
 }
 

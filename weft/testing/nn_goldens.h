@@ -1,14 +1,13 @@
 // NumPy goldens for weft::nn tests: scripts/make_nn_goldens.py writes, per case, a layer's input,
-// weights, upstream gradient, output and gradients as .npy files; these helpers make them once
-// per test binary, load them, and run a layer against them. Header-only; tests include it.
+// weights, upstream gradient, output and gradients as .npy files, per group, once per build
+// (goldens.h); these helpers load them and run a layer against them. Header-only; tests include it.
 //
-//   weft::testing::NnGoldens goldens("conv");              // runs the script for group "conv"
+//   weft::testing::NnGoldens goldens("conv");              // the files of group "conv"
 //   weft::Tensor x = goldens.load("conv_valid", "x");
 //   weft::testing::check_layer(goldens, "conv_valid", weft::nn::Conv2D(4, {3, 2}));
 #pragma once
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -23,22 +22,15 @@
 #include "weft/ops/elementwise.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
+#include "weft/testing/goldens.h"
 #include "weft/testing/gradient_check.h"
 
 namespace weft::testing {
 
 class NnGoldens {
  public:
-  // Writes the goldens of `group` into a directory of this process's own (CTest runs the cases of
-  // one binary as parallel processes), removed again when the process ends.
-  explicit NnGoldens(const std::string& group)
-      : dir_(std::string(WEFT_BINARY_DIR) + "/testdata/nn_goldens/" + group + "." +
-             std::to_string(getpid())) {
-    std::string cmd = std::string(WEFT_PYTHON) + " " + WEFT_SOURCE_DIR +
-                      "/scripts/make_nn_goldens.py " + dir_ + " " + group;
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  }
-  ~NnGoldens() { std::filesystem::remove_all(dir_); }
+  // The goldens of `group`, written at build time.
+  explicit NnGoldens(const std::string& group) : dir_(golden_dir("make_nn_goldens/" + group)) {}
   NnGoldens(const NnGoldens&) = delete;
   NnGoldens& operator=(const NnGoldens&) = delete;
   Tensor load(const std::string& name, const std::string& array) const {

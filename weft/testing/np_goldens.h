@@ -1,6 +1,6 @@
 // NumPy goldens for weft::np tests: a script under scripts/ writes, per case, its inputs
-// (<case>.in0.npy, ...) and NumPy's results (<case>.out.npy, or .out0.npy, ... for several);
-// these helpers run it once per test binary, load what it wrote and compare weft's results with
+// (<case>.in0.npy, ...) and NumPy's results (<case>.out.npy, or .out0.npy, ... for several),
+// once per build (goldens.h); these helpers load what it wrote and compare weft's results with
 // NumPy's. Header-only; tests include it.
 //
 //   const weft::testing::NpGoldens& g = weft::testing::np_goldens("make_np_array_goldens.py");
@@ -9,7 +9,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -21,21 +20,15 @@
 #include <vector>
 
 #include "weft/np/io.h"
+#include "weft/testing/goldens.h"
 
 namespace weft::testing {
 
 class NpGoldens {
  public:
-  // Runs scripts/<script> into a directory of this process's own (CTest runs the cases of one
-  // binary as parallel processes), removed when the process ends.
+  // What scripts/<script> wrote at build time.
   explicit NpGoldens(const std::string& script)
-      : dir_(std::string(WEFT_BINARY_DIR) + "/testdata/" + script + "." +
-             std::to_string(getpid())) {
-    std::string cmd =
-        std::string(WEFT_PYTHON) + " " + WEFT_SOURCE_DIR + "/scripts/" + script + " " + dir_;
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  }
-  ~NpGoldens() { std::filesystem::remove_all(dir_); }
+      : dir_(golden_dir(std::filesystem::path(script).stem().string())) {}
   NpGoldens(const NpGoldens&) = delete;
   NpGoldens& operator=(const NpGoldens&) = delete;
 
@@ -64,7 +57,7 @@ class NpGoldens {
   std::string dir_;
 };
 
-// The goldens of `script`, made on first use and kept for the process.
+// The goldens of `script`, loaded on first use and kept for the process.
 inline const NpGoldens& np_goldens(const std::string& script) {
   static std::map<std::string, std::unique_ptr<NpGoldens>> made;
   auto& g = made[script];
