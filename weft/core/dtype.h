@@ -165,6 +165,26 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
   return f.template operator()<float>();
 }
 
+// dispatch_dtype for a floating dtype only: f is instantiated for the four floating types alone
+// (functions whose result is always floating compile half the code). Internal for another dtype.
+template <typename F>
+decltype(auto) dispatch_float_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::kFloat16:
+      return f.template operator()<float16>();
+    case DType::kBFloat16:
+      return f.template operator()<bfloat16>();
+    case DType::kFloat32:
+      return f.template operator()<float>();
+    case DType::kFloat64:
+      return f.template operator()<double>();
+    default:
+      break;
+  }
+  WEFT_FAIL(Internal) << "dispatch_float_dtype: " << t << " is not a floating dtype";
+  return f.template operator()<float>();
+}
+
 // The type arithmetic on T is carried out in: float for the half types, T otherwise.
 template <typename T>
 struct ComputeType {

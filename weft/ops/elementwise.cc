@@ -16,7 +16,7 @@ using ops::internal::arith_dtype;
 using ops::internal::binary_kernel;
 using ops::internal::binary_loop;
 using ops::internal::check_defined;
-using ops::internal::float_result;
+using ops::internal::float_kernel;
 using ops::internal::record_binary;
 using ops::internal::record_unary;
 using ops::internal::scalar_like;
@@ -65,28 +65,28 @@ Tensor abs(const Tensor& x) {
 
 Tensor exp(const Tensor& x) {
   check_defined("exp", x);
-  Tensor out = unary_kernel(x, float_result(x.dtype()), [](auto v) { return std::exp(v); });
+  Tensor out = float_kernel(x, [](auto v) { return std::exp(v); });
   record_unary("exp", x, out, [out](const Tensor& g) { return mul(g, out); });
   return out;
 }
 
 Tensor log(const Tensor& x) {
   check_defined("log", x);
-  Tensor out = unary_kernel(x, float_result(x.dtype()), [](auto v) { return std::log(v); });
+  Tensor out = float_kernel(x, [](auto v) { return std::log(v); });
   record_unary("log", x, out, [x](const Tensor& g) { return div(g, x); });
   return out;
 }
 
 Tensor sqrt(const Tensor& x) {
   check_defined("sqrt", x);
-  Tensor out = unary_kernel(x, float_result(x.dtype()), [](auto v) { return std::sqrt(v); });
+  Tensor out = float_kernel(x, [](auto v) { return std::sqrt(v); });
   record_unary("sqrt", x, out, [out](const Tensor& g) { return div(g, mul(out, 2.0)); });
   return out;
 }
 
 Tensor rsqrt(const Tensor& x) {
   check_defined("rsqrt", x);
-  Tensor out = unary_kernel(x, float_result(x.dtype()), [](auto v) {
+  Tensor out = float_kernel(x, [](auto v) {
     using C = decltype(v);
     return C(1) / std::sqrt(v);
   });
@@ -104,14 +104,14 @@ Tensor square(const Tensor& x) {
 
 Tensor tanh(const Tensor& x) {
   check_defined("tanh", x);
-  Tensor out = unary_kernel(x, float_result(x.dtype()), [](auto v) { return std::tanh(v); });
+  Tensor out = float_kernel(x, [](auto v) { return std::tanh(v); });
   record_unary("tanh", x, out, [out](const Tensor& g) { return mul(g, sub(1.0, square(out))); });
   return out;
 }
 
 Tensor sigmoid(const Tensor& x) {
   check_defined("sigmoid", x);
-  Tensor out = unary_kernel(x, float_result(x.dtype()), [](auto v) {
+  Tensor out = float_kernel(x, [](auto v) {
     using C = decltype(v);
     return C(1) / (C(1) + std::exp(-v));
   });
@@ -131,7 +131,7 @@ Tensor relu(const Tensor& x) {
 
 Tensor erf(const Tensor& x) {
   check_defined("erf", x);
-  Tensor out = unary_kernel(x, float_result(x.dtype()), [](auto v) { return std::erf(v); });
+  Tensor out = float_kernel(x, [](auto v) { return std::erf(v); });
   record_unary("erf", x, out, [x](const Tensor& g) {
     return mul(g, mul(exp(neg(square(x))), 2.0 / std::sqrt(std::numbers::pi)));
   });
@@ -140,7 +140,7 @@ Tensor erf(const Tensor& x) {
 
 Tensor gelu(const Tensor& x) {
   check_defined("gelu", x);
-  Tensor out = unary_kernel(x, float_result(x.dtype()), [](auto v) {
+  Tensor out = float_kernel(x, [](auto v) {
     using C = decltype(v);
     return C(0.5) * v * (C(1) + std::erf(v * C(std::numbers::sqrt2 / 2)));
   });
@@ -155,14 +155,14 @@ Tensor gelu(const Tensor& x) {
 
 Tensor sin(const Tensor& x) {
   check_defined("sin", x);
-  Tensor out = unary_kernel(x, float_result(x.dtype()), [](auto v) { return std::sin(v); });
+  Tensor out = float_kernel(x, [](auto v) { return std::sin(v); });
   record_unary("sin", x, out, [x](const Tensor& g) { return mul(g, cos(x)); });
   return out;
 }
 
 Tensor cos(const Tensor& x) {
   check_defined("cos", x);
-  Tensor out = unary_kernel(x, float_result(x.dtype()), [](auto v) { return std::cos(v); });
+  Tensor out = float_kernel(x, [](auto v) { return std::cos(v); });
   record_unary("cos", x, out, [x](const Tensor& g) { return mul(g, neg(sin(x))); });
   return out;
 }
@@ -206,7 +206,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 Tensor div(const Tensor& a, const Tensor& b) {
   DType t = arith_dtype("div", a, b);
   if (!is_floating(t)) t = kFloat64;
-  Tensor out = binary_kernel("div", a, b, t, [](auto u, auto v) { return u / v; });
+  Tensor out = binary_kernel<ops::internal::Dtypes::kFloats>("div", a, b, t,
+                                                             [](auto u, auto v) { return u / v; });
   record_binary("div", a, b, out, [a, b](const Tensor& g) {
     return std::pair{div(g, b), neg(div(mul(g, a), square(b)))};
   });

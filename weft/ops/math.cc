@@ -20,6 +20,8 @@ namespace {
 using ops::internal::arith_dtype;
 using ops::internal::binary_kernel;
 using ops::internal::check_defined;
+using ops::internal::Dtypes;
+using ops::internal::float_kernel;
 using ops::internal::float_result;
 using ops::internal::record_binary;
 using ops::internal::record_unary;
@@ -38,7 +40,7 @@ Tensor unary_float(
     const char* op, const Tensor& x, F f,
     std::function<Tensor(const Tensor& x, const Tensor& out, const Tensor& g)> grad) {
   check_defined(op, x);
-  Tensor out = unary_kernel(x, float_result(x.dtype()), f);
+  Tensor out = float_kernel(x, f);
   record_unary(op, x, out,
                [x, out, grad = std::move(grad)](const Tensor& g) { return grad(x, out, g); });
   return out;
@@ -237,7 +239,7 @@ namespace {
 // a + log_base(2); otherwise the larger plus log1p of the smaller's ratio.
 Tensor logaddexp_impl(const char* op, const Tensor& a, const Tensor& b, bool base2) {
   DType t = float_binary_dtype(op, a, b);
-  Tensor out = binary_kernel(op, a, b, t, [base2](auto u, auto v) {
+  Tensor out = binary_kernel<Dtypes::kFloats>(op, a, b, t, [base2](auto u, auto v) {
     using C = decltype(u);
     if constexpr (kFloat<C>) {
       C ln2 = static_cast<C>(kLn2);
@@ -327,7 +329,8 @@ Tensor atanh(const Tensor& x) {
 
 Tensor atan2(const Tensor& y, const Tensor& x) {
   DType t = float_binary_dtype("atan2", y, x);
-  Tensor out = binary_kernel("atan2", y, x, t, [](auto u, auto v) { return std::atan2(u, v); });
+  Tensor out = binary_kernel<Dtypes::kFloats>("atan2", y, x, t,
+                                              [](auto u, auto v) { return std::atan2(u, v); });
   record_binary("atan2", y, x, out, [y, x](const Tensor& g) {
     Tensor scaled = div(g, add(square(x), square(y)));
     return std::pair{mul(scaled, x), neg(mul(scaled, y))};
@@ -337,7 +340,8 @@ Tensor atan2(const Tensor& y, const Tensor& x) {
 
 Tensor hypot(const Tensor& a, const Tensor& b) {
   DType t = float_binary_dtype("hypot", a, b);
-  Tensor out = binary_kernel("hypot", a, b, t, [](auto u, auto v) { return std::hypot(u, v); });
+  Tensor out = binary_kernel<Dtypes::kFloats>("hypot", a, b, t,
+                                              [](auto u, auto v) { return std::hypot(u, v); });
   record_binary("hypot", a, b, out, [a, b, out](const Tensor& g) {
     Tensor scaled = div(g, out);
     return std::pair{mul(scaled, a), mul(scaled, b)};
@@ -419,7 +423,7 @@ Tensor nextafter(const Tensor& a, const Tensor& b) {
     }
     return out;
   }
-  return binary_kernel("nextafter", a, b, t, [](auto u, auto v) {
+  return binary_kernel<Dtypes::kFloats>("nextafter", a, b, t, [](auto u, auto v) {
     using C = decltype(u);
     if constexpr (kFloat<C>) return std::nextafter(u, v);
     return u;
@@ -428,7 +432,7 @@ Tensor nextafter(const Tensor& a, const Tensor& b) {
 
 Tensor heaviside(const Tensor& x, const Tensor& h0) {
   DType t = float_binary_dtype("heaviside", x, h0);
-  Tensor out = binary_kernel("heaviside", x, h0, t, [](auto u, auto v) {
+  Tensor out = binary_kernel<Dtypes::kFloats>("heaviside", x, h0, t, [](auto u, auto v) {
     using C = decltype(u);
     if constexpr (kFloat<C>) {
       if (u != u) return u;

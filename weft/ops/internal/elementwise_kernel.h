@@ -25,9 +25,23 @@ inline DType float_result(DType t) {
   return t == kInt32 || t == kInt64 ? kFloat64 : kFloat16;
 }
 
+// The dtypes a kernel is compiled for: all, or (kFloats) the floating ones alone, for functions
+// whose computing dtype is always floating (float_result): their integer copies were never run,
+// yet were half of elementwise.cc's and math.cc's compile time.
+enum class Dtypes { kAll, kFloats };
+
+template <Dtypes S, typename F>
+decltype(auto) dispatch(DType t, F&& f) {
+  if constexpr (S == Dtypes::kFloats) {
+    return dispatch_float_dtype(t, std::forward<F>(f));
+  } else {
+    return dispatch_dtype(t, std::forward<F>(f));
+  }
+}
+
 // out[i] = f(x[i]) with x cast to `dtype`; the output has `dtype`, or kBool when `to_bool`
 // (predicates such as isnan).
-template <typename F>
+template <Dtypes S = Dtypes::kAll, typename F>
 Tensor unary_kernel(const Tensor& x, DType dtype, F f, bool to_bool = false) {
   Tensor in = cast(x, dtype);
   Tensor out = Tensor::empty(in.shape(), to_bool ? kBool : dtype);
@@ -46,7 +60,7 @@ Tensor unary_kernel(const Tensor& x, DType dtype, F f, bool to_bool = false) {
       }
     });
   };
-  dispatch_dtype(dtype, [&]<typename T>() {
+  dispatch<S>(dtype, [&]<typename T>() {
     if (to_bool) {
       run.template operator()<bool, T>();
     } else {
@@ -54,6 +68,12 @@ Tensor unary_kernel(const Tensor& x, DType dtype, F f, bool to_bool = false) {
     }
   });
   return out;
+}
+
+// out[i] = f(x[i]) in NumPy's floating result dtype of x (np.exp(int32) is float64).
+template <typename F>
+Tensor float_kernel(const Tensor& x, F f) {
+  return unary_kernel<Dtypes::kFloats>(x, float_result(x.dtype()), f);
 }
 
 // out[i] = f(a[i], b[i]) after broadcasting; a and b already have dtype T, out has OutT.
@@ -85,13 +105,13 @@ void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
 
 // a and b broadcast and cast to `compute`; the result has `compute`'s dtype, or kBool when
 // `to_bool` (predicates).
-template <typename F>
+template <Dtypes S = Dtypes::kAll, typename F>
 Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType compute, F f,
                      bool to_bool = false) {
   Shape shape = broadcast_shapes(op, a.shape(), b.shape());
   Tensor x = cast(a, compute), y = cast(b, compute);
   Tensor out = Tensor::empty(shape, to_bool ? kBool : compute);
-  dispatch_dtype(compute, [&]<typename T>() {
+  dispatch<S>(compute, [&]<typename T>() {
     if (to_bool) {
       binary_loop<bool, T>(out, x, y, f);
     } else {
