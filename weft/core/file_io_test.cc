@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -29,24 +30,50 @@ class FileIoTest : public ::testing::Test {
 };
 
 // A file appears under its name whole or not at all: threads writing one path at once each use
-// their own temporary file, every read sees one writer's complete contents, nothing else is left.
+// their own temporary file, every read sees one writer's complete contents, once the file is there
+// it never goes missing, nothing else is left. The writers go on (20 writes each at least, 1000 at
+// most) until the reader has read the file whole 10 times while they were still writing, so the
+// reads checked here overlap the writes.
 TEST_F(FileIoTest, WritersOfOnePathNeverPublishAPartialFile) {
   const std::string path = dir_ + "/state.json";
+  const std::string whole[2] = {std::string(100000, 'a'), std::string(100001, 'b')};
+  constexpr int kReadsWhileWriting = 10;
+  std::atomic<int> writing{2};
+  std::atomic<int> reads_while_writing{0};
   std::vector<std::thread> writers;
   for (int w = 0; w < 2; ++w) {
     writers.emplace_back([&, w] {
-      std::string contents(100000 + w, static_cast<char>('a' + w));
-      for (int i = 0; i < 20; ++i) write_file_atomically(path, contents);
+      for (int i = 0; i < 1000 && (i < 20 || reads_while_writing.load() < kReadsWhileWriting);
+           ++i) {
+        write_file_atomically(path, whole[w]);
+      }
+      --writing;
     });
   }
-  for (int i = 0; i < 50; ++i) {
+  int reads = 0, partial = 0, missing_after_a_read = 0;
+  size_t partial_size = 0;
+  while (writing.load() > 0) {
     std::string got, error;
-    if (!read_whole_file(path, &got, &error)) continue;  // not written yet
-    ASSERT_TRUE(got == std::string(100000, 'a') || got == std::string(100001, 'b'))
-        << got.size() << " bytes";
+    if (!read_whole_file(path, &got, &error)) {
+      if (reads > 0) ++missing_after_a_read;  // before the first read: not written yet
+      continue;
+    }
+    ++reads;
+    if (got != whole[0] && got != whole[1]) {
+      ++partial;
+      partial_size = got.size();
+    } else if (writing.load() > 0) {  // the read began and ended while a writer was writing
+      ++reads_while_writing;
+    }
   }
   for (std::thread& t : writers) t.join();
+  EXPECT_EQ(partial, 0) << "of " << reads << " reads; the last partial one had " << partial_size
+                        << " bytes";
+  EXPECT_EQ(missing_after_a_read, 0) << "of " << reads << " reads";
+  EXPECT_GE(reads_while_writing.load(), kReadsWhileWriting) << "of " << reads << " reads";
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+  std::string last = read_whole_file(path);
+  EXPECT_TRUE(last == whole[0] || last == whole[1]) << last.size() << " bytes";
 }
 
 // A write that fails leaves neither the file nor its temporary file.

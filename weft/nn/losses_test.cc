@@ -286,6 +286,53 @@ TEST(Loss, EveryKerasNameAndAlias) {
   }
   EXPECT_EQ(get("kld").name(), "kl_divergence");
   EXPECT_EQ(get("logcosh").name(), "log_cosh");
+
+  // Each name (and alias) gives the loss of its class, with Keras's default options: the same
+  // name, and the same per-example and weighted values on inputs that fit it as that class made
+  // directly.
+  struct Case {
+    const char* name;
+    Loss direct;
+    const testing::NnGoldens& group;
+    const char* inputs;  // a golden case of that group with y_true and y_pred
+  };
+  const Case cases[] = {
+      {"sparse_categorical_crossentropy", SparseCategoricalCrossentropy(), goldens(), "scce_probs"},
+      {"categorical_crossentropy", CategoricalCrossentropy(), goldens(), "cce_probs"},
+      {"binary_crossentropy", BinaryCrossentropy(), goldens(), "bce_probs"},
+      {"mse", MeanSquaredError(), goldens(), "mse"},
+      {"mean_squared_error", MeanSquaredError(), goldens(), "mse"},
+      {"mae", MeanAbsoluteError(), goldens(), "mse"},
+      {"mean_absolute_error", MeanAbsoluteError(), goldens(), "mse"},
+      {"mape", MeanAbsolutePercentageError(), more(), "mape"},
+      {"mean_absolute_percentage_error", MeanAbsolutePercentageError(), more(), "mape"},
+      {"msle", MeanSquaredLogarithmicError(), more(), "msle"},
+      {"mean_squared_logarithmic_error", MeanSquaredLogarithmicError(), more(), "msle"},
+      {"huber", Huber(), goldens(), "mse"},
+      {"huber_loss", Huber(), goldens(), "mse"},
+      {"logcosh", LogCosh(), more(), "logcosh"},
+      {"log_cosh", LogCosh(), more(), "logcosh"},
+      {"kld", KLDivergence(), more(), "kld"},
+      {"kl_divergence", KLDivergence(), more(), "kld"},
+      {"kullback_leibler_divergence", KLDivergence(), more(), "kld"},
+      {"poisson", Poisson(), more(), "poisson"},
+      {"cosine_similarity", CosineSimilarity(), more(), "cosine"},
+      {"hinge", Hinge(), more(), "hinge_01"},
+      {"squared_hinge", SquaredHinge(), more(), "squared_hinge"},
+      {"categorical_hinge", CategoricalHinge(), more(), "categorical_hinge"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Loss from_name = get(c.name);
+    EXPECT_EQ(from_name.name(), c.direct.name());
+    Tensor t = c.group.load(c.inputs, "y_true"), p = c.group.load(c.inputs, "y_pred");
+    EXPECT_EQ(from_name.per_example(t, p).to_vector<double>(),
+              c.direct.per_example(t, p).to_vector<double>());
+    std::vector<double> w;
+    for (int64_t i = 0; i < p.dim(0); ++i) w.push_back(0.5 + 0.25 * static_cast<double>(i));
+    Tensor weights = Tensor::from_vector(w);
+    EXPECT_EQ(from_name(t, p, weights).item<double>(), c.direct(t, p, weights).item<double>());
+  }
 }
 
 }  // namespace

@@ -114,6 +114,33 @@ double run_more(Metric metric, const std::string& name, bool weighted = true) {
   return metric.result();
 }
 
+// Two weighted batches (the "more_metrics" goldens) of one kind of labels and predictions:
+// "binary" (labels 0 or 1 against probabilities, (b, 1)), "regression" (any values, (b, 3)),
+// "one_hot" (one-hot labels against softmax scores, (b, 5)) and "sparse" (the same scores against
+// the labels' class ids).
+struct Batch {
+  Tensor y_true, y_pred, sample_weight;
+};
+std::vector<Batch> batches_of(const std::string& inputs) {
+  const char* c = inputs == "binary"       ? "binary_weighted"
+                  : inputs == "regression" ? "regression"
+                                           : "classes";
+  std::vector<Batch> out;
+  for (int i = 0; i < 2; ++i) {
+    std::string k = std::to_string(i);
+    out.push_back({more().load(c, (inputs == "sparse" ? "ids" : "y_true") + k),
+                   more().load(c, "y_pred" + k), more().load(c, "w" + k)});
+  }
+  return out;
+}
+
+// Resets `metric`, updates it with `batches` and returns its result.
+double result_over(Metric metric, const std::vector<Batch>& batches) {
+  metric.reset_state();
+  for (const Batch& b : batches) metric.update_state(b.y_true, b.y_pred, b.sample_weight);
+  return metric.result();
+}
+
 TEST(MoreMetricsGolden, ConfusionCountsPrecisionAndRecallWeighted) {
   const char* c = "binary_weighted";
   EXPECT_NEAR(run_more(TruePositives(), c), more_expected(c, "tp"), 1e-9);
@@ -258,6 +285,77 @@ TEST(Metrics, EveryKerasName) {
   EXPECT_EQ(get("RootMeanSquaredError").name(), "root_mean_squared_error");
   // A saved model names its metrics; the default names resolve again.
   EXPECT_EQ(get(get("Precision").name()).name(), "precision");
+
+  // Each name (and alias) gives the metric of its class: the same result, over the same two
+  // weighted batches, as that class made directly. Functions keep the string given as their name,
+  // classes their default name, and "accuracy" picks the accuracy that fits the labels.
+  struct Case {
+    const char* name;
+    Metric direct;
+    const char* inputs;         // a kind of labels and predictions, see batches_of()
+    const char* expected_name;  // the metric's name
+  };
+  const Case cases[] = {
+      {"accuracy", BinaryAccuracy(), "binary", "accuracy"},
+      {"accuracy", CategoricalAccuracy(), "one_hot", "accuracy"},
+      {"accuracy", SparseCategoricalAccuracy(), "sparse", "accuracy"},
+      {"acc", SparseCategoricalAccuracy(), "sparse", "accuracy"},
+      {"binary_accuracy", BinaryAccuracy(), "binary", "binary_accuracy"},
+      {"categorical_accuracy", CategoricalAccuracy(), "one_hot", "categorical_accuracy"},
+      {"sparse_categorical_accuracy", SparseCategoricalAccuracy(), "sparse",
+       "sparse_categorical_accuracy"},
+      {"top_k_categorical_accuracy", TopKCategoricalAccuracy(), "one_hot",
+       "top_k_categorical_accuracy"},
+      {"sparse_top_k_categorical_accuracy", SparseTopKCategoricalAccuracy(), "sparse",
+       "sparse_top_k_categorical_accuracy"},
+      {"mse", MeanSquaredError(), "regression", "mse"},
+      {"mean_squared_error", MeanSquaredError(), "regression", "mean_squared_error"},
+      {"mae", MeanAbsoluteError(), "regression", "mae"},
+      {"mean_absolute_error", MeanAbsoluteError(), "regression", "mean_absolute_error"},
+      {"mape", MeanAbsolutePercentageError(), "regression", "mape"},
+      {"mean_absolute_percentage_error", MeanAbsolutePercentageError(), "regression",
+       "mean_absolute_percentage_error"},
+      {"msle", MeanSquaredLogarithmicError(), "one_hot", "msle"},
+      {"mean_squared_logarithmic_error", MeanSquaredLogarithmicError(), "one_hot",
+       "mean_squared_logarithmic_error"},
+      {"binary_crossentropy", BinaryCrossentropy(), "binary", "binary_crossentropy"},
+      {"categorical_crossentropy", CategoricalCrossentropy(), "one_hot",
+       "categorical_crossentropy"},
+      {"sparse_categorical_crossentropy", SparseCategoricalCrossentropy(), "sparse",
+       "sparse_categorical_crossentropy"},
+      {"kld", KLDivergence(), "one_hot", "kld"},
+      {"kl_divergence", KLDivergence(), "one_hot", "kl_divergence"},
+      {"kullback_leibler_divergence", KLDivergence(), "one_hot", "kullback_leibler_divergence"},
+      {"cosine_similarity", CosineSimilarity(), "regression", "cosine_similarity"},
+      {"poisson", Poisson(), "one_hot", "poisson"},
+      {"logcosh", LogCoshError(), "regression", "logcosh"},
+      {"hinge", Hinge(), "binary", "hinge"},
+      {"squared_hinge", SquaredHinge(), "binary", "squared_hinge"},
+      {"categorical_hinge", CategoricalHinge(), "one_hot", "categorical_hinge"},
+      {"AUC", AUC(), "binary", "auc"},
+      {"auc", AUC(), "binary", "auc"},
+      {"Precision", Precision(), "binary", "precision"},
+      {"precision", Precision(), "binary", "precision"},
+      {"Recall", Recall(), "binary", "recall"},
+      {"recall", Recall(), "binary", "recall"},
+      {"RootMeanSquaredError", RootMeanSquaredError(), "regression", "root_mean_squared_error"},
+      {"root_mean_squared_error", RootMeanSquaredError(), "regression", "root_mean_squared_error"},
+      {"TruePositives", TruePositives(), "binary", "true_positives"},
+      {"true_positives", TruePositives(), "binary", "true_positives"},
+      {"TrueNegatives", TrueNegatives(), "binary", "true_negatives"},
+      {"true_negatives", TrueNegatives(), "binary", "true_negatives"},
+      {"FalsePositives", FalsePositives(), "binary", "false_positives"},
+      {"false_positives", FalsePositives(), "binary", "false_positives"},
+      {"FalseNegatives", FalseNegatives(), "binary", "false_negatives"},
+      {"false_negatives", FalseNegatives(), "binary", "false_negatives"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.name) + " on " + c.inputs);
+    Metric from_name = get(c.name);
+    EXPECT_EQ(from_name.name(), c.expected_name);
+    std::vector<Batch> batches = batches_of(c.inputs);
+    EXPECT_DOUBLE_EQ(result_over(from_name, batches), result_over(c.direct, batches));
+  }
 }
 
 TEST(MetricsErrors, ProbabilitiesOutOfRangeAndBadClassIds) {

@@ -207,6 +207,33 @@ TEST(Masks, MaskingZeroesMaskedStepsAndDenseAndDropoutPassTheMaskOn) {
   Tensor z = Dropout(0.5)(Dense(3)(y));
   EXPECT_EQ(keras_mask(z).to_vector<bool>(), (std::vector<bool>{1, 0, 1, 1}));
   EXPECT_FALSE(keras_mask(Flatten()(y)).defined());
+
+  // A mask value other than zero, so that the zeroing shows: step 1 is all -1, masked and zeroed;
+  // step 2 has a single -1 and is kept whole (Keras masks a step when all its features match).
+  Tensor v = Tensor::from_vector<float>({1, 2, -1, -1, 3, -1, 5, 6}, {1, 4, 2});
+  Tensor masked = Masking(-1)(v);
+  EXPECT_EQ(keras_mask(masked).to_vector<bool>(), (std::vector<bool>{1, 0, 1, 1}));
+  EXPECT_EQ(masked.to_vector<float>(), (std::vector<float>{1, 2, 0, 0, 3, -1, 5, 6}));
+  auto step = [](const Tensor& t, int64_t i) { return slice(t, {Slice{}, Slice{i, i + 1}}); };
+  // Dense and Dropout (at inference) compute every step as they would without the mask; the
+  // masked step's zeros give Dense's bias.
+  Dense dense(3, "", {.bias_initializer = "ones"});
+  Tensor d = Dropout(0.5)(dense(masked));
+  EXPECT_EQ(keras_mask(d).to_vector<bool>(), (std::vector<bool>{1, 0, 1, 1}));
+  Tensor unmasked = dense(v);
+  for (int64_t i : {0, 2, 3}) EXPECT_TRUE(testing::all_close(step(d, i), step(unmasked, i), 1e-6));
+  EXPECT_EQ(step(d, 1).to_vector<float>(), (std::vector<float>{1, 1, 1}));
+  // An LSTM after it skips the masked step, as if the sequence were {1, 2}, {3, -1}, {5, 6}, and
+  // its output sequence carries step 0's output through the masked step, as Keras's does.
+  random::set_seed(6);
+  LSTM lstm(5, {.return_sequences = true});
+  Tensor seq = lstm(masked);
+  Tensor skipped = lstm(Tensor::from_vector<float>({1, 2, 3, -1, 5, 6}, {1, 3, 2}));
+  EXPECT_EQ(step(seq, 1).to_vector<float>(), step(seq, 0).to_vector<float>());
+  for (int64_t i : {0, 2, 3}) {
+    EXPECT_TRUE(testing::all_close(step(seq, i), step(skipped, i == 0 ? 0 : i - 1), 1e-5))
+        << "step " << i;
+  }
 }
 
 TEST(TimeDistributed, AppliesTheLayerToEveryStep) {

@@ -12,6 +12,8 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "weft/np/np.h"
 #include "weft/testing/gradient_check.h"
@@ -379,12 +381,22 @@ TEST(NpBreadth, RoundingGivesZeroGradients) {
 
 TEST(NpBreadth, IntegerOpsRefuseFloatsNamingTheOp) {
   Tensor f = np::ones({2});
-  for (auto op : {np::gcd, np::lcm, np::bitwise_and}) {
+  using Op = Tensor (*)(const np::ArrayLike&, const np::ArrayLike&);
+  for (auto [op, name] : {std::pair<Op, const char*>{np::gcd, "gcd"},
+                          {np::lcm, "lcm"},
+                          {np::bitwise_and, "bitwise_and"},
+                          {np::bitwise_or, "bitwise_or"},
+                          {np::bitwise_xor, "bitwise_xor"}}) {
     try {
       op(f, f);
-      ADD_FAILURE() << "expected InvalidArgument";
+      ADD_FAILURE() << name << ": expected InvalidArgument";
     } catch (const weft::InvalidArgument& e) {
       EXPECT_NE(std::string(e.what()).find("expected integer"), std::string::npos) << e.what();
+      // The op's own name starts the message ("gcd: expected integer tensors, got ..."), so an
+      // error from one op is not passed off as another's.
+      EXPECT_NE(std::string(e.what()).find(std::string(name) + ": expected integer"),
+                std::string::npos)
+          << e.what();
     }
   }
   Tensor t = np::greater(np::array({1.0}), 0);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -130,7 +131,13 @@ struct Monitor {
     }
     return it->second;
   }
+  // ReduceLROnPlateau's and ModelCheckpoint's test: better than best by more than min_delta.
   bool improves(double v) const { return maximize ? v > best + min_delta : v < best - min_delta; }
+  // EarlyStopping's, as Keras 2.4 writes it: monitor_op(current - min_delta, best), the delta
+  // signed by the mode (it can round differently from improves()).
+  bool improves_early_stopping(double v) const {
+    return maximize ? v - min_delta > best : v + min_delta < best;
+  }
   void reset() { best = maximize ? -INFINITY : INFINITY; }
 };
 
@@ -141,18 +148,24 @@ class EarlyStoppingImpl : public CallbackImpl {
   void on_train_begin(const Logs&) override {
     wait_ = 0;
     monitor_.reset();
+    if (options_.baseline) monitor_.best = *options_.baseline;
+    best_.clear();
   }
+  // Keras 2.4's rule: an epoch that improves on the best resets the wait; any other adds one,
+  // and training stops once `patience` such epochs have passed in a row (so with patience 0 or 1,
+  // after the first). The best weights are put back only when it stops, as Keras 2.4 does.
   void on_epoch_end(int epoch, Logs& logs) override {
     std::optional<double> v = monitor_.read(logs);
     if (!v) return;
-    if (monitor_.improves(*v)) {
+    if (monitor_.improves_early_stopping(*v)) {
       monitor_.best = *v;
       wait_ = 0;
       if (options_.restore_best_weights) save_best();
       return;
     }
-    if (++wait_ > options_.patience) {
+    if (++wait_ >= options_.patience) {
       model_->set_stop_training(true);
+      // No epoch beat the baseline: Keras 2.4 would fail to set weights of None; these stay.
       if (options_.restore_best_weights && !best_.empty()) {
         auto vars = model_->tracked_variables();
         for (size_t i = 0; i < vars.size(); ++i) vars[i].second.assign(best_[i]);
@@ -217,8 +230,9 @@ class ReduceLROnPlateauImpl : public CallbackImpl {
     }
     if (cooldown_left_ > 0 || ++wait_ < options_.patience) return;
     double lr = opt.current_learning_rate();
-    // Keras compares with min_lr in float32.
-    if (lr > static_cast<double>(static_cast<float>(options_.min_lr))) {
+    // Keras holds the rate in a float32 variable and compares it with np.float32(min_lr): a rate
+    // already cut to min_lr is not cut again (nor does it start another cooldown).
+    if (static_cast<float>(lr) > static_cast<float>(options_.min_lr)) {
       double cut = std::max(lr * options_.factor, options_.min_lr);
       opt.set_learning_rate(cut);
       if (options_.verbose > 0) {
@@ -298,7 +312,7 @@ class CSVLoggerImpl : public CallbackImpl {
     for (const auto& c : columns_) {
       auto it = logs.find(c);
       out_ << ",";
-      if (it != logs.end()) out_ << it->second;
+      if (it != logs.end()) out_ << shortest(it->second);
     }
     out_ << "\n";
     out_.flush();
@@ -306,6 +320,14 @@ class CSVLoggerImpl : public CallbackImpl {
   void on_train_end(const Logs&) override { out_.close(); }
 
  private:
+  // Every digit the value needs and no more (as Keras's rows, Python's repr of a float): it reads
+  // back as the same double.
+  static std::string shortest(double v) {
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+    WEFT_ASSERT(ec == std::errc()) << "to_chars of " << v;
+    return std::string(buf, end);
+  }
   std::string filename_;
   bool append_;
   std::ofstream out_;

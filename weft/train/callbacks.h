@@ -33,11 +33,15 @@ class ProgbarLogger : public Callback {
 
 struct EarlyStoppingOptions {
   std::string monitor = "val_loss";
-  double min_delta = 0;
-  int patience = 0;
+  double min_delta = 0;       // an epoch must beat the best by more than this to improve on it
+  int patience = 0;           // epochs without improvement, in a row, that stop training
   std::string mode = "auto";  // "min", "max", or from the name ("acc"/"accuracy" → max)
+  std::optional<double> baseline{};  // the best to beat at the start (none: any first value)
+  // When training stops, put back the weights of the best epoch (not when it runs to the end).
   bool restore_best_weights = false;
 };
+// Stops training when `monitor` has not improved for `patience` epochs in a row
+// (keras.callbacks.EarlyStopping as in TF 2.4).
 class EarlyStopping : public Callback {
  public:
   explicit EarlyStopping(EarlyStoppingOptions options = {});

@@ -1,7 +1,8 @@
-// The built-in callbacks that steer training, each against a trace worked out by hand:
-// ReduceLROnPlateau (patience, cooldown, min_lr), TerminateOnNaN, LambdaCallback, EarlyStopping
-// (with restore_best_weights), LearningRateScheduler and CSVLogger. A LambdaCallback listed first
-// writes the monitored value into the logs, so each trace is exact.
+// The built-in callbacks that steer training, each against a trace worked out by hand from Keras
+// 2.4's rules: ReduceLROnPlateau (patience, cooldown, min_lr), TerminateOnNaN, LambdaCallback,
+// EarlyStopping (patience, min_delta, baseline, restore_best_weights), LearningRateScheduler and
+// CSVLogger (values at full precision). A LambdaCallback listed first writes the monitored value
+// into the logs, so each trace is exact.
 #include "weft/train/callbacks.h"
 
 #include <gmock/gmock.h>
@@ -12,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "weft/nn/dense.h"
 #include "weft/nn/model.h"
@@ -69,6 +72,43 @@ TEST(ReduceLROnPlateau, CutsAfterPatienceWaitsOutCooldownAndStopsAtMinLr) {
                                        {0.1, 0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.05, 0.025, 0.025}));
   EXPECT_NEAR(model.optimizer().current_learning_rate(), 0.02, 1e-12);
   EXPECT_THROW(ReduceLROnPlateau({.factor = 1.0}), InvalidArgument);
+}
+
+// Keras 2.4's rule (keras/callbacks.py, ReduceLROnPlateau.on_epoch_end): in cooldown the counter
+// goes down by one and wait is reset to 0; an improvement resets wait; otherwise, out of cooldown
+// (counted after the decrement), wait grows by one, and at wait >= patience a rate above min_lr
+// (both as float32) becomes max(lr * factor, min_lr), cooldown starts again and wait is reset.
+TEST(ReduceLROnPlateau, InCooldownTheWaitStaysZeroAndARateAtMinLrIsNotCutAgain) {
+  nn::Sequential model = model_with(0.1);
+  ::testing::internal::CaptureStdout();
+  History h = model.fit(regression_data(), {.epochs = 10,
+                                            .callbacks = {feed(std::vector<double>(10, 5.0)),
+                                                          ReduceLROnPlateau({.monitor = "x",
+                                                                             .factor = 0.5,
+                                                                             .patience = 1,
+                                                                             .cooldown = 2,
+                                                                             .min_lr = 0.03,
+                                                                             .verbose = 1})},
+                                            .verbose = 0});
+  std::string printed = ::testing::internal::GetCapturedStdout();
+  // Epoch 0 sets the best, 5, never beaten. Epoch 1: wait 1 >= 1, cut to 0.05, cooldown 2.
+  // Epoch 2: cooldown 1 left, no counting. Epoch 3: cooldown 0 left, wait 1: cut to
+  // max(0.025, 0.03) = 0.03, cooldown 2. Epoch 4: cooldown. From epoch 5 on the wait grows, but
+  // the rate is min_lr: no cut, no line.
+  EXPECT_THAT(h.history["lr"],
+              ::testing::Pointwise(::testing::DoubleNear(1e-12),
+                                   {0.1, 0.1, 0.05, 0.05, 0.03, 0.03, 0.03, 0.03, 0.03, 0.03}));
+  EXPECT_NEAR(model.optimizer().current_learning_rate(), 0.03, 1e-12);
+  EXPECT_THAT(printed,
+              ::testing::HasSubstr("Epoch 2: ReduceLROnPlateau reducing learning rate to 0.05."));
+  EXPECT_THAT(printed,
+              ::testing::HasSubstr("Epoch 4: ReduceLROnPlateau reducing learning rate to 0.03."));
+  size_t lines = 0;
+  for (size_t at = printed.find("reducing learning rate"); at != std::string::npos;
+       at = printed.find("reducing learning rate", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 2u) << printed;
 }
 
 TEST(ReduceLROnPlateau, MaximizesAccuracyLikeMonitors) {
@@ -133,25 +173,125 @@ TEST(LambdaCallback, EveryHookRunsWhenFitSaysAndEpochEndMayAddLogs) {
   EXPECT_DOUBLE_EQ(h.history["twice_loss"][1], 2 * h.history["loss"][1]);
 }
 
-TEST(EarlyStopping, StopsAfterPatienceAndRestoresTheBestWeights) {
-  nn::Sequential model = model_with(0.01);
+// What a fit under EarlyStopping did: the epochs it ran, the weights' fingerprint at the end of
+// each (taken before EarlyStopping's turn) and at the end.
+struct EarlyStoppingRun {
+  std::vector<int> epochs;
   std::vector<std::string> fingerprints;
+  std::string final_fingerprint;
+};
+
+// Fits for up to values.size() epochs with `options`, a callback listed first putting values[e]
+// into the logs under options.monitor at the end of epoch e.
+EarlyStoppingRun run_early_stopping(const std::vector<double>& values,
+                                    const EarlyStoppingOptions& options) {
+  nn::Sequential model = model_with(0.01);
+  EarlyStoppingRun run;
   History h = model.fit(
       regression_data(),
-      {.epochs = 10,
+      {.epochs = static_cast<int>(values.size()),
        .callbacks = {LambdaCallback({.on_epoch_end =
                                          [&](int epoch, Logs& logs) {
-                                           const double x[] = {3, 2, 2.5, 2.4, 2.6, 1, 1, 1, 1, 1};
-                                           logs["x"] = x[epoch];
-                                           fingerprints.push_back(model.weights_fingerprint());
+                                           logs[options.monitor] =
+                                               values.at(static_cast<size_t>(epoch));
+                                           run.fingerprints.push_back(model.weights_fingerprint());
                                          }}),
-                     EarlyStopping({.monitor = "x", .patience = 2, .restore_best_weights = true})},
+                     EarlyStopping(options)},
        .verbose = 0});
-  // Epochs 2, 3 and 4 do not improve on epoch 1's 2: the third of them stops training.
-  EXPECT_EQ(h.epoch, (std::vector<int>{0, 1, 2, 3, 4}));
-  ASSERT_EQ(fingerprints.size(), 5u);
-  EXPECT_EQ(model.weights_fingerprint(), fingerprints[1]);
-  EXPECT_NE(fingerprints[4], fingerprints[1]);
+  run.epochs = h.epoch;
+  run.final_fingerprint = model.weights_fingerprint();
+  return run;
+}
+
+// Epochs 0 .. n - 1.
+std::vector<int> epochs_up_to(int n) {
+  std::vector<int> e(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) e[static_cast<size_t>(i)] = i;
+  return e;
+}
+
+// Keras 2.4's rule (keras/callbacks.py, EarlyStopping.on_epoch_end): an epoch that improves on
+// the best resets `wait` to 0 (and remembers the weights); any other adds 1, and once wait >=
+// patience training stops and the remembered weights are put back. Each trace below is worked
+// out by hand from that rule.
+TEST(EarlyStopping, StopsAfterPatienceAndRestoresTheBestWeights) {
+  {
+    EarlyStoppingRun run =
+        run_early_stopping({3, 2, 2.5, 2.4, 2.6, 1, 1, 1, 1, 1},
+                           {.monitor = "x", .patience = 2, .restore_best_weights = true});
+    // Epoch 1's 2 is the best; epochs 2 and 3 do not improve on it (wait 1, then 2): the second
+    // of them, epoch 3, stops training.
+    EXPECT_EQ(run.epochs, (std::vector<int>{0, 1, 2, 3}));
+    ASSERT_EQ(run.fingerprints.size(), 4u);
+    EXPECT_EQ(run.final_fingerprint, run.fingerprints[1]);
+    EXPECT_NE(run.fingerprints[3], run.fingerprints[1]);
+  }
+  // The same values at every patience. Epochs 0 and 1 improve; 2, 3, 4 do not (wait 1, 2, 3);
+  // 5 improves to 1 (the best from then on, as 1 is not below 1); 6 to 9 do not (wait 1 to 4).
+  // Patience 0 and 1 both stop at the first epoch that does not improve. With patience 4 the
+  // fourth wait comes at the last epoch, which still stops and restores epoch 5's weights; with
+  // patience 5 it never stops, and the weights stay those of the last epoch.
+  struct Case {
+    int patience;
+    int epochs_run;
+    int restored_from;  // the best epoch, or -1: not restored
+  };
+  for (Case c : {Case{0, 3, 1}, Case{1, 3, 1}, Case{2, 4, 1}, Case{3, 5, 1}, Case{4, 10, 5},
+                 Case{5, 10, -1}}) {
+    SCOPED_TRACE("patience " + std::to_string(c.patience));
+    EarlyStoppingRun run =
+        run_early_stopping({3, 2, 2.5, 2.4, 2.6, 1, 1, 1, 1, 1},
+                           {.monitor = "x", .patience = c.patience, .restore_best_weights = true});
+    EXPECT_EQ(run.epochs, epochs_up_to(c.epochs_run));
+    ASSERT_EQ(run.fingerprints.size(), static_cast<size_t>(c.epochs_run));
+    if (c.restored_from >= 0) {
+      EXPECT_EQ(run.final_fingerprint, run.fingerprints[static_cast<size_t>(c.restored_from)]);
+      EXPECT_NE(run.fingerprints.back(), run.fingerprints[static_cast<size_t>(c.restored_from)]);
+    } else {
+      EXPECT_EQ(run.final_fingerprint, run.fingerprints.back());
+      EXPECT_NE(run.final_fingerprint, run.fingerprints[5]);
+    }
+  }
+}
+
+// Keras 2.4 improves when monitor_op(current - min_delta, best), with min_delta = |min_delta|
+// for a maximised monitor and -|min_delta| for a minimised one: a value must beat the best by more
+// than |min_delta|, in the monitor's direction.
+TEST(EarlyStopping, MinDeltaMustBeBeatenInTheMonitorsDirection) {
+  // Minimised, min_delta 0.5 (or -0.5: its sign is the mode's): epoch 0 sets the best, 3; 2.7 is
+  // not below 3 - 0.5 (wait 1); 2.4 is (best 2.4); 2.1 is not (wait 1); 1.5 is (best 1.5); 1.2
+  // and 1.1 are not (wait 1, 2): epoch 6 stops training.
+  for (double min_delta : {0.5, -0.5}) {
+    SCOPED_TRACE("min_delta " + std::to_string(min_delta));
+    EarlyStoppingRun run =
+        run_early_stopping({3, 2.7, 2.4, 2.1, 1.5, 1.2, 1.1, 1.0, 0.9, 0.8},
+                           {.monitor = "x", .min_delta = min_delta, .patience = 2});
+    EXPECT_EQ(run.epochs, epochs_up_to(7));
+  }
+  // Maximised, as a monitor named "...acc..." is in mode auto, min_delta 0.1: 0.5 is the best;
+  // 0.55 is not above 0.5 + 0.1 (wait 1); 0.62 is (best 0.62); 0.65 is not (wait 1); 0.8 is (best
+  // 0.8); 0.85 and 0.88 are not (wait 1, 2): epoch 6 stops training.
+  for (const char* mode : {"auto", "max"}) {
+    SCOPED_TRACE(mode);
+    EarlyStoppingRun run = run_early_stopping(
+        {0.5, 0.55, 0.62, 0.65, 0.8, 0.85, 0.88, 0.9, 0.95, 0.99},
+        {.monitor = "val_accuracy", .min_delta = 0.1, .patience = 2, .mode = mode});
+    EXPECT_EQ(run.epochs, epochs_up_to(7));
+  }
+}
+
+// With a baseline, the best starts there: values that never beat it stop training after
+// `patience` epochs, however much they improve on each other.
+TEST(EarlyStopping, ABaselineIsTheBestToBeatFromTheStart) {
+  std::vector<double> falling{3, 2.5, 1.8, 1.7, 1.6, 1.5, 1.4, 1.3, 1.2, 1.1};
+  // 3 and 2.5 are not below 2 (wait 1, 2): epoch 1 stops training.
+  EXPECT_EQ(run_early_stopping(falling, {.monitor = "x", .patience = 2, .baseline = 2.0}).epochs,
+            epochs_up_to(2));
+  // 1.8 beats it at epoch 2 (wait 0), and every epoch after improves: all ten run, as they do
+  // without a baseline.
+  EXPECT_EQ(run_early_stopping(falling, {.monitor = "x", .patience = 3, .baseline = 2.0}).epochs,
+            epochs_up_to(10));
+  EXPECT_EQ(run_early_stopping(falling, {.monitor = "x", .patience = 2}).epochs, epochs_up_to(10));
 }
 
 TEST(LearningRateScheduler, SetsEachEpochsRateAndLogsIt) {
@@ -166,22 +306,44 @@ TEST(LearningRateScheduler, SetsEachEpochsRateAndLogsIt) {
               ::testing::Pointwise(::testing::DoubleNear(1e-12), {0.1, 0.05, 0.025}));
 }
 
+// The comma-separated fields of a row.
+std::vector<std::string> fields_of(const std::string& row) {
+  std::vector<std::string> fields;
+  std::stringstream in(row);
+  for (std::string f; std::getline(in, f, ',');) fields.push_back(f);
+  return fields;
+}
+
 TEST(CSVLogger, WritesAHeaderAndARowPerEpoch) {
   std::string path = ::testing::TempDir() + "/weft_csv_" + std::to_string(getpid()) + ".csv";
   nn::Sequential model = model_with(0.01);
-  History h = model.fit(regression_data(),
-                        {.epochs = 2, .callbacks = {feed({7, 8}), CSVLogger(path)}, .verbose = 0});
+  History h = model.fit(
+      regression_data(),
+      {.epochs = 3, .callbacks = {feed({7, 8, 0.1 + 0.2}), CSVLogger(path)}, .verbose = 0});
   std::ifstream in(path);
-  std::string header, row0, row1;
+  std::string header, row0, row1, row2;
   std::getline(in, header);
   std::getline(in, row0);
   std::getline(in, row1);
+  std::getline(in, row2);
   EXPECT_EQ(header, "epoch,loss,x");
-  std::ostringstream want0;
-  want0 << "0," << h.history["loss"][0] << ",7";
-  EXPECT_EQ(row0, want0.str());
+  // Every value with all the digits it needs to read back as the same double (as Keras's rows,
+  // Python's repr of a float): 0.1 + 0.2 needs 17 significant digits, the losses about as many.
+  std::vector<std::string> f0 = fields_of(row0);
+  ASSERT_EQ(f0.size(), 3u) << row0;
+  EXPECT_EQ(f0[0], "0");
+  EXPECT_EQ(f0[2], "7");
   EXPECT_THAT(row1, ::testing::StartsWith("1,"));
   EXPECT_THAT(row1, ::testing::EndsWith(",8"));
+  EXPECT_THAT(row2, ::testing::StartsWith("2,"));
+  EXPECT_THAT(row2, ::testing::EndsWith(",0.30000000000000004"));
+  EXPECT_EQ(std::stod(fields_of(row2).back()), 0.1 + 0.2);
+  const std::string* rows[] = {&row0, &row1, &row2};
+  for (size_t e = 0; e < 3; ++e) {
+    std::vector<std::string> f = fields_of(*rows[e]);
+    ASSERT_EQ(f.size(), 3u) << *rows[e];
+    EXPECT_EQ(std::stod(f[1]), h.history["loss"][e]) << *rows[e];
+  }
   std::filesystem::remove(path);
 }
 

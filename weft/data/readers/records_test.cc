@@ -11,6 +11,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "weft/core/tfrecord.h"
 #include "weft/ops/cast.h"
@@ -156,20 +158,47 @@ TEST_F(RecordsTest, TFRecordIteratorsResumeMidFile) {
   EXPECT_EQ(rest, std::vector<std::string>(all.begin() + 5, all.end()));
 }
 
+// The file names a list_files dataset yields, in its order.
+std::vector<std::string> names_of(const Dataset& files) {
+  std::vector<std::string> names;
+  for (const Element& e : files) names.push_back(fs::path(as_string(e[0])).filename().string());
+  return names;
+}
+
 TEST_F(RecordsTest, ListFilesSortsOrShufflesAndFeedsReaders) {
   for (const char* n : {"c.txt", "a.txt", "b.txt"}) write_text(path(n), std::string(n) + "\n");
-  std::vector<std::string> sorted;
-  for (const Element& e : list_files(path("*.txt"), /*shuffle=*/false)) {
-    sorted.push_back(fs::path(as_string(e[0])).filename().string());
-  }
+  std::vector<std::string> sorted = names_of(list_files(path("*.txt"), /*shuffle=*/false));
   EXPECT_THAT(sorted, ElementsAre("a.txt", "b.txt", "c.txt"));
   std::vector<std::string> lines;
   for (const Element& e : text_line_dataset(list_files(path("*.txt"), true, 7))) {
     lines.push_back(as_string(e[0]));
   }
   EXPECT_THAT(lines, ::testing::UnorderedElementsAre("a.txt", "b.txt", "c.txt"));
+  // The reader reads the files in the order the shuffled list gives them (each holds its name).
+  EXPECT_EQ(lines, names_of(list_files(path("*.txt"), true, 7)));
   EXPECT_THAT([&] { list_files(path("*.none")); },
               ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("no files match")));
+
+  // 20 files, made in reverse order: that a shuffle leaves them sorted, or that two seeds (or two
+  // passes) give one order, is a chance of 1 in 20! (about 4e-19).
+  std::vector<std::string> parts;
+  for (int i = 0; i < 20; ++i) {
+    parts.push_back("part-" + std::to_string(100 + i).substr(1) + ".log");  // part-00.log ...
+  }
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) write_text(path(*it), *it + "\n");
+  EXPECT_EQ(names_of(list_files(path("*.log"), /*shuffle=*/false)), parts);
+  std::vector<std::string> shuffled = names_of(list_files(path("*.log"), true, 7));
+  EXPECT_THAT(shuffled, ::testing::UnorderedElementsAreArray(parts));
+  EXPECT_NE(shuffled, parts);
+  EXPECT_EQ(names_of(list_files(path("*.log"), true, 7)), shuffled);  // same seed, same order
+  EXPECT_NE(names_of(list_files(path("*.log"), true, 8)), shuffled);
+  EXPECT_NE(names_of(list_files(path("*.log"))), parts);  // shuffled unless asked not to
+  // As tf.data's list_files, each pass over one dataset has an order of its own.
+  Dataset files = list_files(path("*.log"), true, 7);
+  EXPECT_EQ(names_of(files), shuffled);
+  std::vector<std::string> second_pass = names_of(files);
+  EXPECT_THAT(second_pass, ::testing::UnorderedElementsAreArray(parts));
+  EXPECT_NE(second_pass, shuffled);
 }
 
 TEST_F(RecordsTest, FixedLengthRecordsBetweenAHeaderAndAFooter) {
