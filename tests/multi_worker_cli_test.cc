@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli_helpers.h"
+#include "weft/distribute/cluster/local_ports.h"
 
 namespace {
 
@@ -26,9 +27,10 @@ class MultiWorkerCli : public testing::Test {
     write_dataset(dir_ / "data", 1000, 200);
   }
   void TearDown() override { fs::remove_all(dir_); }
-  std::string train_args(const std::string& args, const fs::path& json) {
-    return "train --dataset " + (dir_ / "data").string() +
-           " --batch-size 64 --seed 5 --quiet --metrics-json " + json.string() + " " + args;
+  // Without `quiet` the chief prints a line at the end of each epoch (kEpochLine).
+  std::string train_args(const std::string& args, const fs::path& json, bool quiet = true) {
+    return "train --dataset " + (dir_ / "data").string() + " --batch-size 64 --seed 5" +
+           (quiet ? " --quiet" : "") + " --metrics-json " + json.string() + " " + args;
   }
   // `weft launch -n workers [--replicas-per-worker r] -- weft train ...`, or a plain run when
   // workers is 0.
@@ -78,9 +80,24 @@ TEST_F(MultiWorkerCli, GradientPacksAllReducedDuringBackwardGiveTheSameWeights) 
   }
 }
 
-// Two workers started by hand (not under weft launch, which would stop the survivor itself).
-// Worker 1 runs `worker1_args`; `signal` is sent to it after `delay` seconds (none: 0). Returns
-// worker 0's exit status, its output, and how long after the signal it exited.
+// What `weft train` (without --quiet) prints on the chief at the end of each epoch, flushed:
+// "16/16 - 0s - 5120 examples/s - loss: ...". Seen in a worker's log, it says that every worker
+// of the cluster is training (each step meets all of them).
+constexpr const char* kEpochLine = "examples/s";
+
+// A shell loop that waits until `log` holds `epochs` epoch lines (kEpochLine), while the shell
+// test `alive` holds, for at most 60 s: the readiness signal before a test signals a worker.
+std::string wait_for_epochs(const std::string& log, int epochs, const std::string& alive) {
+  return "n=0; while [ $(cat " + log + " 2>/dev/null | grep -c '" + kEpochLine + "') -lt " +
+         std::to_string(epochs) + " ] && " + alive +
+         " && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done; ";
+}
+
+// Two workers started by hand (not under weft launch, which would stop the survivor itself), at
+// ports this process holds for them until they end (local_ports.h). Worker 1 runs
+// `worker1_args`; `signal` (none: nullptr) is sent to it once worker 0's log shows `epochs` epoch
+// lines (kEpochLine; its args without --quiet), at most 60 s. Returns worker 0's exit status, its
+// output, and how long after the signal it exited.
 struct Outcome {
   std::string status;
   std::string log;
@@ -88,28 +105,24 @@ struct Outcome {
 };
 
 Outcome two_workers(const fs::path& dir, const std::string& worker0_args,
-                    const std::string& worker1_args, const char* signal, int delay) {
-  int port0 = 0, port1 = 0;
-  Result ports = shell(
-      "python3 -c 'import socket\nsocks=[socket.socket() for _ in range(2)]\nfor s in socks:\n "
-      "s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])'");
-  EXPECT_EQ(ports.status, 0) << ports.output;
-  std::istringstream(ports.output) >> port0 >> port1;
+                    const std::string& worker1_args, const char* signal, int epochs) {
+  weft::distribute::ReservedLocalPorts ports(2);
   auto tf_config = [&](int index) {
-    return "TF_CONFIG='{\"cluster\": {\"worker\": [\"127.0.0.1:" + std::to_string(port0) +
-           "\", \"127.0.0.1:" + std::to_string(port1) + "\"]}, \"task\": {\"type\": \"worker\", "
-           "\"index\": " + std::to_string(index) + "}}' WEFT_CLUSTER_TOKEN=t0k3n ";
+    return "TF_CONFIG='{\"cluster\": {\"worker\": [\"" + ports.address(0) + "\", \"" +
+           ports.address(1) +
+           "\"]}, \"task\": {\"type\": \"worker\", \"index\": " + std::to_string(index) +
+           "}}' WEFT_CLUSTER_TOKEN=t0k3n ";
   };
   std::string weft = std::string(WEFT_BINARY_DIR) + "/weft ";
   // Worker 0 in the background, timed by the shell; worker 1 without `timeout` around it, so
   // that $! is its own pid.
-  std::string script = "cd " + dir.string() + "; (" + tf_config(0) + "timeout 120 " + weft +
-                       worker0_args + " > worker0.log 2>&1; echo $? > status0; date +%s.%N > "
-                       "ended0) & " + tf_config(1) + weft + worker1_args +
-                       " > worker1.log 2>&1 & pid1=$!; sleep " + std::to_string(delay) +
-                       "; date +%s.%N > signalled1; " +
-                       (signal ? std::string("kill -") + signal + " $pid1; " : "") +
-                       "while [ ! -e ended0 ]; do sleep 0.05; done; kill -9 $pid1; wait";
+  std::string script =
+      "cd " + dir.string() + "; (" + tf_config(0) + "timeout 120 " + weft + worker0_args +
+      " > worker0.log 2>&1; echo $? > status0; date +%s.%N > ended0) & " + tf_config(1) + weft +
+      worker1_args + " > worker1.log 2>&1 & pid1=$!; " +
+      wait_for_epochs("worker0.log", epochs, "[ ! -e ended0 ]") + "date +%s.%N > signalled1; " +
+      (signal ? std::string("kill -") + signal + " $pid1; " : "") +
+      "while [ ! -e ended0 ]; do sleep 0.05; done; kill -9 $pid1; wait";
   Result r = shell(script);
   EXPECT_EQ(r.status, 0) << r.output;
   auto read = [&](const char* name) {
@@ -170,8 +183,9 @@ TEST_F(MultiWorkerCli, BenchAllreduceComparesEveryAlgorithmAndMpi) {
 
 TEST_F(MultiWorkerCli, ASigkilledWorkerIsNamedByTheOthersWithinSeconds) {
   std::string args = train_args("--strategy multi_worker --model mlp --epochs 100000",
-                                dir_ / "x.json");
-  Outcome o = two_workers(dir_, args, args, "9", 3);
+                                dir_ / "x.json", /*quiet=*/false);
+  Outcome o = two_workers(dir_, args, args, "9", /*epochs=*/1);
+  EXPECT_THAT(o.log, HasSubstr(kEpochLine)) << "killed before training: " << o.log;
   EXPECT_NE(o.status, "0") << o.log;
   EXPECT_THAT(o.log, HasSubstr("task worker:1 failed: its connection to the coordination service "
                                "broke")) << o.log;
@@ -179,10 +193,11 @@ TEST_F(MultiWorkerCli, ASigkilledWorkerIsNamedByTheOthersWithinSeconds) {
 }
 
 TEST_F(MultiWorkerCli, AStoppedWorkerIsNamedWhenTheCollectiveTimeoutPasses) {
-  std::string args = train_args(
-      "--strategy multi_worker --model mlp --epochs 100000 --collective-timeout 3",
-      dir_ / "x.json");
-  Outcome o = two_workers(dir_, args, args, "STOP", 3);
+  std::string args =
+      train_args("--strategy multi_worker --model mlp --epochs 100000 --collective-timeout 3",
+                 dir_ / "x.json", /*quiet=*/false);
+  Outcome o = two_workers(dir_, args, args, "STOP", /*epochs=*/1);
+  EXPECT_THAT(o.log, HasSubstr(kEpochLine)) << "stopped before training: " << o.log;
   EXPECT_NE(o.status, "0") << o.log;
   EXPECT_THAT(o.log, HasSubstr("timed out waiting for worker:1 (rank 1)")) << o.log;
   EXPECT_LT(o.seconds_after_signal, 3.0 + 2.0) << o.log;
@@ -218,20 +233,52 @@ TEST_F(MultiWorkerCli, TrainsWithMutualTlsOnTheControlPlane) {
   EXPECT_EQ(o.status, "0") << o.log;
   nlohmann::json j = read_json(dir_ / "tls.json");
   EXPECT_EQ(j["workers"], 2);
+
+  // The same cluster with worker 1 speaking plain text, then TLS without a certificate of its
+  // own: the chief's service refuses both, so worker 1 never registers (it keeps retrying, silent,
+  // until it is killed) and the chief gives up waiting for it to join the collectives after its
+  // --collective-timeout. Had the service let either in, they would have trained as above.
+  std::string chief_args = "--strategy multi_worker --model mlp --collective-timeout 3" + tls;
+  for (const auto& [name, worker1_tls] :
+       {std::pair<std::string, std::string>{"plain_text", ""},
+        std::pair<std::string, std::string>{"no_client_cert", " --tls-ca " + d + "/ca.pem"}}) {
+    fs::path run = dir_ / name;  // its own status and log files, apart from the run above's
+    fs::create_directories(run);
+    Outcome refused = two_workers(
+        run, train_args(chief_args, run / "chief.json"),
+        train_args("--strategy multi_worker --model mlp" + worker1_tls, run / "worker1.json"),
+        nullptr, 0);
+    EXPECT_EQ(refused.status, "1") << name << ": " << refused.log;
+    EXPECT_THAT(refused.log, HasSubstr("weft: Unavailable: collectives: rank 0 waited 3000 ms "
+                                       "for the higher ranks to connect"))
+        << name << ": " << refused.log;
+    EXPECT_FALSE(fs::exists(run / "chief.json")) << name;
+    EXPECT_FALSE(fs::exists(run / "worker1.json")) << name;
+    std::ifstream in(run / "worker1.log");
+    std::string worker1_log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_THAT(worker1_log, testing::Not(HasSubstr("weft: "))) << name << ": " << worker1_log;
+  }
 }
 
 TEST_F(MultiWorkerCli, LaunchForwardsSigtermToItsWorkers) {
+  // SIGTERM once the chief has finished an epoch (both workers are training), then the
+  // launcher's exit status and the times it was signalled and exited.
   std::string script =
       "cd " + dir_.string() + "; " + WEFT_BINARY_DIR + "/weft launch -n 2 -- weft " +
-      train_args("--strategy multi_worker --epochs 100000", dir_ / "x.json") +
-      " > launch.log 2>&1 & pid=$!; sleep 3; kill -TERM $pid; wait $pid; echo $?";
-  auto start = std::chrono::steady_clock::now();
+      train_args("--strategy multi_worker --epochs 100000", dir_ / "x.json", /*quiet=*/false) +
+      " > launch.log 2>&1 & pid=$!; " +
+      wait_for_epochs("launch.log", 1, "kill -0 $pid 2>/dev/null") +
+      "signalled=$(date +%s.%N); kill -TERM $pid; wait $pid; echo $? $signalled $(date +%s.%N)";
   Result r = shell(script);
   std::ifstream in(dir_ / "launch.log");
   std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(r.output, "143\n") << log;  // 128 + SIGTERM: the workers ended by the signal
+  int status = -1;
+  double signalled = 0, ended = 1e9;
+  std::istringstream(r.output) >> status >> signalled >> ended;
+  EXPECT_THAT(log, HasSubstr(kEpochLine)) << "signalled before training: " << log;
+  EXPECT_EQ(status, 143) << r.output << log;  // 128 + SIGTERM: the workers ended by the signal
   EXPECT_THAT(log, HasSubstr("was killed by signal 15")) << log;
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << log;
+  EXPECT_LT(ended - signalled, 20.0) << log;
 }
 
 TEST_F(MultiWorkerCli, LaunchRestartsTheClusterUpToMaxRestarts) {

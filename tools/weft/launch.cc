@@ -1,9 +1,11 @@
 // `weft launch -n N [--replicas-per-worker R] -- CMD...`: a local cluster (DISTRIBUTED.md §3).
 // Starts N processes of CMD with posix_spawn, each with its TF_CONFIG (workers on 127.0.0.1 at
-// ports the OS picked), the cluster token and a disjoint set of CPUs; prefixes each line of their
-// output with the task's name; forwards SIGINT and SIGTERM; when one fails, stops the others and
-// exits with the failing task's status, naming it, or (--max-restarts K) starts them all again,
-// up to K times, so that BackupAndRestore resumes the job.
+// ports the OS picked, which the launcher holds until they exit so that no other process can take
+// one before its worker binds it: local_ports.h), the cluster token and a disjoint set of CPUs;
+// prefixes each line of their output with the task's name; forwards SIGINT and SIGTERM; when one
+// fails, stops the others and exits with the failing task's status, naming it, or
+// (--max-restarts K) starts them all again, up to K times, so that BackupAndRestore resumes the
+// job.
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -139,9 +141,11 @@ void relay(Child& c, bool flush_all) {
 
 Outcome run_cluster(const LaunchFlags& f) {
   Outcome outcome;
+  // Held until every worker has exited: the chief's coordination service binds its port when it
+  // gets there, and a restart takes fresh ports.
+  distribute::ReservedLocalPorts ports(f.workers);
   std::vector<std::string> addresses;
-  for (int port : distribute::unused_local_ports(f.workers))
-    addresses.push_back("127.0.0.1:" + std::to_string(port));
+  for (int i = 0; i < f.workers; ++i) addresses.push_back(ports.address(i));
   const std::string token = make_token();
   std::vector<cpu_set_t> shares = cpu_shares(f.workers);
   // `weft` as the command means this very program, wherever it is installed.

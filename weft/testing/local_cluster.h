@@ -1,5 +1,6 @@
 // A cluster of MultiWorkerMirroredStrategy workers on threads of this process, for tests: each
-// builds its strategy from its own TF_CONFIG text (ports the OS picked on 127.0.0.1), and they
+// builds its strategy from its own TF_CONFIG text (ports on 127.0.0.1 the OS picked, held until
+// the workers are done so that no other process can take one first: local_ports.h), and they
 // meet through a real coordination service and real collectives. Header-only.
 //
 //   auto sums = weft::testing::on_local_workers<double>(2, {}, [](auto& strategy, int worker) {
@@ -23,10 +24,10 @@ template <typename R>
 std::vector<R> on_local_workers(
     int workers, distribute::MultiWorkerOptions options,
     const std::function<R(distribute::MultiWorkerMirroredStrategy&, int)>& fn) {
+  distribute::ReservedLocalPorts ports(workers);  // until every worker has returned
   std::string addresses;
-  for (int port : distribute::unused_local_ports(workers)) {
-    addresses +=
-        std::string(addresses.empty() ? "" : ", ") + "\"127.0.0.1:" + std::to_string(port) + "\"";
+  for (int w = 0; w < workers; ++w) {
+    addresses += std::string(addresses.empty() ? "" : ", ") + "\"" + ports.address(w) + "\"";
   }
   options.coordination.token = "test-token";
   std::vector<std::future<R>> futures;

@@ -9,8 +9,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <set>
+#include <vector>
 
 #include "weft/core/errors.h"
 #include "weft/distribute/cluster/local_ports.h"
@@ -135,20 +138,67 @@ TEST(TFConfig, MalformedConfigsNameTheField) {
   }
 }
 
-// The ports `weft launch` gives a local cluster's tasks: all different, and each free to bind.
-TEST(LocalPorts, AreDifferentAndFree) {
-  std::vector<int> ports = unused_local_ports(64);
-  ASSERT_EQ(ports.size(), 64u);
-  EXPECT_EQ(std::set<int>(ports.begin(), ports.end()).size(), 64u);
-  for (int port : ports) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+// A socket bound to 127.0.0.1:port with SO_REUSEADDR (as servers bind) and, if asked,
+// SO_REUSEPORT; fd is -1 when the bind failed, and error says why.
+struct Bound {
+  int fd;
+  int error;
+};
+Bound bind_local(int port, bool reuse_port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int on = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  if (reuse_port) ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    int error = errno;
+    ::close(fd);
+    return {-1, error};
+  }
+  return {fd, 0};
+}
+
+// The ports `weft launch` gives a local cluster's tasks: all different; while reserved, refused
+// to every other bind, but bound by a listener with SO_REUSEPORT (as the chief's coordination
+// service binds its own), which then gets the connections; free again once released.
+TEST(ReservedLocalPorts, AreDifferentAndHeldForTheirTasksUntilReleased) {
+  std::vector<int> ports;
+  {
+    ReservedLocalPorts reserved(64);
+    ports = reserved.ports();
+    ASSERT_EQ(ports.size(), 64u);
+    EXPECT_EQ(std::set<int>(ports.begin(), ports.end()).size(), 64u);
+    EXPECT_EQ(reserved.address(5), "127.0.0.1:" + std::to_string(ports[5]));
+    for (int port : ports) {
+      Bound other = bind_local(port, /*reuse_port=*/false);
+      EXPECT_EQ(other.error, EADDRINUSE) << "port " << port << " was not held";
+      if (other.fd >= 0) ::close(other.fd);
+    }
+    Bound task = bind_local(ports[0], /*reuse_port=*/true);
+    ASSERT_GE(task.fd, 0) << std::strerror(task.error);
+    ASSERT_EQ(::listen(task.fd, 4), 0) << std::strerror(errno);
+    int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << "port " << port;
-    ::close(fd);
+    addr.sin_port = htons(static_cast<uint16_t>(ports[0]));
+    int connected = ::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    EXPECT_EQ(connected, 0) << std::strerror(errno);
+    if (connected == 0) {
+      int accepted = ::accept4(task.fd, nullptr, nullptr, SOCK_CLOEXEC);
+      EXPECT_GE(accepted, 0) << std::strerror(errno);
+      if (accepted >= 0) ::close(accepted);
+    }
+    ::close(client);
+    ::close(task.fd);
   }
+  // Released, a port is free again (ports[1] saw no connection, which would leave a TIME_WAIT).
+  Bound again = bind_local(ports[1], /*reuse_port=*/false);
+  EXPECT_GE(again.fd, 0) << "port " << ports[1] << " still held: " << std::strerror(again.error);
+  if (again.fd >= 0) ::close(again.fd);
 }
 
 }  // namespace

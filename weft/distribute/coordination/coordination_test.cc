@@ -81,11 +81,15 @@ TEST(Coordination, KeyValueWaitsForTheKeyAndTimesOutNamingIt) {
   auto& a = *cluster.clients[0];
   auto& b = *cluster.clients[1];
   auto later = std::async(std::launch::async, [&] {
-    std::this_thread::sleep_for(milliseconds(200));
+    // Set once worker:1's get is waiting for it.
+    EXPECT_TRUE(cluster.service->wait_for_pending_call("worker:1", "Get", milliseconds(10000)));
     a.insert_key_value("gloo/rank0", "127.0.0.1:5000");
   });
   EXPECT_EQ(b.get_key_value("gloo/rank0", milliseconds(5000)), "127.0.0.1:5000");
   later.get();
+  EXPECT_FALSE(cluster.service->wait_for_pending_call("worker:1", "Get", milliseconds(50)));
+  EXPECT_THROW(cluster.service->wait_for_pending_call("worker:1", "Set", milliseconds(50)),
+               InvalidArgument);
   EXPECT_EQ(b.try_get_key_value("gloo/rank0"), "127.0.0.1:5000");
   EXPECT_EQ(b.try_get_key_value("absent"), std::nullopt);
   a.insert_key_value("gloo/rank0", "overwritten");
@@ -140,7 +144,9 @@ TEST(Coordination, AReportedErrorEndsEveryPendingWaitNamingTheTask) {
   auto at_barrier = std::async(std::launch::async, [&] {
     cluster.clients[0]->wait_at_barrier("step", milliseconds(30000));
   });
-  std::this_thread::sleep_for(milliseconds(200));
+  // The error comes while both calls wait in the service.
+  EXPECT_TRUE(cluster.service->wait_for_pending_call("worker:2", "Get", milliseconds(10000)));
+  EXPECT_TRUE(cluster.service->wait_for_pending_call("worker:0", "Barrier", milliseconds(10000)));
   auto start = std::chrono::steady_clock::now();
   cluster.clients[1]->report_error("InvalidArgument: matmul: shapes [2,3] and [4,5]");
   const std::string expected = "task worker:1 failed: InvalidArgument: matmul: shapes [2,3] and [4,5]";
@@ -158,7 +164,7 @@ TEST(Coordination, AReportedErrorEndsEveryPendingWaitNamingTheTask) {
   EXPECT_EQ(cluster.service->failure(), expected);
   // Later calls answer the same, and the failure reaches a client that was not waiting.
   EXPECT_THROW(cluster.clients[0]->insert_key_value("k", "v"), Unavailable);
-  for (int i = 0; i < 50 && cluster.clients[0]->failure().empty(); ++i) {
+  for (int i = 0; i < 250 && cluster.clients[0]->failure().empty(); ++i) {
     std::this_thread::sleep_for(milliseconds(20));
   }
   EXPECT_EQ(cluster.clients[0]->failure(), expected);
@@ -186,7 +192,10 @@ TEST(Coordination, ATaskWhoseConnectionBreaksIsNamedAtOnce) {
                  &response, [&](grpc::Status s) { ended.set_value(s); });
   auto waiting = std::async(std::launch::async,
                             [&] { return survivor.get_key_value("never", milliseconds(30000)); });
-  std::this_thread::sleep_for(milliseconds(300));
+  // The connection breaks once the service holds worker:1's watch (a watch it never saw could
+  // not break) and worker:0's get.
+  EXPECT_TRUE(service.wait_for_pending_call("worker:1", "Watch", milliseconds(10000)));
+  EXPECT_TRUE(service.wait_for_pending_call("worker:0", "Get", milliseconds(10000)));
   auto start = std::chrono::steady_clock::now();
   ctx.TryCancel();
   try {

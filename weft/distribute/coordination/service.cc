@@ -62,6 +62,9 @@ class CoordinationService::Impl final : public RawService {
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort(address, internal::server_credentials(options_.tls), &port);
+    // SO_REUSEPORT (gRPC's default on Linux, asked for here so that it stays on): `weft launch`
+    // and the tests hold the port of a local cluster's chief until this binds it (local_ports.h).
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 1);
     builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
     builder.SetMaxSendMessageSize(static_cast<int>(kMaxMessageBytes));
     builder.RegisterService(this);
@@ -104,6 +107,26 @@ class CoordinationService::Impl final : public RawService {
   std::string failure() const {
     std::lock_guard lock(mu_);
     return failure_;
+  }
+
+  bool wait_for_pending_call(const std::string& task, const std::string& method,
+                             std::chrono::milliseconds timeout) {
+    Waiter::Kind kind = Waiter::kGet;
+    if (method == "Barrier") {
+      kind = Waiter::kBarrier;
+    } else if (method == "Watch") {
+      kind = Waiter::kWatch;
+    } else {
+      WEFT_CHECK(method == "Get", InvalidArgument)
+          << "coordination service: only Get, Barrier and Watch calls wait, not " << method;
+    }
+    // Every call's handler notifies cv_ once it has decided, under mu_, to hold the call.
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] {
+      return std::any_of(waiters_.begin(), waiters_.end(), [&](const auto& w) {
+        return w->kind == kind && w->task == task && !w->done;
+      });
+    });
   }
 
   // ---- the calls ----------------------------------------------------------------------------
@@ -520,5 +543,9 @@ bool CoordinationService::wait_for_tasks_to_leave(std::chrono::milliseconds time
   return impl_->wait_for_tasks_to_leave(timeout);
 }
 std::string CoordinationService::failure() const { return impl_->failure(); }
+bool CoordinationService::wait_for_pending_call(const std::string& task, const std::string& method,
+                                                std::chrono::milliseconds timeout) {
+  return impl_->wait_for_pending_call(task, method, timeout);
+}
 
 }  // namespace weft::distribute::coordination

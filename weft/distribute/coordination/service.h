@@ -10,7 +10,8 @@
 //   service.address();  // "127.0.0.1:40123": port 0 asked the OS for a free port
 //
 // The service listens only on the address it is given (the task's own address in TF_CONFIG), and
-// checks the cluster token of every call before it parses the request.
+// checks the cluster token of every call before it parses the request. It binds the address with
+// SO_REUSEPORT, so that a launcher may hold the port until then (local_ports.h).
 #pragma once
 
 #include <chrono>
@@ -42,6 +43,12 @@ class CoordinationService {
   bool wait_for_tasks_to_leave(std::chrono::milliseconds timeout);
   // The cluster's first failure ("task worker:1 failed: ..."), empty while there is none.
   std::string failure() const;
+  // Waits until the service holds a call of `task` ("worker:1") to `method` that waits for its
+  // answer ("Get" of a key not yet set, "Barrier" not yet full, "Watch"), at most `timeout`; true
+  // when it does. Lets a test act once a call is known to be waiting, instead of sleeping.
+  // InvalidArgument for another method.
+  bool wait_for_pending_call(const std::string& task, const std::string& method,
+                             std::chrono::milliseconds timeout);
 
  private:
   class Impl;
