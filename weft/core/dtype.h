@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string_view>
+#include <utility>
 
 #include "weft/core/errors.h"
 #include "weft/core/half.h"
@@ -140,31 +141,6 @@ constexpr DType dtype_of<double>() {
   return kFloat64;
 }
 
-// Calls f.template operator()<T>() with T the C++ type of `t`.
-template <typename F>
-decltype(auto) dispatch_dtype(DType t, F&& f) {
-  switch (t) {
-    case DType::kBool:
-      return f.template operator()<bool>();
-    case DType::kUInt8:
-      return f.template operator()<uint8_t>();
-    case DType::kInt32:
-      return f.template operator()<int32_t>();
-    case DType::kInt64:
-      return f.template operator()<int64_t>();
-    case DType::kFloat16:
-      return f.template operator()<float16>();
-    case DType::kBFloat16:
-      return f.template operator()<bfloat16>();
-    case DType::kFloat32:
-      return f.template operator()<float>();
-    case DType::kFloat64:
-      return f.template operator()<double>();
-  }
-  WEFT_FAIL(Internal) << "dispatch_dtype: unknown dtype " << static_cast<int>(t);
-  return f.template operator()<float>();
-}
-
 // dispatch_dtype for a floating dtype only: f is instantiated for the four floating types alone
 // (functions whose result is always floating compile half the code). Internal for another dtype.
 template <typename F>
@@ -183,6 +159,23 @@ decltype(auto) dispatch_float_dtype(DType t, F&& f) {
   }
   WEFT_FAIL(Internal) << "dispatch_float_dtype: " << t << " is not a floating dtype";
   return f.template operator()<float>();
+}
+
+// Calls f.template operator()<T>() with T the C++ type of `t`.
+template <typename F>
+decltype(auto) dispatch_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::kBool:
+      return f.template operator()<bool>();
+    case DType::kUInt8:
+      return f.template operator()<uint8_t>();
+    case DType::kInt32:
+      return f.template operator()<int32_t>();
+    case DType::kInt64:
+      return f.template operator()<int64_t>();
+    default:
+      return dispatch_float_dtype(t, std::forward<F>(f));
+  }
 }
 
 // The type arithmetic on T is carried out in: float for the half types, T otherwise.
