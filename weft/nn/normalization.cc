@@ -32,9 +32,9 @@ int64_t feature_axis(const LayerImpl& layer, const Shape& input_shape, int64_t a
 Tensor widen(const Tensor& x) { return is_half(x.dtype()) ? cast(x, kFloat32) : x; }
 
 // Normalisation shared by both layers: gamma and beta (when present) along `axis`.
-class NormalizationImpl : public LayerImpl {
+class NormalizationBase : public LayerImpl {
  protected:
-  NormalizationImpl(std::string class_name, std::string name, const std::string& dtype,
+  NormalizationBase(std::string class_name, std::string name, const std::string& dtype,
                     int64_t axis, bool center, bool scale, const std::string& beta_init,
                     const std::string& gamma_init)
       : LayerImpl(std::move(class_name), std::move(name), dtype),
@@ -83,11 +83,11 @@ class NormalizationImpl : public LayerImpl {
   Variable gamma_, beta_;
 };
 
-class BatchNormalizationImpl : public NormalizationImpl {
+class BatchNormalizationImpl : public NormalizationBase {
  public:
   explicit BatchNormalizationImpl(BatchNormalizationOptions options,
                                   std::string class_name = "BatchNormalization")
-      : NormalizationImpl(std::move(class_name), options.name, options.dtype, options.axis,
+      : NormalizationBase(std::move(class_name), options.name, options.dtype, options.axis,
                           options.center, options.scale, options.beta_initializer,
                           options.gamma_initializer),
         options_(std::move(options)),
@@ -103,7 +103,7 @@ class BatchNormalizationImpl : public NormalizationImpl {
   }
 
   ConfigDict get_config() const override {
-    ConfigDict c = NormalizationImpl::get_config();
+    ConfigDict c = NormalizationBase::get_config();
     c.set("momentum", options_.momentum).set("epsilon", options_.epsilon);
     c.set("moving_mean_initializer", options_.moving_mean_initializer);
     c.set("moving_variance_initializer", options_.moving_variance_initializer);
@@ -216,10 +216,10 @@ class BatchNormalizationImpl : public NormalizationImpl {
   Variable moving_mean_, moving_variance_;
 };
 
-class LayerNormalizationImpl : public NormalizationImpl {
+class LayerNormalizationImpl : public NormalizationBase {
  public:
   explicit LayerNormalizationImpl(const LayerNormalizationOptions& options)
-      : NormalizationImpl("LayerNormalization", options.name, options.dtype, options.axis,
+      : NormalizationBase("LayerNormalization", options.name, options.dtype, options.axis,
                           options.center, options.scale, options.beta_initializer,
                           options.gamma_initializer),
         epsilon_(options.epsilon) {
@@ -229,7 +229,7 @@ class LayerNormalizationImpl : public NormalizationImpl {
 
   void build(const Shape& input_shape) override { build_affine(input_shape); }
   ConfigDict get_config() const override {
-    return NormalizationImpl::get_config().set("epsilon", epsilon_);
+    return NormalizationBase::get_config().set("epsilon", epsilon_);
   }
 
   Tensor call(const Tensor& x_in, bool training) override {
@@ -244,11 +244,6 @@ class LayerNormalizationImpl : public NormalizationImpl {
   double epsilon_;
 };
 
-}  // namespace
-
-BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
-    : Layer(std::make_shared<BatchNormalizationImpl>(std::move(options))) {}
-
 class SyncBatchNormalizationImpl : public BatchNormalizationImpl {
  public:
   explicit SyncBatchNormalizationImpl(BatchNormalizationOptions options)
@@ -257,6 +252,11 @@ class SyncBatchNormalizationImpl : public BatchNormalizationImpl {
   }
 };
 
+}  // namespace
+
+BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
+    : Layer(std::make_shared<BatchNormalizationImpl>(std::move(options))) {}
+
 SyncBatchNormalization::SyncBatchNormalization(BatchNormalizationOptions options)
     : Layer(std::make_shared<SyncBatchNormalizationImpl>(std::move(options))) {}
 
@@ -264,7 +264,7 @@ LayerNormalization::LayerNormalization(LayerNormalizationOptions options)
     : Layer(std::make_shared<LayerNormalizationImpl>(options)) {}
 
 namespace {
-// What both normalizations' configs hold (NormalizationImpl::get_config), into their options.
+// What both normalizations' configs hold (NormalizationBase::get_config), into their options.
 template <typename Options>
 Options normalization_options(const ConfigDict& c) {
   Options o;

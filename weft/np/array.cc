@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "weft/autodiff/tape.h"
+#include "weft/np/internal/check.h"
 #include "weft/np/linalg.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
@@ -72,9 +73,7 @@ Tensor stack(const std::vector<Tensor>& arrays, int64_t axis) { return weft::sta
 namespace weft::np {
 namespace {
 
-void check(const char* op, const Tensor& a) {
-  WEFT_CHECK(a.defined(), InvalidArgument) << "np::" << op << ": the input is undefined";
-}
+using internal::check;
 
 // slices selecting [start, stop) with step along `axis`, every earlier axis whole.
 std::vector<Slice> along(int64_t axis, Slice s) {

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "weft/np/internal/check.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/linalg.h"
@@ -37,9 +38,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) { return weft::matmul(a, b); }
 namespace weft::np {
 namespace {
 
-void check(const char* op, const Tensor& a) {
-  WEFT_CHECK(a.defined(), InvalidArgument) << "np::" << op << ": an input is undefined";
-}
+using internal::check;
 
 // a's axes in `perm` order, then merged into the given groups: (sizes of group 0), ...
 Tensor grouped(const Tensor& a, const std::vector<int64_t>& perm, const Shape& groups) {

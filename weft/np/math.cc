@@ -63,8 +63,8 @@ Tensor sinc(const Tensor& x) {
   // so the gradient at 0 is 0, not NaN).
   Tensor f = as_float(x);
   Tensor zero = weft::equal(f, 0);
-  Tensor px = mul(where(zero, ones_like(f), f), std::numbers::pi);
-  return where(zero, ones_like(f), weft::div(weft::sin(px), px));
+  Tensor px = mul(where(zero, weft::ones_like(f), f), std::numbers::pi);
+  return where(zero, weft::ones_like(f), weft::div(weft::sin(px), px));
 }
 
 Tensor floor(const Tensor& x) { return weft::floor(x); }
@@ -187,7 +187,7 @@ Tensor signbit(const Tensor& x) { return weft::signbit(x); }
 Tensor isclose(const ArrayLike& a, const ArrayLike& b, double rtol, double atol, bool equal_nan) {
   // As NumPy: compare in the float type of the operands (integers as float64).
   auto [x0, y0] = operands(a, b);
-  DType t = promote_types(as_float(x0).dtype(), as_float(y0).dtype());
+  DType t = weft::promote_types(as_float(x0).dtype(), as_float(y0).dtype());
   Tensor x = cast(x0, t), y = cast(y0, t);
   Tensor finite = weft::logical_and(weft::isfinite(x), weft::isfinite(y));
   Tensor close =

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "weft/np/internal/check.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/cumulative.h"
@@ -13,9 +14,7 @@
 namespace weft::np {
 namespace {
 
-void check(const char* op, const Tensor& a) {
-  WEFT_CHECK(a.defined(), InvalidArgument) << "np::" << op << ": the input is undefined";
-}
+using internal::check;
 
 // The number of elements each output of a reduction over `axis` combines.
 int64_t reduced_count(const char* op, const Tensor& a, const Axis& axis) {

@@ -8,9 +8,6 @@
 namespace weft::data::internal {
 namespace {
 
-constexpr int64_t kInfinite = Dataset::kInfiniteCardinality;
-constexpr int64_t kUnknown = Dataset::kUnknownCardinality;
-
 // ---- from_tensor_slices ------------------------------------------------------------------------
 
 class SlicesReader : public ItemReader<int64_t> {

@@ -10,9 +10,6 @@
 namespace weft::data::internal {
 namespace {
 
-constexpr int64_t kInfinite = Dataset::kInfiniteCardinality;
-constexpr int64_t kUnknown = Dataset::kUnknownCardinality;
-
 // ---- elements held in memory ------------------------------------------------------------------
 
 class ElementsReader : public Reader {

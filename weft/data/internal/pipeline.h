@@ -50,6 +50,9 @@ namespace internal {
 using Node = Dataset::Node;
 using Reader = Dataset::Reader;
 using NodePtr = std::shared_ptr<const Node>;
+// The two cardinalities that are not counts, as the stages' cardinality() functions return them.
+constexpr int64_t kInfinite = Dataset::kInfiniteCardinality;
+constexpr int64_t kUnknown = Dataset::kUnknownCardinality;
 
 NodePtr make_slices_node(std::shared_ptr<const RowSource> source);
 NodePtr make_map_node(NodePtr input, std::function<Element(const Element&)> f,

@@ -1,13 +1,12 @@
 #include "weft/distribute/coordination/client.h"
 
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <mutex>
 #include <random>
 #include <thread>
-
-#include <unistd.h>
 
 #include "weft/core/errors.h"
 #include "weft/distribute/coordination/coordination.grpc.pb.h"
@@ -17,7 +16,7 @@ namespace weft::distribute::coordination {
 namespace {
 
 namespace pb = ::weft::coordination;
-using Clock = std::chrono::system_clock;  // gRPC deadlines are system_clock
+using SystemClock = std::chrono::system_clock;  // gRPC deadlines are system_clock
 using std::chrono::milliseconds;
 
 // How much longer than the wait it asks for a call may take before the client gives up on the
@@ -60,7 +59,7 @@ class CoordinationClient::Impl {
   ~Impl() { leave(); }
 
   void connect(milliseconds timeout) {
-    auto deadline = Clock::now() + timeout;
+    auto deadline = SystemClock::now() + timeout;
     pb::RegisterRequest request;
     *request.mutable_caller() = caller_;
     grpc::Status status;
@@ -70,13 +69,13 @@ class CoordinationClient::Impl {
       pb::Empty reply;
       status = stub_->Register(ctx.get(), request, &reply);
       if (status.ok() || status.error_code() != grpc::StatusCode::UNAVAILABLE ||
-          Clock::now() >= deadline) {
+          SystemClock::now() >= deadline) {
         break;
       }
       std::this_thread::sleep_for(milliseconds(100));
     }
     if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-        (status.error_code() == grpc::StatusCode::UNAVAILABLE && Clock::now() >= deadline)) {
+        (status.error_code() == grpc::StatusCode::UNAVAILABLE && SystemClock::now() >= deadline)) {
       throw DeadlineExceeded("task " + task_ + " could not reach the coordination service of " +
                              service_task_ + " at " + service_address_ + " within " +
                              std::to_string(timeout.count()) + " ms: " + status.error_message());
@@ -96,7 +95,7 @@ class CoordinationClient::Impl {
     request.set_key(key);
     request.set_value(value);
     pb::Empty reply;
-    auto ctx = context(Clock::now() + kCallMargin);
+    auto ctx = context(SystemClock::now() + kCallMargin);
     check(stub_->Set(ctx.get(), request, &reply), "insert_key_value(\"" + key + "\")");
   }
 
@@ -106,7 +105,7 @@ class CoordinationClient::Impl {
     request.set_key(key);
     request.set_timeout_ms(static_cast<uint64_t>(std::max<int64_t>(timeout.count(), 0)));
     pb::GetResponse reply;
-    auto ctx = context(Clock::now() + timeout + kCallMargin);
+    auto ctx = context(SystemClock::now() + timeout + kCallMargin);
     grpc::Status status = stub_->Get(ctx.get(), request, &reply);
     if (status.error_code() == grpc::StatusCode::NOT_FOUND) return std::nullopt;
     check(status, "get_key_value(\"" + key + "\")");
@@ -119,7 +118,7 @@ class CoordinationClient::Impl {
     request.set_id(id);
     request.set_timeout_ms(static_cast<uint64_t>(std::max<int64_t>(timeout.count(), 1)));
     pb::Empty reply;
-    auto ctx = context(Clock::now() + timeout + kCallMargin);
+    auto ctx = context(SystemClock::now() + timeout + kCallMargin);
     check(stub_->Barrier(ctx.get(), request, &reply), "wait_at_barrier(\"" + id + "\")");
   }
 
@@ -133,7 +132,7 @@ class CoordinationClient::Impl {
     *request.mutable_caller() = caller_;
     request.set_message(message);
     pb::Empty reply;
-    auto ctx = context(Clock::now() + milliseconds(2000));
+    auto ctx = context(SystemClock::now() + milliseconds(2000));
     // Best effort: the task is failing anyway, and the service notices its exit regardless.
     stub_->ReportError(ctx.get(), request, &reply);
   }
@@ -163,7 +162,7 @@ class CoordinationClient::Impl {
   const CoordinationOptions& options() const { return options_; }
 
  private:
-  std::unique_ptr<grpc::ClientContext> context(Clock::time_point deadline) const {
+  std::unique_ptr<grpc::ClientContext> context(SystemClock::time_point deadline) const {
     auto ctx = std::make_unique<grpc::ClientContext>();
     ctx->AddMetadata(internal::kTokenMetadataKey, options_.token);
     ctx->set_deadline(deadline);
@@ -197,18 +196,18 @@ class CoordinationClient::Impl {
   void heartbeats() {
     pb::HeartbeatRequest request;
     *request.mutable_caller() = caller_;
-    auto last_answer = Clock::now();
+    auto last_answer = SystemClock::now();
     std::unique_lock lock(mu_);
     while (!leaving_ && failure_.empty()) {
       lock.unlock();
       pb::Empty reply;
-      auto ctx = context(Clock::now() + options_.heartbeat_interval + milliseconds(1000));
+      auto ctx = context(SystemClock::now() + options_.heartbeat_interval + milliseconds(1000));
       grpc::Status status = stub_->Heartbeat(ctx.get(), request, &reply);
       if (status.ok()) {
-        last_answer = Clock::now();
+        last_answer = SystemClock::now();
       } else if (status.error_code() == grpc::StatusCode::ABORTED) {
         learned(status.error_message());
-      } else if (Clock::now() - last_answer > options_.heartbeat_timeout) {
+      } else if (SystemClock::now() - last_answer > options_.heartbeat_timeout) {
         learned(service_lost(status));
       }
       lock.lock();
@@ -261,7 +260,7 @@ class CoordinationClient::Impl {
       pb::LeaveRequest request;
       *request.mutable_caller() = caller_;
       pb::Empty reply;
-      auto ctx = context(Clock::now() + milliseconds(2000));
+      auto ctx = context(SystemClock::now() + milliseconds(2000));
       stub_->Leave(ctx.get(), request, &reply);  // best effort: the service may be gone
       std::lock_guard lock(mu_);
       if (watch_context_ != nullptr) watch_context_->TryCancel();
