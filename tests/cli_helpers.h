@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -40,8 +41,22 @@ inline Result shell(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
+// The words that start the `weft` command: $WEFT_TEST_LAUNCHER's (tests/CMakeLists.txt runs some
+// tests again with it set to QEMU's emulation of an AVX2-only CPU), then the built command.
+inline std::vector<std::string> weft_command() {
+  std::vector<std::string> words;
+  if (const char* launcher = std::getenv("WEFT_TEST_LAUNCHER")) {
+    std::istringstream split(launcher);
+    for (std::string w; split >> w;) words.push_back(w);
+  }
+  words.push_back(std::string(WEFT_BINARY_DIR) + "/weft");
+  return words;
+}
+
 inline Result run(const std::string& args) {
-  return shell(std::string(WEFT_BINARY_DIR) + "/weft " + args);
+  std::string command;
+  for (const std::string& w : weft_command()) command += w + " ";
+  return shell(command + args);
 }
 
 inline void write_gz(const fs::path& path, const std::string& bytes) {
@@ -84,7 +99,7 @@ inline nlohmann::json read_json(const fs::path& p) {
 // Starts `weft ARGS`, waits (at most 120 s) until `backup` holds a backup, then SIGKILLs it.
 // Returns whether it died of the signal (false: it finished first, or never backed up).
 inline bool kill_after_first_backup(const std::string& args, const fs::path& backup) {
-  std::vector<std::string> argv_s = {std::string(WEFT_BINARY_DIR) + "/weft"};
+  std::vector<std::string> argv_s = weft_command();
   std::istringstream split(args);
   for (std::string w; split >> w;) argv_s.push_back(w);
   std::vector<char*> argv;

@@ -63,17 +63,19 @@ std::vector<Row> measure(collective::Communicator& comm, collective::MpiCommunic
   std::vector<float> buffer(f.max_bytes / sizeof(float), 1.0f);
   for (std::size_t bytes = f.min_bytes; bytes <= f.max_bytes; bytes *= 4) {
     int64_t n = static_cast<int64_t>(bytes / sizeof(float));
-    for (const auto& [name, impl] : impls) {
+    for (const auto& entry : impls) {
+      const std::string name = entry.first;
+      const collective::Implementation impl = entry.second;
       collective::CommunicationOptions options;
       options.implementation = impl;
       auto once = [&] {
-        if (name == std::string("MPI_Allreduce")) {
+        if (name == "MPI_Allreduce") {
           mpi->raw_all_reduce(buffer.data(), static_cast<std::size_t>(n), kFloat32);
         } else {
           comm.all_reduce(buffer.data(), {n}, kFloat32, collective::Reduction::SUM, options);
         }
       };
-      if (name == std::string("MPI_Allreduce") && mpi == nullptr) continue;
+      if (name == "MPI_Allreduce" && mpi == nullptr) continue;
       for (int i = 0; i < 3; ++i) once();
       // Every rank runs as many iterations as rank 0 decides: about 0.3 s, at least 5.
       std::vector<double> times;

@@ -90,7 +90,7 @@ const std::map<std::string, Fn>& functions() {
         {"logical_not", np::logical_not},
         {"bitwise_not", np::bitwise_not},
     };
-    for (auto [name, fn] : unary) f[name] = one([fn](const In& in) { return fn(in[0]); });
+    for (auto [name, fn] : unary) f[name] = one([fn = fn](const In& in) { return fn(in[0]); });
     f["round"] = one([](const In& in) { return np::round(in[0]); });
     f["around"] = one([](const In& in) { return np::around(in[0]); });
     std::map<std::string, B> binary = {
@@ -127,7 +127,7 @@ const std::map<std::string, Fn>& functions() {
         {"logical_or", np::logical_or},
         {"logical_xor", np::logical_xor},
     };
-    for (auto [name, fn] : binary) f[name] = one([fn](const In& in) { return fn(in[0], in[1]); });
+    for (auto [name, fn] : binary) f[name] = one([fn = fn](const In& in) { return fn(in[0], in[1]); });
     f["isclose"] = one([](const In& in) { return np::isclose(in[0], in[1]); });
     f["divmod"] = [](const In& in) {
       auto [q, r] = np::divmod(in[0], in[1]);
@@ -233,7 +233,7 @@ Fn case_function(const std::string& name) {
   if (auto it = functions().find(fn); it != functions().end()) return it->second;
   if (auto it = reductions().find(fn); it != reductions().end()) {
     auto [axis, keepdims] = variant_axis(variant);
-    return one([f = it->second, axis, keepdims](const In& in) { return f(in[0], axis, keepdims); });
+    return one([f = it->second, axis = axis, keepdims = keepdims](const In& in) { return f(in[0], axis, keepdims); });
   }
   if (auto it = axis_functions().find(fn); it != axis_functions().end()) {
     auto axis = variant_axis(variant).first;
@@ -301,8 +301,8 @@ std::vector<GradCase> grad_cases() {
       {"fabs", np::fabs},        {"abs", np::abs},
       {"absolute", np::absolute}};
   std::vector<GradCase> cases;
-  for (auto [name, f] : on_x) cases.push_back({name, [f](auto& in) { return f(in[0]); }, {x}});
-  for (auto [name, f] : on_pos) cases.push_back({name, [f](auto& in) { return f(in[0]); }, {pos}});
+  for (auto [name, f] : on_x) cases.push_back({name, [f = f](auto& in) { return f(in[0]); }, {x}});
+  for (auto [name, f] : on_pos) cases.push_back({name, [f = f](auto& in) { return f(in[0]); }, {pos}});
   cases.push_back({"arccosh", [](auto& in) { return np::arccosh(in[0]); }, {big}});
   std::vector<std::pair<std::string, Tensor (*)(const np::ArrayLike&, const np::ArrayLike&)>>
       binary = {{"add", np::add},
@@ -317,7 +317,7 @@ std::vector<GradCase> grad_cases() {
                 {"maximum", np::maximum},
                 {"minimum", np::minimum}};
   for (auto [name, f] : binary) {
-    cases.push_back({name, [f](auto& in) { return f(in[0], in[1]); }, {x, bpos}});
+    cases.push_back({name, [f = f](auto& in) { return f(in[0], in[1]); }, {x, bpos}});
   }
   cases.push_back({"power", [](auto& in) { return np::power(in[0], in[1]); }, {pos, b}});
   cases.push_back(
@@ -342,7 +342,7 @@ std::vector<GradCase> grad_cases() {
       {"min", np::min},       {"amax", np::amax},       {"amin", np::amin},      {"ptp", np::ptp},
       {"nansum", np::nansum}, {"nanprod", np::nanprod}, {"nanmean", np::nanmean}};
   for (auto [name, f] : reduced) {
-    cases.push_back({name, [f](auto& in) { return f(in[0], 1, false); }, {x}});
+    cases.push_back({name, [f = f](auto& in) { return f(in[0], 1, false); }, {x}});
   }
   cases.push_back({"var", [](auto& in) { return np::var(in[0], 0, false, 1); }, {x}});
   cases.push_back({"std", [](auto& in) { return np::std(in[0], 1); }, {x}});

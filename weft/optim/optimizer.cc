@@ -101,10 +101,10 @@ struct Optimizer::State {
   void apply(const std::vector<Update>& updates, const Algorithm::Step& step, int part,
              int parts) const {
     for (const Update& u : updates) {
-      auto [lo, hi] = distribute::element_part(u.var.numel(), parts, part);
-      if (lo == hi) continue;
+      const auto range = distribute::element_part(u.var.numel(), parts, part);
+      if (range.first == range.second) continue;
       auto mine = [&](const Tensor& t) {
-        return parts == 1 ? t : slice(reshape(t, {-1}), {Slice{lo, hi}});
+        return parts == 1 ? t : slice(reshape(t, {-1}), {Slice{range.first, range.second}});
       };
       Tensor var = mine(u.var);
       std::vector<Tensor> slots;

@@ -116,7 +116,7 @@ TEST(Schedules, Errors) {
         PiecewiseConstantDecay({5, 5}, {1.0, 2.0, 3.0});
       },
       ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("strictly increase")));
-  EXPECT_THROW(LearningRateSchedule(LearningRateSchedule::Fn()), InvalidArgument);
+  EXPECT_THROW(LearningRateSchedule{LearningRateSchedule::Fn()}, InvalidArgument);
 }
 
 }  // namespace
