@@ -30,8 +30,8 @@ class HaswellCli : public testing::Test {
   }
   nlohmann::json train(const std::string& args) {
     fs::path json = dir_ / ("run_" + std::to_string(runs_++) + ".json");
-    Result r = run("train --batch-size 16 --seed 3 --quiet --metrics-json " + json.string() + " " +
-                   args);
+    Result r =
+        run("train --batch-size 16 --seed 3 --quiet --metrics-json " + json.string() + " " + args);
     EXPECT_EQ(r.status, 0) << args << ": " << r.output;
     return r.status == 0 ? read_json(json) : nlohmann::json{};
   }

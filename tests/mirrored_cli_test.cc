@@ -17,22 +17,30 @@ class MirroredCli : public testing::Test {
     dir_ = fs::path(testing::TempDir()) / ("mirrored_cli_" + std::to_string(getpid()));
     fs::remove_all(dir_);
     // 1000 examples in batches of 64: 15 full batches and a last one of 40, cut unevenly.
-    write_dataset(dir_ / "data", 1000, 200);
+    data_ = dir_ / "data";
+    write_dataset(data_, 1000, 200);
   }
   void TearDown() override { fs::remove_all(dir_); }
   nlohmann::json train(const std::string& args) {
     fs::path json = dir_ / ("run_" + std::to_string(runs_++) + ".json");
     Result r =
-        run("train --dataset " + (dir_ / "data").string() +
+        run("train --dataset " + data_.string() +
             " --batch-size 64 --seed 5 --quiet --metrics-json " + json.string() + " " + args);
     EXPECT_EQ(r.status, 0) << args << ": " << r.output;
     return r.status == 0 ? read_json(json) : nlohmann::json{};
   }
+  // Determinism needs few steps: 232 examples, 3 full batches of 64 and a last one of 40.
+  void use_small_dataset() {
+    data_ = dir_ / "small";
+    write_dataset(data_, 232, 40);
+  }
   fs::path dir_;
+  fs::path data_;  // train()'s dataset
   int runs_ = 0;
 };
 
 TEST_F(MirroredCli, DeterministicWeightsDoNotDependOnReplicasOrThreads) {
+  use_small_dataset();
   for (const char* model : {"mlp", "cnn"}) {
     std::string base = std::string("--model ") + model + " --epochs 1 --deterministic";
     nlohmann::json one = train(base + " --threads 2");
@@ -44,7 +52,7 @@ TEST_F(MirroredCli, DeterministicWeightsDoNotDependOnReplicasOrThreads) {
           train(base + " --strategy mirrored --replicas " + std::to_string(replicas));
       EXPECT_EQ(j["strategy"], "mirrored");
       EXPECT_EQ(j["replicas"], replicas);
-      EXPECT_EQ(j["steps"], 16);
+      EXPECT_EQ(j["steps"], 4);
       EXPECT_EQ(j["weights_fingerprint"], one["weights_fingerprint"])
           << model << ": " << replicas << " replicas differ from the default strategy";
     }
@@ -54,10 +62,11 @@ TEST_F(MirroredCli, DeterministicWeightsDoNotDependOnReplicasOrThreads) {
 // The sequence models too (the LSTM on oneDNN's RNN primitives, the transformer's attention):
 // --deterministic gives the same weights at 1 and 2 threads and on 2 replicas as on one.
 TEST_F(MirroredCli, SequenceModelsAreDeterministicAcrossThreadsAndReplicas) {
+  use_small_dataset();
   for (const char* model : {"lstm", "transformer"}) {
     std::string base = std::string("--model ") + model + " --epochs 1 --deterministic";
     nlohmann::json one = train(base + " --threads 2");
-    ASSERT_EQ(one["steps"], 16) << model;
+    ASSERT_EQ(one["steps"], 4) << model;
     EXPECT_EQ(train(base + " --threads 1")["weights_fingerprint"], one["weights_fingerprint"])
         << model << ": 1 and 2 threads differ";
     nlohmann::json two = train(base + " --strategy mirrored --replicas 2");

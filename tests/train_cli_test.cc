@@ -22,8 +22,11 @@ class TrainCli : public testing::Test {
     write_dataset(dir_ / "data", 2048, 256);
   }
   void TearDown() override { fs::remove_all(dir_); }
-  std::string common(int epochs = 3) const {
-    return "train --model mlp --dataset " + (dir_ / "data").string() + " --epochs " +
+  void write_small() const { write_dataset(dir_ / "small", 512, 64); }
+  // `data`: the fixture's 2048 examples (64 steps an epoch), or "small" (512: 16 steps), which
+  // write_small() writes, for tests whose point does not need many steps.
+  std::string common(int epochs = 3, const char* data = "data") const {
+    return "train --model mlp --dataset " + (dir_ / data).string() + " --epochs " +
            std::to_string(epochs) + " --batch-size 32 --seed 11 --threads 2 --quiet";
   }
   fs::path dir_;
@@ -55,8 +58,9 @@ TEST_F(TrainCli, ResumedRunMatchesUninterruptedRunBitForBit) {
 // and in mixed bfloat16. Different precisions train to different weights.
 TEST_F(TrainCli, DeterministicRunsAgreeAcrossRunsAndThreadCounts) {
   // Eight steps of batch 64 per run: each step's products already differ between thread counts
-  // where a kernel's bits do; twelve runs of the fixture's 32 steps took 104 s under the sanitizers.
-  write_dataset(dir_ / "det_data", 512, 64);
+  // where a kernel's bits do; twelve runs of the fixture's 32 steps took 104 s under the
+  // sanitizers.
+  write_small();
   for (const char* model : {"mlp", "cnn"}) {
     std::map<std::string, std::string> by_precision;
     for (const char* precision : {"off", "bf16"}) {
@@ -64,7 +68,7 @@ TEST_F(TrainCli, DeterministicRunsAgreeAcrossRunsAndThreadCounts) {
       for (int threads : {2, 2, 1}) {
         fs::path json = dir_ / ("det_" + std::to_string(fingerprints.size()) + ".json");
         Result r = run("train --model " + std::string(model) + " --dataset " +
-                       (dir_ / "det_data").string() + " --mixed-precision " + precision +
+                       (dir_ / "small").string() + " --mixed-precision " + precision +
                        " --epochs 1 --batch-size 64 --seed 3 --deterministic --quiet --threads " +
                        std::to_string(threads) + " --metrics-json " + json.string());
         ASSERT_EQ(r.status, 0) << r.output;
@@ -120,8 +124,9 @@ TEST_F(TrainCli, Float16TrainsWithLossScaling) {
 }
 
 TEST_F(TrainCli, DamagedCheckpointIsRefusedByInspectVerify) {
+  write_small();
   fs::path ckpts = dir_ / "ckpts";
-  Result r = run(common(2) + " --checkpoint-dir " + ckpts.string());
+  Result r = run(common(2, "small") + " --checkpoint-dir " + ckpts.string());
   ASSERT_EQ(r.status, 0) << r.output;
   fs::path newest = ckpts / "ckpt-2";
   ASSERT_TRUE(fs::exists(newest / "index.json")) << r.output;
@@ -164,12 +169,15 @@ std::vector<std::string> logged_learning_rates(const fs::path& logdir) {
 // --lr-schedule cosine (the default) takes --lr to 0 over the whole run: half way after the
 // first of two epochs, 0 after the second. A constant rate is not logged, as in Keras.
 TEST_F(TrainCli, CosineScheduleSpansTheWholeRun) {
-  ASSERT_EQ(run(common(2) + " --lr 0.002 --logdir " + (dir_ / "cosine").string()).status, 0);
+  write_small();
+  ASSERT_EQ(run(common(2, "small") + " --lr 0.002 --logdir " + (dir_ / "cosine").string()).status,
+            0);
   EXPECT_THAT(logged_learning_rates(dir_ / "cosine"),
               testing::ElementsAre("scalar 0 epoch_learning_rate 0.00100000005",
                                    "scalar 1 epoch_learning_rate 0"));
   ASSERT_EQ(
-      run(common(2) + " --lr-schedule constant --logdir " + (dir_ / "constant").string()).status,
+      run(common(2, "small") + " --lr-schedule constant --logdir " + (dir_ / "constant").string())
+          .status,
       0);
   EXPECT_THAT(logged_learning_rates(dir_ / "constant"), testing::IsEmpty());
 }

@@ -127,8 +127,8 @@ void print(const std::vector<Row>& rows, int ranks, bool json, std::FILE* out) {
 // the ranks' output).
 int self_launch(const BenchFlags& f, const std::vector<std::string>& self_args) {
   std::FILE* to = f.output.empty() ? stdout : std::fopen(f.output.c_str(), "w");
-  WEFT_CHECK(to != nullptr, Unavailable) << "weft bench: cannot write " << f.output << ": "
-                                         << std::strerror(errno);
+  WEFT_CHECK(to != nullptr, Unavailable)
+      << "weft bench: cannot write " << f.output << ": " << std::strerror(errno);
   char self[4096];
   ssize_t len = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
   WEFT_CHECK(len > 0, Internal) << "weft bench: cannot find its own program";

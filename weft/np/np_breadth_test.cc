@@ -127,7 +127,8 @@ const std::map<std::string, Fn>& functions() {
         {"logical_or", np::logical_or},
         {"logical_xor", np::logical_xor},
     };
-    for (auto [name, fn] : binary) f[name] = one([fn = fn](const In& in) { return fn(in[0], in[1]); });
+    for (auto [name, fn] : binary)
+      f[name] = one([fn = fn](const In& in) { return fn(in[0], in[1]); });
     f["isclose"] = one([](const In& in) { return np::isclose(in[0], in[1]); });
     f["divmod"] = [](const In& in) {
       auto [q, r] = np::divmod(in[0], in[1]);
@@ -233,7 +234,9 @@ Fn case_function(const std::string& name) {
   if (auto it = functions().find(fn); it != functions().end()) return it->second;
   if (auto it = reductions().find(fn); it != reductions().end()) {
     auto [axis, keepdims] = variant_axis(variant);
-    return one([f = it->second, axis = axis, keepdims = keepdims](const In& in) { return f(in[0], axis, keepdims); });
+    return one([f = it->second, axis = axis, keepdims = keepdims](const In& in) {
+      return f(in[0], axis, keepdims);
+    });
   }
   if (auto it = axis_functions().find(fn); it != axis_functions().end()) {
     auto axis = variant_axis(variant).first;
@@ -302,7 +305,8 @@ std::vector<GradCase> grad_cases() {
       {"absolute", np::absolute}};
   std::vector<GradCase> cases;
   for (auto [name, f] : on_x) cases.push_back({name, [f = f](auto& in) { return f(in[0]); }, {x}});
-  for (auto [name, f] : on_pos) cases.push_back({name, [f = f](auto& in) { return f(in[0]); }, {pos}});
+  for (auto [name, f] : on_pos)
+    cases.push_back({name, [f = f](auto& in) { return f(in[0]); }, {pos}});
   cases.push_back({"arccosh", [](auto& in) { return np::arccosh(in[0]); }, {big}});
   std::vector<std::pair<std::string, Tensor (*)(const np::ArrayLike&, const np::ArrayLike&)>>
       binary = {{"add", np::add},
