@@ -41,8 +41,8 @@ inline Result shell(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
-// The words that start the `weft` command: $WEFT_TEST_LAUNCHER's (tests/CMakeLists.txt runs some
-// tests again with it set to QEMU's emulation of an AVX2-only CPU), then the built command.
+// The words that start the `weft` command: $WEFT_TEST_LAUNCHER's (haswell_cli_test sets it to
+// QEMU's emulation of an AVX2-only CPU), then the built command.
 inline std::vector<std::string> weft_command() {
   std::vector<std::string> words;
   if (const char* launcher = std::getenv("WEFT_TEST_LAUNCHER")) {
@@ -106,7 +106,7 @@ inline bool kill_after_first_backup(const std::string& args, const fs::path& bac
   for (auto& s : argv_s) argv.push_back(s.data());
   argv.push_back(nullptr);
   pid_t pid;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return false;
+  if (posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return false;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (!fs::exists(backup / "checkpoint") && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
