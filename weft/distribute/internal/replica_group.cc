@@ -403,7 +403,10 @@ void ReplicaGroup::worker(int replica) {
       error = std::current_exception();
     }
     std::lock_guard lock(mu_);
-    if (error) fail(error, "replica " + std::to_string(replica) + " failed");
+    // Moved: this thread's reference to the exception ends under the lock, ordered before the
+    // caller's rethrow. (Held past the unlock, it could be the exception's last reference, and
+    // libstdc++'s count, not built with ThreadSanitizer, hides that order from it.)
+    if (error) fail(std::move(error), "replica " + std::to_string(replica) + " failed");
     done_[static_cast<size_t>(replica)] = true;
     updates_[static_cast<size_t>(replica)] = std::move(updates);
     // Replicas waiting in a collective that this one never made would wait forever.
