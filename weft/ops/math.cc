@@ -52,7 +52,7 @@ Tensor zero_grad(const Tensor&, const Tensor&, const Tensor& g) { return zeros_l
 template <typename F>
 Tensor predicate(const char* op, const Tensor& x, F f) {
   check_defined(op, x);
-  return unary_kernel(x, x.dtype(), f, /*to_bool=*/true);
+  return unary_kernel<Dtypes::kAll, /*kToBool=*/true>(x, x.dtype(), f);
 }
 
 // The float type two operands compute a float-valued binary function in.

@@ -39,12 +39,13 @@ decltype(auto) dispatch(DType t, F&& f) {
   }
 }
 
-// out[i] = f(x[i]) with x cast to `dtype`; the output has `dtype`, or kBool when `to_bool`
-// (predicates such as isnan).
-template <Dtypes S = Dtypes::kAll, typename F>
-Tensor unary_kernel(const Tensor& x, DType dtype, F f, bool to_bool = false) {
+// out[i] = f(x[i]) with x cast to `dtype`; the output has `dtype`, or kBool when `kToBool`
+// (predicates such as isnan). kToBool is a template argument, not a run-time flag, so that each
+// op's kernels are compiled for the one output type it has (a flag compiled both, for every op).
+template <Dtypes S = Dtypes::kAll, bool kToBool = false, typename F>
+Tensor unary_kernel(const Tensor& x, DType dtype, F f) {
   Tensor in = cast(x, dtype);
-  Tensor out = Tensor::empty(in.shape(), to_bool ? kBool : dtype);
+  Tensor out = Tensor::empty(in.shape(), kToBool ? kBool : dtype);
   auto loop = make_loop<2>(out.shape(), {&out, &in});
   auto run = [&]<typename O, typename T>() {
     using C = compute_t<T>;
@@ -61,7 +62,7 @@ Tensor unary_kernel(const Tensor& x, DType dtype, F f, bool to_bool = false) {
     });
   };
   dispatch<S>(dtype, [&]<typename T>() {
-    if (to_bool) {
+    if constexpr (kToBool) {
       run.template operator()<bool, T>();
     } else {
       run.template operator()<T, T>();
@@ -103,21 +104,14 @@ void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
   });
 }
 
-// a and b broadcast and cast to `compute`; the result has `compute`'s dtype, or kBool when
-// `to_bool` (predicates).
+// a and b broadcast and cast to `compute`; the result has `compute`'s dtype. (Comparisons, whose
+// result is bool, have their own kernels: ops/compare.cc.)
 template <Dtypes S = Dtypes::kAll, typename F>
-Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType compute, F f,
-                     bool to_bool = false) {
+Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType compute, F f) {
   Shape shape = broadcast_shapes(op, a.shape(), b.shape());
   Tensor x = cast(a, compute), y = cast(b, compute);
-  Tensor out = Tensor::empty(shape, to_bool ? kBool : compute);
-  dispatch<S>(compute, [&]<typename T>() {
-    if (to_bool) {
-      binary_loop<bool, T>(out, x, y, f);
-    } else {
-      binary_loop<T, T>(out, x, y, f);
-    }
-  });
+  Tensor out = Tensor::empty(shape, compute);
+  dispatch<S>(compute, [&]<typename T>() { binary_loop<T, T>(out, x, y, f); });
   return out;
 }
 
