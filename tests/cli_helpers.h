@@ -3,6 +3,8 @@
 // run once it has written its first backup.
 #pragma once
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -115,6 +117,20 @@ inline bool kill_after_first_backup(const std::string& args, const fs::path& bac
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFSIGNALED(status) && fs::exists(backup / "checkpoint");
+}
+
+// `weft ARGS` backs up into `backup` and writes its metrics to `json`: killed after its first
+// backup and run again, it must restore that backup and end with the uninterrupted run's (`full`)
+// steps and weights, bit for bit.
+inline void expect_resumed_run_matches(const std::string& args, const fs::path& backup,
+                                       const fs::path& json, const nlohmann::json& full) {
+  ASSERT_TRUE(kill_after_first_backup(args, backup)) << "the run was not killed after a backup";
+  Result resumed = run(args);
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, testing::HasSubstr("restored backup"));
+  nlohmann::json c = read_json(json);
+  EXPECT_EQ(c["steps"], full["steps"]);
+  EXPECT_EQ(c["weights_fingerprint"], full["weights_fingerprint"]);
 }
 
 }  // namespace weft_cli_test

@@ -68,13 +68,7 @@ TEST_F(HaswellCli, ResumedRunMatchesUninterruptedRunBitForBit) {
   fs::path json = dir_ / "resumed.json";
   std::string args = "train --batch-size 16 --seed 3 --quiet " + common + " --backup-dir " +
                      backup.string() + " --save-freq 2 --metrics-json " + json.string();
-  ASSERT_TRUE(kill_after_first_backup(args, backup)) << "the run was not killed after a backup";
-  Result resumed = run(args);
-  ASSERT_EQ(resumed.status, 0) << resumed.output;
-  EXPECT_THAT(resumed.output, testing::HasSubstr("restored backup"));
-  nlohmann::json c = read_json(json);
-  EXPECT_EQ(c["steps"], full["steps"]);
-  EXPECT_EQ(c["weights_fingerprint"], full["weights_fingerprint"]);
+  expect_resumed_run_matches(args, backup, json, full);
 }
 
 }  // namespace

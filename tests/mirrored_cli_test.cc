@@ -87,14 +87,7 @@ TEST_F(MirroredCli, BackupResumesMidEpochToTheUninterruptedWeights) {
   std::string args = "train --dataset " + (dir_ / "data").string() +
                      " --batch-size 64 --seed 5 --quiet " + common + " --backup-dir " +
                      backup.string() + " --save-freq 5 --metrics-json " + json.string();
-  ASSERT_TRUE(kill_after_first_backup(args, backup)) << "the run was not killed after a backup";
-
-  Result resumed = run(args);
-  ASSERT_EQ(resumed.status, 0) << resumed.output;
-  EXPECT_THAT(resumed.output, testing::HasSubstr("restored backup"));
-  nlohmann::json c = read_json(json);
-  EXPECT_EQ(c["steps"], full["steps"]);
-  EXPECT_EQ(c["weights_fingerprint"], full["weights_fingerprint"]);
+  expect_resumed_run_matches(args, backup, json, full);
 }
 
 }  // namespace

@@ -43,14 +43,7 @@ TEST_F(TrainCli, ResumedRunMatchesUninterruptedRunBitForBit) {
   fs::path backup = dir_ / "backup";
   std::string args = common() + " --backup-dir " + backup.string() +
                      " --save-freq 5 --metrics-json " + (dir_ / "resumed.json").string();
-  ASSERT_TRUE(kill_after_first_backup(args, backup)) << "the run was not killed after a backup";
-
-  Result resumed = run(args);
-  ASSERT_EQ(resumed.status, 0) << resumed.output;
-  EXPECT_THAT(resumed.output, HasSubstr("restored backup"));
-  nlohmann::json c = read_json(dir_ / "resumed.json");
-  EXPECT_EQ(c["steps"], a["steps"]);
-  EXPECT_EQ(c["weights_fingerprint"], a["weights_fingerprint"]);
+  expect_resumed_run_matches(args, backup, dir_ / "resumed.json", a);
   EXPECT_FALSE(fs::exists(backup)) << "a completed fit() deletes its backup";
 }
 
