@@ -23,6 +23,7 @@
 #include "weft/data/readers/csv.h"
 #include "weft/data/readers/idx.h"
 #include "weft/data/readers/npy.h"
+#include "weft/data/readers/records.h"
 #include "weft/distribute/cluster/cluster_spec.h"
 #include "weft/distribute/cluster/tf_config.h"
 #include "weft/distribute/collective/communicator.h"

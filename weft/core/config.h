@@ -36,8 +36,8 @@ class ThreadBudget {
 int hardware_threads();
 
 // Logical CPU devices, as tf.config.set_logical_device_configuration splits the CPU: N devices
-// named "/job:localhost/replica:0/task:0/device:CPU:0" ... ":N-1", which MirroredStrategy and
-// DTensor meshes place replicas on (they share the process's cores). Default 1; n >= 1.
+// named "/job:localhost/replica:0/task:0/device:CPU:0" ... ":N-1", which MirroredStrategy
+// places replicas on (they share the process's cores). Default 1; n >= 1.
 void set_logical_cpu_devices(int n);
 int logical_cpu_devices();
 // The devices' full names (tf.config.list_logical_devices("CPU")).

@@ -16,6 +16,7 @@
 #include "weft/core/errors.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
+#include "weft/ops/cumulative.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/shape_ops.h"
 #include "weft/testing/gradient_check.h"
@@ -489,6 +490,24 @@ TEST(Reduce, Float32MeansArePairwiseAccurate) {
     // LayerNormalization takes it.
     EXPECT_LE(std::fabs(mean(reshape(x, {1, n}), {1}).item<float>() - exact), ulp) << n;
   }
+}
+
+TEST(CumprodGradient, SecondDerivativesAreUndefinedNotWrong) {
+  // cumprod's backward is one scan that records nothing (docs/autodiff.md): a derivative of its
+  // gradient comes back undefined, as max_pool2d's does, never as a value that leaves it out.
+  Tensor x = Tensor::from_vector<double>({1.5, -2, 0.5, 3, 0, 2}, {2, 3});
+  GradientTape outer;
+  outer.watch(x);
+  Tensor dx;
+  {
+    GradientTape inner;
+    inner.watch(x);
+    dx = inner.gradient(sum(cumprod(x, 1)), x);
+  }
+  ASSERT_TRUE(dx.defined());
+  // d/dx0 of x0 + x0 x1 + x0 x1 x2 = 1 + x1 + x1 x2 = 1 - 2 - 1 = -2 (first row).
+  EXPECT_DOUBLE_EQ(dx.to_vector<double>()[0], -2.0);
+  EXPECT_FALSE(outer.gradient(sum(dx), x).defined());
 }
 
 }  // namespace
