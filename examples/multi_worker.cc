@@ -40,6 +40,18 @@ int main(int argc, char** argv) {
     model.fit(train_ds, {.epochs = epochs});
     std::map<std::string, double> result = model.evaluate(test_ds.batch(512));
     if (strategy.is_chief()) std::printf("test accuracy %.4f\n", result["accuracy"]);
+
+    // Results are global: every worker gathers every replica's value, its own and the others'.
+    dist::PerReplica<weft::Tensor> ids = strategy.experimental_distribute_values_from_function(
+        [](const dist::ValueContext& ctx) {
+          return weft::Tensor::from_vector(std::vector<float>{float(ctx.replica_id_in_sync_group)});
+        });
+    weft::Tensor every_id = strategy.gather(ids, 0);  // 0, 1, ..., num_replicas_in_sync - 1
+    if (every_id.numel() != strategy.num_replicas_in_sync()) {
+      std::fprintf(stderr, "multi_worker: gathered %lld replica ids of %d\n",
+                   static_cast<long long>(every_id.numel()), strategy.num_replicas_in_sync());
+      return 1;
+    }
   } catch (const weft::Error& e) {
     std::fprintf(stderr, "multi_worker: %s\n", e.what());
     return 1;

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <set>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "cli_helpers.h"
@@ -37,11 +37,11 @@ class MultiWorkerCli : public testing::Test {
   // workers is 0.
   nlohmann::json train(int workers, int replicas, const std::string& args) {
     fs::path json = dir_ / ("run_" + std::to_string(runs_++) + ".json");
-    std::string command =
-        workers == 0 ? train_args(args, json)
-                     : "launch -n " + std::to_string(workers) + " --replicas-per-worker " +
-                           std::to_string(replicas) + " -- weft " +
-                           train_args("--strategy multi_worker " + args, json);
+    std::string command = workers == 0
+                              ? train_args(args, json)
+                              : "launch -n " + std::to_string(workers) + " --replicas-per-worker " +
+                                    std::to_string(replicas) + " -- weft " +
+                                    train_args("--strategy multi_worker " + args, json);
     Result r = shell("timeout 300 " + std::string(WEFT_BINARY_DIR) + "/weft " + command);
     EXPECT_EQ(r.status, 0) << command << ": " << r.output;
     return r.status == 0 ? read_json(json) : nlohmann::json{};
@@ -67,6 +67,43 @@ TEST_F(MultiWorkerCli, DeterministicWeightsDoNotDependOnProcessesOrReplicas) {
       EXPECT_EQ(j["steps"], 4);
       EXPECT_EQ(j["weights_fingerprint"], one["weights_fingerprint"])
           << model << ": " << workers << " x " << replicas << " differs from one process";
+    }
+  }
+}
+
+// predict, gather, reduce along an axis, ReplicaContext::all_gather and
+// experimental_distribute_values_from_function in real processes: every worker gets the
+// one-process results, all rows in the dataset's order, with global batches that leave some
+// replicas without rows (tests/global_results_tool.cc).
+TEST_F(MultiWorkerCli, GlobalResultsEqualTheOneProcessResultsOnEveryWorker) {
+  const std::string tool = std::string(WEFT_BINARY_DIR) + "/tests/global_results_tool";
+  fs::create_directories(dir_);
+  Result alone = shell("timeout 60 " + tool + " " + (dir_ / "alone").string());
+  ASSERT_EQ(alone.status, 0) << alone.output;
+  nlohmann::json reference = read_json(dir_ / "alone.0.json");
+  ASSERT_EQ(reference["predict"].size(), 18u);
+  ASSERT_EQ(reference["gather_rows"].size(), 3u);  // batches of 4, 4 and 1 rows
+  reference.erase("replicas");
+  for (auto [workers, replicas] : {std::pair{2, 1}, {3, 1}, {2, 2}}) {
+    std::string prefix =
+        (dir_ / ("n" + std::to_string(workers) + "x" + std::to_string(replicas))).string();
+    Result r = shell("timeout 120 " + std::string(WEFT_BINARY_DIR) + "/weft launch -n " +
+                     std::to_string(workers) + " --replicas-per-worker " +
+                     std::to_string(replicas) + " -- " + tool + " " + prefix);
+    ASSERT_EQ(r.status, 0) << r.output;
+    for (int w = 0; w < workers; ++w) {
+      SCOPED_TRACE(std::to_string(workers) + " x " + std::to_string(replicas) + ", worker " +
+                   std::to_string(w));
+      nlohmann::json got = read_json(prefix + "." + std::to_string(w) + ".json");
+      EXPECT_EQ(got["replicas"], workers * replicas);
+      std::vector<float> ids;
+      for (int g = 0; g < workers * replicas; ++g) ids.push_back(float(g));
+      EXPECT_EQ(got["replica_ids"], nlohmann::json(ids));
+      got.erase("replicas");
+      got.erase("replica_ids");
+      nlohmann::json expected = reference;
+      expected.erase("replica_ids");
+      for (const auto& [key, value] : expected.items()) EXPECT_EQ(got[key], value) << key;
     }
   }
 }
@@ -193,7 +230,8 @@ TEST_F(MultiWorkerCli, ASigkilledWorkerIsNamedByTheOthersWithinSeconds) {
   EXPECT_THAT(o.log, HasSubstr(kEpochLine)) << "killed before training: " << o.log;
   EXPECT_NE(o.status, "0") << o.log;
   EXPECT_THAT(o.log, HasSubstr("task worker:1 failed: its connection to the coordination service "
-                               "broke")) << o.log;
+                               "broke"))
+      << o.log;
   EXPECT_LT(o.seconds_after_signal, 5.0) << o.log;
 }
 
@@ -210,28 +248,30 @@ TEST_F(MultiWorkerCli, AStoppedWorkerIsNamedWhenTheCollectiveTimeoutPasses) {
 }
 
 TEST_F(MultiWorkerCli, WorkersRunningDifferentModelsFailNamingBothShapes) {
-  Outcome o = two_workers(dir_, train_args("--strategy multi_worker --model mlp", dir_ / "a.json"),
-                          train_args("--strategy multi_worker --model cnn", dir_ / "b.json"),
-                          nullptr, 0);
+  Outcome o =
+      two_workers(dir_, train_args("--strategy multi_worker --model mlp", dir_ / "a.json"),
+                  train_args("--strategy multi_worker --model cnn", dir_ / "b.json"), nullptr, 0);
   EXPECT_NE(o.status, "0") << o.log;
   // The first variable each creates is broadcast from the chief: a kernel of 784 x 700 against
   // the first convolution's 3 x 3 x 1 x 32.
   EXPECT_THAT(o.log, HasSubstr("collectives disagree: rank 0 (worker:0) called broadcast #1 of "
                                "float32 [784, 700] from root 0, rank 1 (worker:1) called broadcast "
-                               "#1 of float32 [3, 3, 1, 32] from root 0")) << o.log;
+                               "#1 of float32 [3, 3, 1, 32] from root 0"))
+      << o.log;
 }
 
 TEST_F(MultiWorkerCli, TrainsWithMutualTlsOnTheControlPlane) {
   std::string d = dir_.string();
   Result certs = shell(
-      "cd " + d + " && ( openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=ca "
+      "cd " + d +
+      " && ( openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=ca "
       "-keyout ca.key -out ca.pem && openssl req -newkey rsa:2048 -nodes -subj /CN=task "
       "-keyout task.key -out task.csr && printf 'subjectAltName=IP:127.0.0.1\\n' > task.ext && "
       "openssl x509 -req -in task.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
       "-extfile task.ext -out task.pem ) > openssl.log 2>&1");
   ASSERT_EQ(certs.status, 0) << certs.output;
-  std::string tls = " --tls-cert " + d + "/task.pem --tls-key " + d + "/task.key --tls-ca " + d +
-                    "/ca.pem";
+  std::string tls =
+      " --tls-cert " + d + "/task.pem --tls-key " + d + "/task.key --tls-ca " + d + "/ca.pem";
   Outcome o = two_workers(
       dir_, train_args("--strategy multi_worker --model mlp" + tls, dir_ / "tls.json"),
       train_args("--strategy multi_worker --model mlp" + tls, dir_ / "tls1.json"), nullptr, 0);
@@ -307,7 +347,8 @@ TEST_F(MultiWorkerCli, LaunchRestartsTheClusterUpToMaxRestarts) {
   Result once = run(1, 2);
   EXPECT_EQ(once.status, 0) << once.output;
   EXPECT_THAT(once.output, HasSubstr("exited with status 1; restarting every worker (restart 1 "
-                                     "of 2)")) << once.output;
+                                     "of 2)"))
+      << once.output;
   EXPECT_THAT(once.output, testing::Not(HasSubstr("restart 2 of 2"))) << once.output;
   Result always = run(100, 2);
   EXPECT_EQ(always.status, 1) << always.output;
@@ -315,7 +356,8 @@ TEST_F(MultiWorkerCli, LaunchRestartsTheClusterUpToMaxRestarts) {
   EXPECT_THAT(always.output,
               testing::ContainsRegex("weft launch: worker:1 \\(pid [0-9]+\\) exited with status 1; "
                                      "the cluster was restarted 2 times \\(--max-restarts 2\\), "
-                                     "giving up")) << always.output;
+                                     "giving up"))
+      << always.output;
 }
 
 TEST_F(MultiWorkerCli, AWorkerKilledMidEpochIsRestartedAndTheJobResumesFromItsBackup) {
@@ -323,8 +365,10 @@ TEST_F(MultiWorkerCli, AWorkerKilledMidEpochIsRestartedAndTheJobResumesFromItsBa
   // start worker 1 is killed (SIGKILL) as soon as the chief has committed a backup; weft launch
   // restarts both, and they resume from the newest backup to the uninterrupted run's weights.
   write_dataset(dir_ / "big", 2048, 200);
-  std::string args = "train --strategy multi_worker --deterministic --quiet --epochs 2 "
-                     "--batch-size 64 --seed 5 --dataset " + (dir_ / "big").string();
+  std::string args =
+      "train --strategy multi_worker --deterministic --quiet --epochs 2 "
+      "--batch-size 64 --seed 5 --dataset " +
+      (dir_ / "big").string();
   std::string weft = std::string(WEFT_BINARY_DIR) + "/weft ";
   Result plain = shell("timeout 300 " + weft + "launch -n 2 -- " + weft + args +
                        " --metrics-json " + (dir_ / "plain.json").string());
@@ -350,7 +394,8 @@ TEST_F(MultiWorkerCli, AWorkerKilledMidEpochIsRestartedAndTheJobResumesFromItsBa
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("weft launch: worker:1 (pid ")) << r.output;
   EXPECT_THAT(r.output, HasSubstr("exited with status 137; restarting every worker (restart 1 of "
-                                  "1)")) << r.output;
+                                  "1)"))
+      << r.output;
   EXPECT_THAT(r.output, HasSubstr("[worker:0] weft: restored backup " + backup.string()))
       << r.output;
   EXPECT_EQ(read_json(dir_ / "resumed.json")["weights_fingerprint"],
@@ -370,12 +415,12 @@ TEST_F(MultiWorkerCli, SigtermBacksUpAndTheJobResumesOnAnyNumberOfWorkers) {
   const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft ";
   const fs::path backup = dir_ / "backup";
   auto command = [&](int workers, const std::string& json) {
-    std::string train = weft + "train --deterministic --quiet --epochs 2 --batch-size 64 "
-                        "--seed 5 --dataset " + (dir_ / "big").string() + " --backup-dir " +
-                        backup.string() + " --save-freq 10 --metrics-json " +
-                        (dir_ / json).string();
-    return workers == 1 ? train
-                        : weft + "launch -n 2 -- " + train + " --strategy multi_worker";
+    std::string train = weft +
+                        "train --deterministic --quiet --epochs 2 --batch-size 64 "
+                        "--seed 5 --dataset " +
+                        (dir_ / "big").string() + " --backup-dir " + backup.string() +
+                        " --save-freq 10 --metrics-json " + (dir_ / json).string();
+    return workers == 1 ? train : weft + "launch -n 2 -- " + train + " --strategy multi_worker";
   };
   Result plain = shell("timeout 300 " + command(1, "plain.json"));
   ASSERT_EQ(plain.status, 0) << plain.output;
@@ -384,13 +429,14 @@ TEST_F(MultiWorkerCli, SigtermBacksUpAndTheJobResumesOnAnyNumberOfWorkers) {
     SCOPED_TRACE(std::to_string(first) + " then " + std::to_string(second) + " workers");
     fs::remove_all(backup);
     fs::remove(dir_ / "status");
-    Result stopped = shell(
-        "timeout 300 sh -c '" + command(first, "stopped.json") + " > " +
-        (dir_ / "stopped.log").string() + " 2>&1 & pid=$!; while [ ! -e " +
-        (backup / "checkpoint").string() +
-        " ] && kill -0 $pid 2>/dev/null; do sleep 0.005; done; kill -TERM $pid; wait $pid; "
-        "echo $? > " + (dir_ / "status").string() + "'; cat " + (dir_ / "stopped.log").string() +
-        " " + (dir_ / "status").string());
+    Result stopped =
+        shell("timeout 300 sh -c '" + command(first, "stopped.json") + " > " +
+              (dir_ / "stopped.log").string() + " 2>&1 & pid=$!; while [ ! -e " +
+              (backup / "checkpoint").string() +
+              " ] && kill -0 $pid 2>/dev/null; do sleep 0.005; done; kill -TERM $pid; wait $pid; "
+              "echo $? > " +
+              (dir_ / "status").string() + "'; cat " + (dir_ / "stopped.log").string() + " " +
+              (dir_ / "status").string());
     EXPECT_THAT(stopped.output, testing::EndsWith("75\n")) << stopped.output;
     EXPECT_THAT(stopped.output, HasSubstr("weft: preempted (SIGTERM): backed up epoch "))
         << stopped.output;
@@ -425,7 +471,8 @@ TEST_F(MultiWorkerCli, LaunchNamesTheFailingWorkerAndStopsTheOthers) {
   EXPECT_THAT(r.output, HasSubstr("weft launch: worker:1 (pid ")) << r.output;
   EXPECT_THAT(r.output, HasSubstr("exited with status 1; stopping the other workers")) << r.output;
   EXPECT_THAT(r.output, HasSubstr("[worker:1] weft: FailedPrecondition: Fashion-MNIST directory "
-                                  "/nonexistent does not exist")) << r.output;
+                                  "/nonexistent does not exist"))
+      << r.output;
   // worker 0 heard of it from the cluster, with worker 1's own message (unless the launcher
   // stopped it first).
   if (r.output.find("[worker:0] weft:") != std::string::npos) {

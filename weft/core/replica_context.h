@@ -32,6 +32,12 @@ class ReplicaContext {
   // of the others' shape (a replica with no gradient for a variable); undefined on every replica,
   // the result is undefined.
   virtual std::vector<Tensor> all_reduce(ReduceOp op, const std::vector<Tensor>& values) = 0;
+  // tf.distribute.ReplicaContext.all_gather: every replica's value concatenated along `axis`, in
+  // replica order (across the workers of a cluster too); each replica gets the whole. The values
+  // may differ in length along `axis` only. On a tape, a replica's gradient is its slice of the
+  // sum of every replica's output gradients (so every replica must differentiate through it). The
+  // default context's: value.
+  virtual Tensor all_gather(const Tensor& value, int64_t axis) { return value; }
   // Runs fn once, on one replica, while the others wait; every replica returns after it (and
   // rethrows what it threw). Every replica must call it, in the same order as its other
   // collective calls.

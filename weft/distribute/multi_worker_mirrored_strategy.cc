@@ -111,6 +111,13 @@ class MultiWorkerImpl : public StrategyImpl {
   Tensor sum_across_workers(const Tensor& value) const override {
     return group_->sum_across_workers(value);
   }
+  Tensor all_gather_across_workers(const Tensor& value) const override {
+    return group_->all_gather_across_workers(value);
+  }
+  Tensor broadcast_across_workers(const Tensor& value) const override {
+    return group_->broadcast_across_workers(value);
+  }
+  void barrier_across_workers() const override { group_->barrier_across_workers(); }
 
   // Variables start with the chief's values. Only those made outside the replicas' threads:
   // slots that optimizers make in a merge step start as zeros everywhere.

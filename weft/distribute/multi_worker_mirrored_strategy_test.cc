@@ -10,7 +10,9 @@
 
 #include "weft/core/errors.h"
 #include "weft/distribute/gradient_packs.h"
+#include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
+#include "weft/ops/shape_ops.h"
 #include "weft/testing/local_cluster.h"
 
 namespace weft::distribute {
@@ -29,26 +31,72 @@ std::vector<R> on_workers(int workers, int replicas,
 }
 
 TEST(MultiWorkerMirroredStrategy, ReplicasOfEveryWorkerMeetInAllReduceAndReduce) {
-  auto sums = on_workers<std::vector<double>>(
-      2, 2, [](MultiWorkerMirroredStrategy& s, int w) {
-        EXPECT_EQ(s.num_replicas_in_sync(), 4);
-        EXPECT_EQ(s.num_workers(), 2);
-        EXPECT_EQ(s.worker_index(), w);
-        EXPECT_EQ(s.is_chief(), w == 0);
-        EXPECT_EQ(s.task(), "worker:" + std::to_string(w));
-        PerReplica<Tensor> ids = s.run([] {
-          auto& ctx = get_replica_context();
-          Tensor mine = Tensor::from_vector(
-              std::vector<double>{double(ctx.replica_id_in_sync_group() + 1)});
-          return ctx.all_reduce(ReduceOp::SUM, {mine})[0];
-        });
-        EXPECT_EQ(ids.num_replicas(), 2);  // this worker's replicas
-        Tensor total = s.reduce(ReduceOp::SUM, ids);  // 4 replicas' copies of 1+2+3+4
-        Tensor mean = s.reduce(ReduceOp::MEAN, ids);
-        return std::vector<double>{ids[0].item<double>(), ids[1].item<double>(),
-                                   total.item<double>(), mean.item<double>()};
-      });
+  auto sums = on_workers<std::vector<double>>(2, 2, [](MultiWorkerMirroredStrategy& s, int w) {
+    EXPECT_EQ(s.num_replicas_in_sync(), 4);
+    EXPECT_EQ(s.num_workers(), 2);
+    EXPECT_EQ(s.worker_index(), w);
+    EXPECT_EQ(s.is_chief(), w == 0);
+    EXPECT_EQ(s.task(), "worker:" + std::to_string(w));
+    PerReplica<Tensor> ids = s.run([] {
+      auto& ctx = get_replica_context();
+      Tensor mine =
+          Tensor::from_vector(std::vector<double>{double(ctx.replica_id_in_sync_group() + 1)});
+      return ctx.all_reduce(ReduceOp::SUM, {mine})[0];
+    });
+    EXPECT_EQ(ids.num_replicas(), 2);             // this worker's replicas
+    Tensor total = s.reduce(ReduceOp::SUM, ids);  // 4 replicas' copies of 1+2+3+4
+    Tensor mean = s.reduce(ReduceOp::MEAN, ids);
+    return std::vector<double>{ids[0].item<double>(), ids[1].item<double>(), total.item<double>(),
+                               mean.item<double>()};
+  });
   for (const auto& s : sums) EXPECT_EQ(s, (std::vector<double>{10, 10, 40, 10}));
+}
+
+// gather, reduce along an axis and ReplicaContext::all_gather cover every worker's replicas, in
+// global replica order, with rows of different lengths (replica g passes g rows: the first none).
+TEST(MultiWorkerMirroredStrategy, GatherReduceAndAllGatherCoverEveryWorker) {
+  for (auto [workers, replicas] : {std::pair{2, 2}, std::pair{3, 1}}) {
+    const int n = workers * replicas;
+    std::vector<float> rows;  // every replica's rows, in global order: (g, 10g + k)
+    for (int g = 0; g < n; ++g) {
+      for (int k = 0; k < g; ++k) rows.insert(rows.end(), {float(g), float(10 * g + k)});
+    }
+    auto results = on_workers<std::vector<std::vector<float>>>(
+        workers, replicas, [](MultiWorkerMirroredStrategy& s, int) {
+          PerReplica<Tensor> v =
+              s.experimental_distribute_values_from_function([](const ValueContext& c) {
+                const int g = c.replica_id_in_sync_group;
+                std::vector<float> d;
+                for (int k = 0; k < g; ++k) d.insert(d.end(), {float(g), float(10 * g + k)});
+                return Tensor::from_vector(d, {g, 2});
+              });
+          PerReplica<Tensor> all = s.run(
+              [](const Tensor& mine) { return get_replica_context().all_gather(mine, 0); }, v);
+          std::vector<Tensor> columns;  // the same rows as columns: gathered along axis 1
+          for (const Tensor& t : v.values()) columns.push_back(transpose(t));
+          std::vector<std::vector<float>> out;
+          for (const Tensor& t :
+               {s.gather(v, 0), transpose(s.gather(PerReplica<Tensor>(columns), 1)),
+                s.reduce(ReduceOp::SUM, v, 0), s.reduce(ReduceOp::MEAN, v, 0), all[0],
+                all.values().back()}) {
+            out.push_back(contiguous(t).to_vector<float>());
+          }
+          return out;
+        });
+    float sum0 = 0, sum1 = 0;
+    for (size_t i = 0; i < rows.size(); i += 2) sum0 += rows[i], sum1 += rows[i + 1];
+    const float count = static_cast<float>(rows.size() / 2);
+    for (int w = 0; w < workers; ++w) {
+      SCOPED_TRACE(std::to_string(workers) + " workers, worker " + std::to_string(w));
+      const auto& r = results[static_cast<size_t>(w)];
+      EXPECT_EQ(r[0], rows);
+      EXPECT_EQ(r[1], rows);
+      EXPECT_EQ(r[2], (std::vector<float>{sum0, sum1}));
+      EXPECT_EQ(r[3], (std::vector<float>{sum0 / count, sum1 / count}));
+      EXPECT_EQ(r[4], rows);
+      EXPECT_EQ(r[5], rows);
+    }
+  }
 }
 
 TEST(MultiWorkerMirroredStrategy, VariablesStartWithTheChiefsValues) {
@@ -65,8 +113,8 @@ std::vector<std::string> rows_by_policy(data::AutoShardPolicy policy) {
   return on_workers<std::string>(2, 1, [policy](MultiWorkerMirroredStrategy& s, int) {
     data::Options options;
     options.experimental_distribute.auto_shard_policy = policy;
-    auto ds = s.experimental_distribute_dataset(
-        data::Dataset::range(8).batch(4).with_options(options));
+    auto ds =
+        s.experimental_distribute_dataset(data::Dataset::range(8).batch(4).with_options(options));
     std::string seen;
     for (auto it = ds.begin(); it != std::default_sentinel; ++it) {
       const DistributedElement& e = *it;
@@ -104,8 +152,8 @@ TEST(MultiWorkerMirroredStrategy, BegunAllReducesFinishInOrderWhileTheReplicasGo
       auto first = ctx.begin_all_reduce(
           ReduceOp::SUM, {Tensor::from_vector(std::vector<float>{float(r), 2 * float(r)}),
                           Tensor::from_vector(std::vector<double>{10 * r})});
-      auto second = ctx.begin_all_reduce(ReduceOp::MEAN,
-                                         {Tensor::from_vector(std::vector<float>{float(r)})});
+      auto second =
+          ctx.begin_all_reduce(ReduceOp::MEAN, {Tensor::from_vector(std::vector<float>{float(r)})});
       // A collective made while both are in flight comes after them on every worker.
       double now = ctx.all_reduce(ReduceOp::SUM, {Tensor::from_vector(std::vector<double>{r})})[0]
                        .item<double>();

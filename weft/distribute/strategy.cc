@@ -4,6 +4,7 @@
 
 #include "weft/autodiff/tape.h"
 #include "weft/distribute/updates.h"
+#include "weft/np/array.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/reduce.h"
@@ -76,8 +77,24 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value,
 }
 
 Tensor Strategy::gather(const PerReplica<Tensor>& value, int64_t axis) const {
+  autodiff::NoRecordScope no_record;
   WEFT_CHECK(value.num_replicas() > 0, InvalidArgument) << "Strategy::gather: no values";
-  return concat(value.values(), axis);
+  // A replica with nothing to add (no rows of a short batch) may pass an undefined tensor.
+  std::vector<Tensor> defined;
+  for (const Tensor& v : value.values()) {
+    if (v.defined()) defined.push_back(v);
+  }
+  Tensor here = defined.empty() ? Tensor() : concat(defined, axis);
+  if (impl_->num_local_replicas() == num_replicas_in_sync()) {
+    WEFT_CHECK(here.defined(), InvalidArgument) << "Strategy::gather: every value is undefined";
+    return here;
+  }
+  // Across the workers along axis 0: each worker's replicas are consecutive in global order.
+  Tensor all = impl_->all_gather_across_workers(
+      here.defined() && axis != 0 ? np::moveaxis(here, axis, 0) : here);
+  WEFT_CHECK(all.defined(), InvalidArgument)
+      << "Strategy::gather: every value is undefined, on every worker";
+  return axis == 0 ? all : np::moveaxis(all, 0, axis);
 }
 
 Tensor compute_average_loss(const Tensor& per_example_loss,
@@ -178,7 +195,8 @@ void DistributedDataset::Iterator::restore_state(const std::string& state) {
   size_t space = state.find(' ');
   int64_t step = 0;
   bool ok = space != std::string::npos &&
-            std::from_chars(state.data(), state.data() + space, step).ec == std::errc() && step >= 0;
+            std::from_chars(state.data(), state.data() + space, step).ec == std::errc() &&
+            step >= 0;
   WEFT_CHECK(ok, DataLoss) << "DistributedDataset::Iterator: unreadable saved position \""
                            << state.substr(0, 40) << "\"";
   it_.restore_state(state.substr(space + 1));

@@ -46,11 +46,26 @@ class StrategyImpl {
   // num_replicas_in_sync() of the whole cluster; run_replicas(fn) calls fn(0 ... local - 1).
   virtual int num_local_replicas() const { return num_replicas_in_sync(); }
   virtual int first_local_replica() const { return 0; }
-  // The element-wise sum of `value` over the cluster's processes (this process alone: value).
+  // Collectives over the cluster's processes, called between steps by every worker in the same
+  // order (this process alone: value itself). The element-wise sum of `value`:
   virtual Tensor sum_across_workers(const Tensor& value) const { return value; }
+  // The workers' values concatenated along axis 0 in worker order; they may differ in length
+  // along axis 0 (a worker may have none), not in the other axes:
+  virtual Tensor all_gather_across_workers(const Tensor& value) const { return value; }
+  // The chief's value, on every worker:
+  virtual Tensor broadcast_across_workers(const Tensor& value) const { return value; }
+  // Returns once every worker has called it.
+  virtual void barrier_across_workers() const {}
   // Tells the cluster's other processes that this one failed with `message`, so that their
   // waits end naming it (the first report counts; nothing outside a cluster).
   virtual void report_error(const std::string& /*message*/) const {}
+};
+
+// tf.distribute.experimental.ValueContext: what experimental_distribute_values_from_function
+// tells the function about the replica it makes a value for.
+struct ValueContext {
+  int replica_id_in_sync_group = 0;
+  int num_replicas_in_sync = 1;
 };
 
 // tf.distribute.InputContext: what distribute_datasets_from_function tells each input pipeline.
@@ -88,12 +103,27 @@ class Strategy {
   template <typename F, typename... Args>
   auto run(F&& fn, const Args&... args) const;
 
-  // tf.distribute.Strategy.reduce: across replicas, element-wise (axis nullopt), or also along
-  // `axis` of the values concatenated (MEAN then divides by every element reduced).
+  // tf.distribute.Strategy.reduce: across every replica of the cluster, element-wise (axis
+  // nullopt), or also along `axis` of the values concatenated (MEAN then divides by every element
+  // reduced; the values may then differ in length along `axis`, and a replica may have none).
   Tensor reduce(ReduceOp op, const PerReplica<Tensor>& value,
                 std::optional<int64_t> axis = std::nullopt) const;
-  // The replicas' values concatenated along `axis`, in replica order.
+  // Every replica's value concatenated along `axis`, in global replica order: in a cluster the
+  // other workers' replicas too, so every worker gets the same tensor. The values may differ in
+  // length along `axis`, and a replica with nothing to add (no rows of a short last batch) may pass
+  // an undefined tensor.
   Tensor gather(const PerReplica<Tensor>& value, int64_t axis) const;
+  // tf.distribute.Strategy.experimental_distribute_values_from_function: fn(context) for each of
+  // this process's replicas, as a PerReplica for run().
+  template <typename F>
+  auto experimental_distribute_values_from_function(F&& fn) const {
+    using Value = std::invoke_result_t<F&, const ValueContext&>;
+    std::vector<Value> values;
+    for (int r = 0; r < impl_->num_local_replicas(); ++r) {
+      values.push_back(fn(ValueContext{impl_->first_local_replica() + r, num_replicas_in_sync()}));
+    }
+    return PerReplica<Value>(std::move(values));
+  }
   template <typename T>
   std::vector<T> experimental_local_results(const PerReplica<T>& value) const {
     return value.values();

@@ -5,7 +5,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <sys/resource.h>
 
 #include <atomic>
@@ -14,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "weft/autodiff/tape.h"
 #include "weft/core/config.h"
 #include "weft/distribute/mirrored_strategy.h"
 #include "weft/distribute/updates.h"
@@ -21,6 +21,7 @@
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/random.h"
+#include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
 
 namespace weft::distribute {
@@ -100,6 +101,61 @@ TEST(Strategy, ReduceAndGatherAcrossReplicas) {
   EXPECT_EQ(values(strategy.reduce(ReduceOp::SUM, v, 0)), std::vector<float>{66});
   EXPECT_EQ(values(strategy.reduce(ReduceOp::MEAN, v, 0)), std::vector<float>{11});
   EXPECT_EQ(values(strategy.gather(v, 0)), (std::vector<float>{1, 2, 3, 10, 20, 30}));
+}
+
+// ReplicaContext::all_gather: every replica gets the replicas' values concatenated in replica
+// order, of different lengths along the axis (replica 0 passes none); the gradient of a
+// replica's value is its slice of the sum of every replica's output gradients, as TensorFlow's.
+TEST(Strategy, AllGatherConcatenatesEveryReplicasValueAndDifferentiates) {
+  Devices devices(3);
+  MirroredStrategy strategy({"CPU:0", "CPU:1", "CPU:2"});
+  // Replica r: r columns of 2 rows, every element 10r + its column.
+  PerReplica<Tensor> v =
+      strategy.experimental_distribute_values_from_function([](const ValueContext& c) {
+        std::vector<float> d;
+        for (int row = 0; row < 2; ++row) {
+          for (int k = 0; k < c.replica_id_in_sync_group; ++k) {
+            d.push_back(float(10 * c.replica_id_in_sync_group + k));
+          }
+        }
+        EXPECT_EQ(c.num_replicas_in_sync, 3);
+        return Tensor::from_vector(d, {2, c.replica_id_in_sync_group});
+      });
+  auto out = strategy.run(
+      [](const Tensor& mine) {
+        auto& ctx = get_replica_context();
+        GradientTape tape;
+        tape.watch(mine);
+        Tensor all = ctx.all_gather(mine, 1);
+        // Replica r weighs the gathered columns by r + 1: d(loss_r)/d(all) = r + 1 everywhere.
+        Tensor loss = sum(mul(all, float(ctx.replica_id_in_sync_group() + 1)));
+        return std::pair{all, tape.gradient(loss, mine)};
+      },
+      v);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(out[r].first.shape(), (Shape{2, 3})) << r;
+    EXPECT_EQ(values(out[r].first), (std::vector<float>{10, 20, 21, 10, 20, 21})) << r;
+    EXPECT_EQ(out[r].second.shape(), (Shape{2, r})) << r;
+    // 1 + 2 + 3: every replica's weight, on this replica's columns.
+    EXPECT_EQ(values(out[r].second), std::vector<float>(static_cast<size_t>(2 * r), 6.f)) << r;
+  }
+  // Global results of values of different lengths along the axis.
+  EXPECT_EQ(values(strategy.gather(v, 1)), (std::vector<float>{10, 20, 21, 10, 20, 21}));
+  EXPECT_EQ(values(strategy.reduce(ReduceOp::SUM, v, 1)), (std::vector<float>{51, 51}));
+  EXPECT_EQ(values(strategy.reduce(ReduceOp::MEAN, v, 1)), (std::vector<float>{17, 17}));
+  // Replicas that disagree on the other axes fail, naming both.
+  try {
+    strategy.run(
+        [](const Tensor& mine) {
+          auto& ctx = get_replica_context();
+          ctx.all_gather(ctx.replica_id_in_sync_group() == 2 ? concat({mine, mine}, 0) : mine, 1);
+        },
+        v);
+    ADD_FAILURE() << "all_gather of (2, r) and (4, 2) values along axis 1 passed";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("all_gather along axis 1 of float32 with the other axes (2,)"));
+    EXPECT_THAT(e.what(), HasSubstr("with the other axes (4,)"));
+  }
 }
 
 TEST(Strategy, DevicesAreCheckedByName) {

@@ -487,8 +487,14 @@ std::vector<Tensor> Model::predict(const data::Dataset& dataset) try {
   for (const data::Element& batch : dataset) {
     distribute::PerReplica<std::vector<Tensor>> outs = m.strategy.run(
         [this](const data::Element& e) { return predict_step(e); }, m.strategy.split(batch, 0));
-    for (const std::vector<Tensor>& replica : outs.values()) {
-      for (size_t i = 0; i < replica.size(); ++i) parts[i].push_back(replica[i]);
+    // Each batch's rows of every replica, in order: in a cluster, every worker's too. A replica
+    // without rows (a short last batch) has no outputs and adds none.
+    for (size_t i = 0; i < parts.size(); ++i) {
+      std::vector<Tensor> output;
+      for (const std::vector<Tensor>& replica : outs.values()) {
+        output.push_back(replica.empty() ? Tensor() : replica[i]);
+      }
+      parts[i].push_back(m.strategy.gather(distribute::PerReplica<Tensor>(std::move(output)), 0));
     }
   }
   std::vector<Tensor> out;

@@ -96,6 +96,8 @@ class Model : public Layer, public Trackable {
   // loss and each metric over the dataset, as Keras's return_dict=True.
   std::map<std::string, double> evaluate(const data::Dataset& dataset, int verbose = 0);
   // Outputs for every element of `dataset` (inputs only, or inputs and targets), concatenated.
+  // Under a strategy each global batch's rows are cut among the replicas (in a cluster, every
+  // worker's), and every worker gets all rows, in the dataset's order.
   std::vector<Tensor> predict(const data::Dataset& dataset);
   Tensor predict(const Tensor& x, int64_t batch_size = 32);
 
@@ -140,7 +142,9 @@ class Model : public Layer, public Trackable {
   std::vector<Layer> layers() const { return model().layers(); }
   const optim::Optimizer& optimizer() const { return model().optimizer; }
   bool compiled() const { return model().loss.has_value(); }
-  // Set by callbacks (EarlyStopping) to end fit() after the current epoch.
+  // Set by a callback (EarlyStopping, TerminateOnNaN) or the user's code to end fit() after the
+  // current step, as Keras's: the epoch ends there (validation and on_epoch_end still run) and
+  // no other epoch begins.
   void set_stop_training(bool stop) const { model().stop_training = stop; }
   bool stop_training() const { return model().stop_training; }
 

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -10,7 +11,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
+#include <sstream>
 
 #include "weft/nn/model.h"
 #include "weft/ops/cast.h"
@@ -463,7 +466,8 @@ class BackupAndRestoreImpl : public CallbackImpl {
   // the same step.
   bool termination_agreed() const {
     bool here = termination_requested.load();
-    return workers() == 1 ? here : sum_across_workers(here ? 1.0 : 0.0) > 0;
+    if (workers() == 1) return here;
+    return strategy().sum_across_workers(Tensor::scalar(here ? 1 : 0, kInt64)).item<int64_t>() > 0;
   }
   const distribute::StrategyImpl& strategy() const {
     return model_->distribute_strategy().extended();
@@ -472,9 +476,6 @@ class BackupAndRestoreImpl : public CallbackImpl {
     return strategy().num_replicas_in_sync() / strategy().num_local_replicas();
   }
   bool chief() const { return strategy().first_local_replica() == 0; }
-  double sum_across_workers(double v) const {
-    return strategy().sum_across_workers(Tensor::scalar(v, kFloat64)).item<double>();
-  }
   // Where training continues, and how many examples the job has trained on before it.
   struct Progress : Trackable {
     ResumePoint at;
@@ -502,33 +503,37 @@ class BackupAndRestoreImpl : public CallbackImpl {
       checkpoint().save(saves_);
       return;
     }
-    // A name for this save's temporary directory that every worker shares: the chief's draw of
-    // 48 bits (exact in the double the sum carries).
-    double draw = 0;
-    if (chief()) {
-      std::random_device device;
-      draw = static_cast<double>((uint64_t{device()} << 16) ^ device());
-    }
+    // A name for this save's temporary directory that every worker shares: the chief's draw.
+    std::random_device device;
+    const int64_t draw = static_cast<int64_t>((uint64_t{device()} << 31) ^ device());
     Checkpoint::Writers writers;
     writers.part = strategy().first_local_replica() / strategy().num_local_replicas();
     writers.parts = workers();
-    writers.save_id = std::to_string(static_cast<int64_t>(sum_across_workers(draw)));
-    writers.barrier = [this] { sum_across_workers(1.0); };
+    writers.save_id = std::to_string(
+        strategy().broadcast_across_workers(Tensor::scalar(draw, kInt64)).item<int64_t>());
+    writers.barrier = [this] { strategy().barrier_across_workers(); };
     checkpoint().save(saves_, writers);
   }
   // Every worker restored backup `number` (0: none), or FailedPrecondition naming what differs:
   // a worker that cannot see the chief's backups would otherwise train from other weights.
   void check_workers_agree(int64_t number) const {
     if (workers() == 1) return;
-    const double n = static_cast<double>(number);
-    std::vector<double> sums =
+    std::vector<int64_t> restored =
         strategy()
-            .sum_across_workers(Tensor::from_vector(std::vector<double>{n, n * n}))
-            .to_vector<double>();
-    // All equal exactly when the squares' sum is the sum's square over the count.
-    WEFT_CHECK(sums[1] * workers() == sums[0] * sums[0], FailedPrecondition)
-        << "BackupAndRestore: the workers restored different backups from " << dir_
-        << " (this worker: " << (number ? "backup " + std::to_string(number) : "none")
+            .all_gather_across_workers(Tensor::from_vector(std::vector<int64_t>{number}))
+            .to_vector<int64_t>();
+    if (std::adjacent_find(restored.begin(), restored.end(), std::not_equal_to<>()) ==
+        restored.end()) {
+      return;
+    }
+    std::ostringstream which;
+    for (size_t w = 0; w < restored.size(); ++w) {
+      which << (w ? ", " : "") << "worker " << w << ": "
+            << (restored[w] ? "backup " + std::to_string(restored[w]) : "none");
+    }
+    WEFT_FAIL(FailedPrecondition)
+        << "BackupAndRestore: the workers restored different backups from " << dir_ << " ("
+        << which.str()
         << "); every worker must see the same backup directory (on several hosts, a shared "
            "file system)";
   }

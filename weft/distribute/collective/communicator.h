@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "weft/core/dtype.h"
 #include "weft/core/shape.h"
@@ -98,9 +99,12 @@ Tensor all_reduce(Communicator& comm, const Tensor& value, Reduction op = Reduct
                   const CommunicationOptions& options = {});
 Tensor broadcast(Communicator& comm, const Tensor& value, int root,
                  const CommunicationOptions& options = {});
-// Concatenated along axis 0, in rank order (as tf.distribute's all_gather).
-Tensor all_gather(Communicator& comm, const Tensor& value,
-                  const CommunicationOptions& options = {});
+// Concatenated along axis 0, in rank order (as tf.distribute's all_gather); the ranks' values may
+// differ in length along axis 0 (not in the other axes or the dtype: InvalidArgument naming both
+// ranks), and a rank may pass an undefined tensor for none (undefined on every rank: the result
+// is undefined). `rows_of_rank`, when given, gets each rank's length.
+Tensor all_gather(Communicator& comm, const Tensor& value, const CommunicationOptions& options = {},
+                  std::vector<int64_t>* rows_of_rank = nullptr);
 // value's axis 0 is cut into size() equal blocks; rank r gets block r of the reduction.
 Tensor reduce_scatter(Communicator& comm, const Tensor& value, Reduction op = Reduction::SUM,
                       const CommunicationOptions& options = {});

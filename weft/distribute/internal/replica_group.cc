@@ -11,6 +11,7 @@
 #include "weft/distribute/collective/internal/reduce.h"
 #include "weft/distribute/updates.h"
 #include "weft/distribute/values.h"
+#include "weft/np/array.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
@@ -56,6 +57,9 @@ class ReplicaGroup::Context : public ReplicaContext {
   std::vector<Tensor> all_reduce(ReduceOp op, const std::vector<Tensor>& values) override {
     return group_->all_reduce(id_, op, values);
   }
+  Tensor all_gather(const Tensor& value, int64_t axis) override {
+    return group_->all_gather(id_, value, axis);
+  }
   void merge_call(const std::function<void()>& fn) override { group_->merge_call(id_, fn); }
   void merge_call_in_parts(const std::function<void(int, int)>& fn,
                            const std::function<void()>& then) override {
@@ -77,6 +81,8 @@ struct ReplicaGroup::Call {
   std::string kind;
   uint64_t sequence = 0;
   std::vector<Tensor> values;
+  // all_gather: the replica's value, its gather axis first (the kind names the other axes).
+  Tensor rows{};
 
   // "all_reduce(SUM) #3 of (784, 700) float32, (700,) float32"
   std::string describe() const {
@@ -200,6 +206,20 @@ Tensor ReplicaGroup::sum_across_workers(const Tensor& value) {
   if (!workers_) return value;
   return collective::all_reduce(communicator_now(), value, collective::Reduction::SUM,
                                 workers_->options);
+}
+
+Tensor ReplicaGroup::all_gather_across_workers(const Tensor& value) {
+  if (!workers_) return value;
+  return collective::all_gather(communicator_now(), value, workers_->options);
+}
+
+Tensor ReplicaGroup::broadcast_across_workers(const Tensor& value) {
+  if (!workers_) return value;
+  return collective::broadcast(communicator_now(), value, /*root=*/0, workers_->options);
+}
+
+void ReplicaGroup::barrier_across_workers() {
+  if (workers_) collective::barrier(communicator_now(), workers_->options);
 }
 
 std::size_t ReplicaGroup::gradient_pack_bytes() const {
@@ -584,6 +604,62 @@ std::unique_ptr<ReplicaContext::Pending> ReplicaGroup::begin_all_reduce(
             [this, op, packs]() mutable { reduce_across_workers(op, packs, *workers_->comm); });
       });
   return std::make_unique<PendingAcross>(std::move(round.outputs), std::move(round.across));
+}
+
+Tensor ReplicaGroup::all_gather(int replica, const Tensor& value, int64_t axis) {
+  WEFT_CHECK(value.defined() && value.rank() >= 1, InvalidArgument)
+      << "all_gather: the value must be a tensor with an axis to concatenate along";
+  const int64_t rank = value.rank();
+  WEFT_CHECK(axis >= -rank && axis < rank, InvalidArgument)
+      << "all_gather: axis " << axis << " is out of range for a value of rank " << rank;
+  if (axis < 0) axis += rank;
+  Tensor gathered;
+  int64_t offset = 0;  // where this replica's rows begin in `gathered`
+  {
+    autodiff::NoRecordScope no_record;
+    Call call{"", ++sequence_[static_cast<size_t>(replica)], {}, np::moveaxis(value, axis, 0)};
+    Shape others = value.shape();  // what every replica's value must agree on
+    others.erase(others.begin() + axis);
+    std::ostringstream kind;
+    kind << "all_gather along axis " << axis << " of " << value.dtype() << " with the other axes "
+         << shape_str(others);
+    call.kind = kind.str();
+    meet(replica, std::move(call), [&](std::vector<Call>& calls) {
+      std::vector<Tensor> parts;
+      gather_offsets_.clear();
+      int64_t at = 0;
+      for (const Call& c : calls) {
+        gather_offsets_.push_back(at);
+        at += c.rows.dim(0);
+        parts.push_back(c.rows);
+      }
+      gathered_ = concat(parts, 0);
+      if (!workers_) return;
+      try {
+        std::vector<int64_t> rows_of_worker;
+        gathered_ = collective::all_gather(communicator_now(), gathered_, workers_->options,
+                                           &rows_of_worker);
+        int64_t before = 0;  // the rows of the workers before this one
+        for (int w = 0; w < workers_->comm->rank(); ++w) before += rows_of_worker[w];
+        for (int64_t& o : gather_offsets_) o += before;
+      } catch (...) {
+        fail_in(replica, "all_gather across workers");
+      }
+    });
+    std::lock_guard lock(mu_);
+    gathered = np::moveaxis(gathered_, 0, axis);
+    offset = gather_offsets_[static_cast<size_t>(replica)];
+  }
+  if (autodiff::is_recording() && is_floating(value.dtype())) {
+    const int64_t rows = value.dim(axis);
+    autodiff::record("all_gather", {value}, {gathered}, [=](const autodiff::Grads& g) {
+      Tensor total = get_replica_context().all_reduce(ReduceOp::SUM, {g[0]})[0];
+      std::vector<Slice> mine(static_cast<size_t>(rank));
+      mine[static_cast<size_t>(axis)] = Slice{offset, offset + rows};
+      return std::vector<Tensor>{slice(total, mine)};
+    });
+  }
+  return gathered;
 }
 
 void ReplicaGroup::merge_call(int replica, const std::function<void()>& fn) {

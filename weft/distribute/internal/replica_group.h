@@ -65,8 +65,13 @@ class ReplicaGroup {
   int global_size() const { return workers_ ? workers_->global_replicas : size(); }
   int first_replica() const { return workers_ ? workers_->first_replica : 0; }
   bool across_workers() const { return workers_.has_value(); }
-  // The element-wise sum of `value` over the workers (this process alone: value).
+  // Over the workers, between runs (this process alone: value): the element-wise sum, the
+  // values concatenated along axis 0 (in worker order, of any lengths), the chief's value, and a
+  // wait for every worker (StrategyImpl's collectives across workers).
   Tensor sum_across_workers(const Tensor& value);
+  Tensor all_gather_across_workers(const Tensor& value);
+  Tensor broadcast_across_workers(const Tensor& value);
+  void barrier_across_workers();
   // Runs fn(r) on replica r's thread for every r, and returns when all have; then writes the
   // variable updates the replicas recorded, combined (weft/distribute/updates.h). Rethrows the
   // first failure: a replica's exception, or FailedPrecondition for replicas that disagreed. One
@@ -80,6 +85,7 @@ class ReplicaGroup {
   std::unique_ptr<ReplicaContext::Pending> begin_all_reduce(int replica, ReduceOp op,
                                                             const std::vector<Tensor>& values);
   std::size_t gradient_pack_bytes() const;
+  Tensor all_gather(int replica, const Tensor& value, int64_t axis);
   void merge_call(int replica, const std::function<void()>& fn);
   // Every replica runs fn(replica, size()) at once, with no replica context (as merge_call's
   // fn), then `then` runs once on the last to finish.
@@ -178,6 +184,10 @@ class ReplicaGroup {
   std::atomic<uint64_t> signals_{0};
   // The reduction in progress.
   Round round_;
+  // The all_gather in progress: the whole, its gather axis first, and where each replica's rows
+  // begin in it.
+  Tensor gathered_;
+  std::vector<int64_t> gather_offsets_;
   std::vector<Tensor> packs_;  // kept between steps (pack())
 
   // The communication thread (across workers only) and its queue.
