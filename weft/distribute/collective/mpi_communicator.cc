@@ -1,5 +1,7 @@
 #include "weft/distribute/collective/mpi_communicator.h"
 
+#include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -73,22 +75,64 @@ MPI_Op mpi_op(DType dtype, Reduction op) {
   }
 }
 
+const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+  }
+  return "an unknown thread level";
+}
+
+// The most elements one MPI call carries (MPI's counts are ints): a larger buffer goes in pieces
+// of this many. WEFT_MPI_MAX_COUNT lowers it, so that tests split small buffers.
+std::size_t max_count() {
+  static const std::size_t most = [] {
+    const char* v = std::getenv("WEFT_MPI_MAX_COUNT");
+    long long n = v != nullptr ? std::atoll(v) : 0;
+    return n > 0 && n < INT_MAX ? static_cast<std::size_t>(n) : static_cast<std::size_t>(INT_MAX);
+  }();
+  return most;
+}
+
+// Calls fn(at, count) for consecutive pieces [at, at + count) of n elements, each at most
+// max_count() long (once, with count 0, when n is 0).
+template <typename F>
+void in_pieces(std::size_t n, F fn) {
+  std::size_t at = 0;
+  do {
+    std::size_t count = std::min(max_count(), n - at);
+    fn(at, static_cast<int>(count));
+    at += count;
+  } while (at < n);
+}
+
 }  // namespace
 
 class MpiCommunicator::Impl {
  public:
   Impl() {
-    int initialized = 0;
+    int initialized = 0, provided = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
-      int provided = 0;
       MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
       std::atexit([] {
         int finalized = 0;
         MPI_Finalized(&finalized);
         if (!finalized) MPI_Finalize();
       });
+    } else {
+      MPI_Query_thread(&provided);
     }
+    // weft calls MPI from the caller's thread and from its communication thread, one at a time.
+    WEFT_CHECK(provided >= MPI_THREAD_SERIALIZED, FailedPrecondition)
+        << "MpiCommunicator: MPI granted " << thread_level_name(provided)
+        << ", and weft needs MPI_THREAD_SERIALIZED or more (it calls MPI from more than one "
+           "thread, one at a time); "
+        << (initialized ? "initialise MPI with MPI_Init_thread(MPI_THREAD_SERIALIZED) before "
+                          "weft does, or let weft initialise it"
+                        : "use an MPI library built with thread support");
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
   }
@@ -120,8 +164,12 @@ class MpiCommunicator::Impl {
   }
 
   void raw(void* data, std::size_t n, DType dtype, Reduction op) {
-    MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), mpi_type(dtype), mpi_op(dtype, op),
-                  MPI_COMM_WORLD);
+    char* bytes = static_cast<char*>(data);
+    const std::size_t es = dtype_size(dtype);
+    in_pieces(n, [&](std::size_t at, int count) {
+      MPI_Allreduce(MPI_IN_PLACE, bytes + at * es, count, mpi_type(dtype), mpi_op(dtype, op),
+                    MPI_COMM_WORLD);
+    });
   }
 
   void broadcast(void* data, const Shape& shape, DType dtype, int root) {
@@ -129,22 +177,55 @@ class MpiCommunicator::Impl {
     WEFT_CHECK(root >= 0 && root < size_, InvalidArgument)
         << "broadcast: root " << root << " is not one of the " << size_ << " ranks";
     check(Kind::kBroadcast, shape, dtype, static_cast<uint32_t>(root));
-    MPI_Bcast(data, static_cast<int>(num_elements(shape)), mpi_type(dtype), root, MPI_COMM_WORLD);
+    char* bytes = static_cast<char*>(data);
+    const std::size_t es = dtype_size(dtype);
+    in_pieces(static_cast<std::size_t>(num_elements(shape)), [&](std::size_t at, int count) {
+      MPI_Bcast(bytes + at * es, count, mpi_type(dtype), root, MPI_COMM_WORLD);
+    });
   }
 
   void all_gather(const void* in, void* out, const Shape& shape, DType dtype) {
     internal::check_collective_dtype(dtype, "all_gather");
     check(Kind::kAllGather, shape, dtype, 0);
-    int n = static_cast<int>(num_elements(shape));
-    MPI_Allgather(in, n, mpi_type(dtype), out, n, mpi_type(dtype), MPI_COMM_WORLD);
+    const std::size_t n = static_cast<std::size_t>(num_elements(shape)), es = dtype_size(dtype);
+    if (n <= max_count()) {
+      MPI_Allgather(in, static_cast<int>(n), mpi_type(dtype), out, static_cast<int>(n),
+                    mpi_type(dtype), MPI_COMM_WORLD);
+      return;
+    }
+    // Piece by piece: every rank's piece gathered, then put where its whole block goes.
+    std::vector<char> pieces(static_cast<std::size_t>(size_) * max_count() * es);
+    in_pieces(n, [&](std::size_t at, int count) {
+      MPI_Allgather(static_cast<const char*>(in) + at * es, count, mpi_type(dtype), pieces.data(),
+                    count, mpi_type(dtype), MPI_COMM_WORLD);
+      for (int r = 0; r < size_; ++r) {
+        std::memcpy(static_cast<char*>(out) + (static_cast<std::size_t>(r) * n + at) * es,
+                    pieces.data() + static_cast<std::size_t>(r) * count * es, count * es);
+      }
+    });
   }
 
   void reduce_scatter(const void* in, void* out, const Shape& shape, DType dtype, Reduction op) {
     internal::check_collective_dtype(dtype, "reduce_scatter");
     check(Kind::kReduceScatter, shape, dtype, static_cast<uint32_t>(op));
-    int n = static_cast<int>(num_elements(shape));
-    MPI_Reduce_scatter_block(in, out, n, mpi_type(dtype), mpi_op(dtype, op), MPI_COMM_WORLD);
-    if (op == Reduction::MEAN) internal::divide(out, static_cast<std::size_t>(n), dtype, size_);
+    const std::size_t n = static_cast<std::size_t>(num_elements(shape)), es = dtype_size(dtype);
+    if (n <= max_count()) {
+      MPI_Reduce_scatter_block(in, out, static_cast<int>(n), mpi_type(dtype), mpi_op(dtype, op),
+                               MPI_COMM_WORLD);
+    } else {
+      // Piece by piece: the same piece of every rank's block laid side by side, then scattered.
+      std::vector<char> pieces(static_cast<std::size_t>(size_) * max_count() * es);
+      in_pieces(n, [&](std::size_t at, int count) {
+        for (int r = 0; r < size_; ++r) {
+          std::memcpy(pieces.data() + static_cast<std::size_t>(r) * count * es,
+                      static_cast<const char*>(in) + (static_cast<std::size_t>(r) * n + at) * es,
+                      count * es);
+        }
+        MPI_Reduce_scatter_block(pieces.data(), static_cast<char*>(out) + at * es, count,
+                                 mpi_type(dtype), mpi_op(dtype, op), MPI_COMM_WORLD);
+      });
+    }
+    if (op == Reduction::MEAN) internal::divide(out, n, dtype, size_);
   }
 
   void barrier() {

@@ -6,6 +6,9 @@
 //   // mpirun -np 2 ./train
 //   if (auto comm = weft::distribute::collective::MpiCommunicator::from_environment()) ...
 //
+// Buffers of more than INT_MAX elements (MPI's counts are ints) go in pieces. MPI must grant
+// MPI_THREAD_SERIALIZED or more (weft initialises it so unless the program already has).
+//
 // MPI has no deadlines: a rank that stops makes the others wait until mpirun ends the job (it
 // does when any rank exits with an error). Every call still carries its sequence number, kind,
 // dtype and shape, checked across ranks (one small all-gather), so mismatched calls fail naming

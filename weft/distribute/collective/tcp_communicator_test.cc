@@ -15,6 +15,7 @@
 #include "weft/distribute/collective/internal/reduce.h"
 #include "weft/distribute/coordination/service.h"
 #include "weft/ops/cast.h"
+#include "weft/ops/creation.h"
 
 namespace weft::distribute::collective {
 namespace {
@@ -205,6 +206,47 @@ TEST(TcpCommunicator, BroadcastGatherScatterAndBarrier) {
     barrier(c);
     return 0;
   });
+}
+
+// Three ranks (not a power of two): reduce_scatter around the ring gives rank r block r of the
+// reduction for every op; all_gather takes values of different lengths (one rank has none) and
+// refuses values that differ in another axis, naming both ranks.
+TEST(TcpCommunicator, ReduceScatterAndUnevenAllGatherOnThreeRanks) {
+  Ranks ranks(3);
+  for (Reduction op : {Reduction::SUM, Reduction::MEAN, Reduction::MAX}) {
+    auto s = ranks.each([op](int r, Communicator& c) {
+      // Rank r's block b: 100 b + 10 r + i, i = 0, 1.
+      std::vector<float> v;
+      for (int b = 0; b < 3; ++b)
+        v.insert(v.end(), {100.f * b + 10.f * r, 100.f * b + 10.f * r + 1});
+      return reduce_scatter(c, Tensor::from_vector(v, {6}), op).to_vector<float>();
+    });
+    for (int r = 0; r < 3; ++r) {
+      float sum = 300.f * r + 30, most = 100.f * r + 20;  // ranks 0, 10, 20 added to 100 r
+      std::vector<float> want = op == Reduction::SUM    ? std::vector<float>{sum, sum + 3}
+                                : op == Reduction::MEAN ? std::vector<float>{sum / 3, (sum + 3) / 3}
+                                                        : std::vector<float>{most, most + 1};
+      EXPECT_EQ(s[static_cast<size_t>(r)], want) << reduction_name(op) << ", rank " << r;
+    }
+  }
+  auto g = ranks.each([](int r, Communicator& c) {
+    std::vector<int64_t> rows(static_cast<size_t>(2 * (2 - r)));  // 2, 1 and 0 rows of 2
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = 10 * r + static_cast<int64_t>(i);
+    return all_gather(c, Tensor::from_vector(rows, {2 - r, 2})).to_vector<int64_t>();
+  });
+  for (const auto& got : g) EXPECT_EQ(got, (std::vector<int64_t>{0, 1, 2, 3, 10, 11}));
+  auto e = ranks.each([](int r, Communicator& c) -> std::string {
+    try {
+      all_gather(c, zeros({1, r == 1 ? 3 : 2}, kFloat32));
+      return "";
+    } catch (const InvalidArgument& err) {
+      return err.what();
+    }
+  });
+  for (const auto& message : e) {
+    EXPECT_THAT(message,
+                HasSubstr("worker:0 passed (1, 2) float32, worker:1 passed (1, 3) float32"));
+  }
 }
 
 // Under op determinism four ranks sum in the fixed tree ((r0+r1)+(r2+r3)), whatever AUTO would
