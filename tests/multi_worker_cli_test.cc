@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "cli_helpers.h"
 #include "weft/distribute/cluster/local_ports.h"
@@ -84,12 +85,20 @@ TEST_F(MultiWorkerCli, GlobalResultsEqualTheOneProcessResultsOnEveryWorker) {
   ASSERT_EQ(reference["predict"].size(), 18u);
   ASSERT_EQ(reference["gather_rows"].size(), 3u);  // batches of 4, 4 and 1 rows
   reference.erase("replicas");
-  for (auto [workers, replicas] : {std::pair{2, 1}, {3, 1}, {2, 2}}) {
-    std::string prefix =
-        (dir_ / ("n" + std::to_string(workers) + "x" + std::to_string(replicas))).string();
-    Result r = shell("timeout 120 " + std::string(WEFT_BINARY_DIR) + "/weft launch -n " +
-                     std::to_string(workers) + " --replicas-per-worker " +
-                     std::to_string(replicas) + " -- " + tool + " " + prefix);
+  // Workers, replicas per worker, and whether mpirun starts them (MPI's ranks, every MPI call in
+  // pieces of at most 2 elements) rather than weft launch.
+  for (auto [workers, replicas, mpi] :
+       {std::tuple{2, 1, false}, {3, 1, false}, {2, 2, false}, {2, 1, true}}) {
+    std::string prefix = (dir_ / ("n" + std::to_string(workers) + "x" + std::to_string(replicas) +
+                                  (mpi ? "mpi" : "")))
+                             .string();
+    Result r = shell(
+        mpi ? "timeout 120 mpirun --oversubscribe -np 2 -x LSAN_OPTIONS=detect_leaks=0 "
+              "-x WEFT_MPI_MAX_COUNT=2 " + std::string(geteuid() == 0 ? "--allow-run-as-root " : "") +
+                  tool + " " + prefix
+            : "timeout 120 " + std::string(WEFT_BINARY_DIR) + "/weft launch -n " +
+                  std::to_string(workers) + " --replicas-per-worker " + std::to_string(replicas) +
+                  " -- " + tool + " " + prefix);
     ASSERT_EQ(r.status, 0) << r.output;
     for (int w = 0; w < workers; ++w) {
       SCOPED_TRACE(std::to_string(workers) + " x " + std::to_string(replicas) + ", worker " +
@@ -185,8 +194,11 @@ TEST_F(MultiWorkerCli, UnderMpirunTheWorkersAreMpisRanks) {
   nlohmann::json one = train(0, 1, base);
   fs::path json = dir_ / "mpirun.json";
   // OpenMPI's components leak at MPI_Finalize and are unloaded, so LeakSanitizer (in the
-  // sanitizer build) cannot even name them: leak checks are off in the MPI ranks only.
+  // sanitizer build) cannot even name them: leak checks are off in the MPI ranks only. Every
+  // MPI call carries at most 100 000 elements here, so the first layer's broadcast and
+  // gradients (548 800) go in pieces, as buffers over 2^31 elements do.
   Result r = shell("timeout 300 mpirun --oversubscribe -np 2 -x LSAN_OPTIONS=detect_leaks=0 " +
+                   std::string("-x WEFT_MPI_MAX_COUNT=100000 ") +
                    std::string(geteuid() == 0 ? "--allow-run-as-root " : "") + WEFT_BINARY_DIR +
                    "/weft " + train_args("--strategy multi_worker " + base, json));
   ASSERT_EQ(r.status, 0) << r.output;

@@ -496,6 +496,20 @@ void write_checkpoint_part(const std::string& dir_arg, const std::string& save_i
   io::fsync_directory(tmp);
 }
 
+int remove_abandoned_saves(const std::string& parent, const std::string& name_prefix) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> abandoned;
+  for (const auto& e : std::filesystem::directory_iterator(parent, ec)) {
+    std::string base = e.path().filename().string();
+    if (base.starts_with(name_prefix) && base.find(kTmpMarker) != std::string::npos &&
+        e.is_directory(ec)) {
+      abandoned.push_back(e.path());
+    }
+  }
+  for (const auto& p : abandoned) std::filesystem::remove_all(p, ec);
+  return static_cast<int>(abandoned.size());
+}
+
 void commit_checkpoint(const std::string& dir_arg, const std::string& save_id, int parts) {
   std::string dir = strip_trailing_slashes(dir_arg);
   const std::string tmp = temporary_directory(dir, save_id);

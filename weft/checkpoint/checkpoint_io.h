@@ -115,6 +115,12 @@ void write_checkpoint_part(const std::string& dir, const std::string& save_id, i
 // left as it is: it never counts as a checkpoint).
 void commit_checkpoint(const std::string& dir, const std::string& save_id, int parts);
 
+// Removes the temporary directories (`<parent>/<name_prefix>*.tmp-*`) that saves which never
+// committed left: a writer that crashed, or a cluster that stopped between the parts and the
+// commit. Only while no other save into `parent` with these names is in progress (a checkpoint
+// directory belongs to one job). Returns how many it removed.
+int remove_abandoned_saves(const std::string& parent, const std::string& name_prefix);
+
 // Reads and checks index.json only (its CRC, structure, and that every entry lies inside its
 // shard's recorded length). Throws as read_checkpoint does.
 CheckpointIndex read_index(const std::string& dir);

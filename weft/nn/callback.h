@@ -40,6 +40,10 @@ class CallbackImpl {
   virtual void on_train_batch_begin(int64_t step, const Logs& logs) {}
   virtual void on_train_batch_end(int64_t step, const Logs& logs) {}
   virtual void on_test_end(const Logs& logs) {}
+  // fit() is leaving by an exception after on_train_begin (on_train_end is not called then, as
+  // in Keras): give back what on_train_begin took (BackupAndRestore's SIGTERM handler). Must not
+  // throw.
+  virtual void on_train_abort() noexcept {}
   // Where fit() should start (BackupAndRestore resumes); nullopt: where it would anyway.
   // Called once before on_train_begin, with the model built and set_iterator done.
   virtual std::optional<ResumePoint> resume_point() { return std::nullopt; }

@@ -452,6 +452,7 @@ class BackupAndRestoreImpl : public CallbackImpl {
   void on_epoch_end(int epoch, Logs&) override {
     if (!preempted_) save({epoch + 1, 0});
   }
+  void on_train_abort() noexcept override { sigaction(SIGTERM, &previous_, nullptr); }
   void on_train_end(const Logs&) override {
     sigaction(SIGTERM, &previous_, nullptr);
     if (chief() && (!model_->stop_training() || progress_.at.epoch >= epochs_)) {

@@ -126,7 +126,7 @@ class TensorBoard : public Callback {
 // Preemption: while fit() runs, SIGTERM (to any worker of a cluster) makes every worker finish
 // its current step; the job then backs up that point and fit() returns early with preempted()
 // true, so that a restart loses no step. The previous SIGTERM handler is put back when fit()
-// ends.
+// ends, also when it ends by an exception.
 class BackupAndRestore : public Callback {
  public:
   explicit BackupAndRestore(std::string backup_dir, std::optional<int64_t> save_freq = {});

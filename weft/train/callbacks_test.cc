@@ -7,12 +7,14 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,30 @@ Callback feed(std::vector<double> values) {
   return LambdaCallback({.on_epoch_end = [values](int epoch, Logs& logs) {
     logs["x"] = values.at(static_cast<size_t>(epoch));
   }});
+}
+
+// BackupAndRestore takes SIGTERM while fit() runs and gives it back however fit() ends: when a
+// step fails, a program that goes on must still be stoppable by SIGTERM.
+TEST(BackupAndRestore, GivesBackTheSigtermHandlerWhenFitThrows) {
+  auto handler = [] {
+    struct sigaction now {};
+    sigaction(SIGTERM, nullptr, &now);
+    return now.sa_handler;
+  };
+  ASSERT_EQ(handler(), SIG_DFL);
+  std::string dir = testing::TempDir() + "/backup_throws_" + std::to_string(getpid());
+  nn::Sequential model = model_with(0.01);
+  bool taken_while_training = false;
+  Callback fail_at_batch_2 = LambdaCallback({.on_batch_end = [&](int64_t batch, const Logs&) {
+    taken_while_training = handler() != SIG_DFL;
+    if (batch == 2) throw std::runtime_error("a failing step");
+  }});
+  nn::FitOptions options{.epochs = 1, .callbacks = {BackupAndRestore(dir), fail_at_batch_2}};
+  options.verbose = 0;
+  EXPECT_THROW(model.fit(regression_data(), options), std::runtime_error);
+  EXPECT_TRUE(taken_while_training);
+  EXPECT_EQ(handler(), SIG_DFL);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ReduceLROnPlateau, CutsAfterPatienceWaitsOutCooldownAndStopsAtMinLr) {

@@ -126,8 +126,10 @@ std::string Checkpoint::save(int64_t step, const Writers& writers) {
     ckpt::write_checkpoint(dir, tensors, state);
   }
 
-  // Oldest first beyond max_to_keep. The index goes first, so a deletion cut short leaves a
-  // directory that is plainly uncommitted.
+  // What saves that never committed left (every writer of this save is past its barrier, so
+  // none is writing now), then the oldest beyond max_to_keep. The index goes first, so a
+  // deletion cut short leaves a directory that is plainly uncommitted.
+  ckpt::remove_abandoned_saves(directory_, checkpoint_name_ + "-");
   auto dirs = numbered_dirs();
   std::vector<std::string> kept;
   size_t excess = max_to_keep_ > 0 && dirs.size() > static_cast<size_t>(max_to_keep_)

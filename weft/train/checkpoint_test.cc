@@ -201,6 +201,29 @@ TEST_F(TrainCheckpointTest, CrashedSaveAndIndexlessDirectoryAreIgnored) {
   EXPECT_THAT(warnings[0], HasSubstr("index.json"));
 }
 
+// The next save removes the temporary directories that saves which never committed left: a
+// single writer's and a cluster's whose commit never came; another name's stay.
+TEST_F(TrainCheckpointTest, TheNextSaveRemovesWhatCrashedSavesLeft) {
+  FakeModel model(0);
+  weft::train::Checkpoint ckpt({{"model", &model}}, dir_);
+  save_steps(ckpt, model, {1});
+  fs::copy(dir_ + "/ckpt-1", dir_ + "/ckpt-2.tmp-4242");
+  weft::train::Checkpoint::Writers part1;  // writer 1 of 2 wrote its part; writer 0 never did
+  part1.part = 1;
+  part1.parts = 2;
+  part1.save_id = "77";
+  part1.barrier = [] {};
+  model.set(3);
+  ckpt.save(3, part1);
+  ASSERT_TRUE(fs::exists(dir_ + "/ckpt-3.tmp-77"));
+  fs::create_directories(dir_ + "/other-5.tmp-1");
+  save_steps(ckpt, model, {4});
+  EXPECT_FALSE(fs::exists(dir_ + "/ckpt-2.tmp-4242"));
+  EXPECT_FALSE(fs::exists(dir_ + "/ckpt-3.tmp-77"));
+  EXPECT_TRUE(fs::exists(dir_ + "/other-5.tmp-1"));
+  EXPECT_THAT(ckpt.checkpoints(), ElementsAre(dir_ + "/ckpt-1", dir_ + "/ckpt-4"));
+}
+
 TEST_F(TrainCheckpointTest, DamagedNewestFallsBackToThePreviousOne) {
   FakeModel model(0);
   weft::train::Checkpoint ckpt({{"model", &model}}, dir_);

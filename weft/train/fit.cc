@@ -5,6 +5,11 @@
 // exactly, even mid-epoch; the step number that keys training-time randomness (Dropout) is
 // derived from the epoch and step, so it resumes too. A dataset of unknown size gets a fresh pass
 // per epoch.
+#include <xxhash.h>
+
+#include <cstdio>
+#include <string>
+
 #include "weft/autodiff/tape.h"
 #include "weft/nn/model.h"
 #include "weft/ops/cast.h"
@@ -53,6 +58,38 @@ data::Element with_class_weights(const ModelImpl& m, data::Element batch,
   return batch;
 }
 
+// In a cluster every worker must start from the chief's weights: variables made inside the
+// strategy's scope do, but a layer built outside it (or a worker that restored other weights)
+// would train apart from the others without a word. One all-gather of a digest of each worker's
+// variables (their values in creation order: names may differ between processes).
+void check_workers_start_alike(const Model& model) {
+  const distribute::StrategyImpl& strategy = model.distribute_strategy().extended();
+  if (strategy.num_local_replicas() == strategy.num_replicas_in_sync()) return;
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  for (const Variable& v : model.variables()) {
+    Tensor t = contiguous(v.value());
+    XXH3_64bits_update(state, t.raw_data(), static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
+  }
+  const auto mine = static_cast<int64_t>(XXH3_64bits_digest(state));
+  XXH3_freeState(state);
+  std::vector<int64_t> all =
+      strategy.all_gather_across_workers(Tensor::from_vector(std::vector<int64_t>{mine}))
+          .to_vector<int64_t>();
+  auto hex = [](int64_t digest) {
+    char buf[17];
+    std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(digest));
+    return std::string(buf);
+  };
+  for (size_t w = 1; w < all.size(); ++w) {
+    WEFT_CHECK(all[w] == all[0], FailedPrecondition)
+        << "fit: worker " << w << " starts from other weights than the chief (digests "
+        << hex(all[w]) << " and " << hex(all[0])
+        << "); variables start with the chief's values only when they are made inside "
+           "strategy.scope(): make and build the model and its layers there";
+  }
+}
+
 }  // namespace
 
 train::History Model::fit(const data::Dataset& dataset, const train::FitOptions& options) try {
@@ -86,6 +123,7 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
     pending = (kept ? *kept : *first_pass).next();
     WEFT_CHECK(pending.has_value(), InvalidArgument) << "fit: the training dataset is empty";
     autodiff::NoRecordScope no_record;
+    auto scope = m.strategy.scope();  // in a cluster the variables start with the chief's values
     m.invoke(std::vector<Tensor>(pending->begin(), pending->begin() + m.num_inputs()), false);
   }
   m.optimizer.build(m.trainable_variables());
@@ -98,6 +136,18 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
   for (train::Callback& c : given) {
     if (chief || !c.impl().chief_only()) callbacks.push_back(std::move(c));
   }
+  // However fit() leaves, the callbacks forget its iterator; if by an exception after training
+  // began, they give back what on_train_begin took.
+  struct Leaving {
+    std::vector<train::Callback>& callbacks;
+    bool training = false;  // between on_train_begin and on_train_end
+    ~Leaving() {
+      for (const train::Callback& c : callbacks) {
+        if (training) c.impl().on_train_abort();
+        c.impl().set_iterator(nullptr);
+      }
+    }
+  } leaving{callbacks};
   for (const train::Callback& c : callbacks) {
     c.impl().set_model(this);
     c.impl().set_params(options.epochs, steps);
@@ -112,11 +162,13 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
       if (kept) pending.reset();
     }
   }
+  check_workers_start_alike(*this);
   m.stop_training = false;
   int64_t unsized_steps = 0;  // steps so far, when an epoch's size is unknown
   train::History history;
   train::Logs logs;
   for (const train::Callback& c : callbacks) c.impl().on_train_begin(logs);
+  leaving.training = true;
   for (int epoch = start.epoch; epoch < options.epochs && !m.stop_training; ++epoch) {
     reset_metrics();
     for (const train::Callback& c : callbacks) c.impl().on_epoch_begin(epoch, logs);
@@ -161,8 +213,8 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
     history.epoch.push_back(epoch);
     for (const auto& [k, v] : logs) history.history[k].push_back(v);
   }
+  leaving.training = false;
   for (const train::Callback& c : callbacks) c.impl().on_train_end(logs);
-  for (const train::Callback& c : callbacks) c.impl().set_iterator(nullptr);
   return history;
 } catch (const std::exception& e) {
   // An error between the steps (reading data, a callback) reaches the other workers of a

@@ -54,5 +54,45 @@ TEST(FitInACluster, AnErrorBetweenStepsReachesTheOtherWorkerWithItsMessage) {
   EXPECT_THAT(on_worker0, HasSubstr("worker 1's disk is full"));
 }
 
+// A model built outside strategy.scope() keeps each worker's own initial weights; fit refuses
+// to train them apart, on every worker, naming both digests. Built lazily by fit itself, in the
+// scope, the weights start as the chief's and fit trains.
+TEST(FitInACluster, WorkersThatStartFromOtherWeightsFailNamingBoth) {
+  Tensor x = stateless_random_normal({16, 4}, {5, 1});
+  Tensor y = argmax(slice(x, {Slice{}, Slice{0, 3}}), -1);
+  auto worker = [&](distribute::MultiWorkerMirroredStrategy& strategy, int w,
+                    bool built_outside) -> std::string {
+    // Other initial weights on each worker, as different seeds would give.
+    Sequential model({Dense(3, "", {.kernel_initializer = w == 0 ? "ones" : "zeros"})});
+    if (built_outside) model(slice(x, {Slice{0, 1}}));
+    {
+      auto scope = strategy.scope();
+      model.compile(optim::SGD(0.1), losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                    std::vector<std::string>{});
+    }
+    try {
+      model.fit(data::Dataset::from_tensor_slices({x, y}).batch(8), {.epochs = 1, .verbose = 0});
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "fit returned";
+  };
+  distribute::MultiWorkerOptions options;
+  options.communication.timeout_seconds = 30;
+  for (bool built_outside : {true, false}) {
+    std::vector<std::string> messages = weft::testing::on_local_workers<std::string>(
+        2, options, [&](distribute::MultiWorkerMirroredStrategy& s, int w) {
+          return worker(s, w, built_outside);
+        });
+    for (const std::string& m : messages) {
+      if (built_outside) {
+        EXPECT_THAT(m, HasSubstr("fit: worker 1 starts from other weights than the chief"));
+      } else {
+        EXPECT_EQ(m, "fit returned");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace weft::nn
