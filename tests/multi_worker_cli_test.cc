@@ -19,6 +19,13 @@ namespace {
 using namespace weft_cli_test;
 using testing::HasSubstr;
 
+// `mpirun` of 2 ranks, every MPI call in pieces of at most `max_count` elements; leak checks off
+// in the ranks (OpenMPI's components leak at MPI_Finalize, see UnderMpirunTheWorkersAreMpisRanks).
+std::string mpirun_two_ranks(int max_count) {
+  return "mpirun --oversubscribe -np 2 -x LSAN_OPTIONS=detect_leaks=0 -x WEFT_MPI_MAX_COUNT=" +
+         std::to_string(max_count) + " " + (geteuid() == 0 ? "--allow-run-as-root " : "");
+}
+
 class MultiWorkerCli : public testing::Test {
  protected:
   void SetUp() override {
@@ -93,9 +100,7 @@ TEST_F(MultiWorkerCli, GlobalResultsEqualTheOneProcessResultsOnEveryWorker) {
                                   (mpi ? "mpi" : "")))
                              .string();
     Result r = shell(
-        mpi ? "timeout 120 mpirun --oversubscribe -np 2 -x LSAN_OPTIONS=detect_leaks=0 "
-              "-x WEFT_MPI_MAX_COUNT=2 " + std::string(geteuid() == 0 ? "--allow-run-as-root " : "") +
-                  tool + " " + prefix
+        mpi ? "timeout 120 " + mpirun_two_ranks(/*max_count=*/2) + tool + " " + prefix
             : "timeout 120 " + std::string(WEFT_BINARY_DIR) + "/weft launch -n " +
                   std::to_string(workers) + " --replicas-per-worker " + std::to_string(replicas) +
                   " -- " + tool + " " + prefix);
@@ -197,9 +202,7 @@ TEST_F(MultiWorkerCli, UnderMpirunTheWorkersAreMpisRanks) {
   // sanitizer build) cannot even name them: leak checks are off in the MPI ranks only. Every
   // MPI call carries at most 100 000 elements here, so the first layer's broadcast and
   // gradients (548 800) go in pieces, as buffers over 2^31 elements do.
-  Result r = shell("timeout 300 mpirun --oversubscribe -np 2 -x LSAN_OPTIONS=detect_leaks=0 " +
-                   std::string("-x WEFT_MPI_MAX_COUNT=100000 ") +
-                   std::string(geteuid() == 0 ? "--allow-run-as-root " : "") + WEFT_BINARY_DIR +
+  Result r = shell("timeout 300 " + mpirun_two_ranks(/*max_count=*/100000) + WEFT_BINARY_DIR +
                    "/weft " + train_args("--strategy multi_worker " + base, json));
   ASSERT_EQ(r.status, 0) << r.output;
   nlohmann::json j = read_json(json);
