@@ -379,7 +379,8 @@ TEST_F(MultiWorkerCli, AWorkerKilledMidEpochIsRestartedAndTheJobResumesFromItsBa
   // 1024 examples in batches of 64, two epochs: 32 steps, backed up every 10. On its first
   // start worker 1 is killed (SIGKILL) as soon as the chief has committed a backup; weft launch
   // restarts both, and they resume from the newest backup to the uninterrupted run's weights.
-  write_dataset(dir_ / "big", 1024, 200);
+  const int examples = 1024;
+  write_dataset(dir_ / "big", examples, 200);
   std::string args =
       "train --strategy multi_worker --deterministic --quiet --epochs 2 "
       "--batch-size 64 --seed 5 --dataset " +
@@ -416,8 +417,8 @@ TEST_F(MultiWorkerCli, AWorkerKilledMidEpochIsRestartedAndTheJobResumesFromItsBa
   EXPECT_EQ(read_json(dir_ / "resumed.json")["weights_fingerprint"],
             read_json(dir_ / "plain.json")["weights_fingerprint"]);
   // No example trained twice or skipped: two epochs of 1024, over both starts.
-  EXPECT_EQ(read_json(dir_ / "plain.json")["examples_trained"], 2 * 1024);
-  EXPECT_EQ(read_json(dir_ / "resumed.json")["examples_trained"], 2 * 1024);
+  EXPECT_EQ(read_json(dir_ / "plain.json")["examples_trained"], 2 * examples);
+  EXPECT_EQ(read_json(dir_ / "resumed.json")["examples_trained"], 2 * examples);
   EXPECT_FALSE(fs::exists(backup)) << "the backup outlived the completed job";
 }
 
@@ -426,7 +427,8 @@ TEST_F(MultiWorkerCli, SigtermBacksUpAndTheJobResumesOnAnyNumberOfWorkers) {
   // or to the single process) once a backup exists: it backs up the step it finished and exits
   // with status 75. The second run, with 2 workers or 1, resumes there and ends with the
   // uninterrupted run's weights (--deterministic gives the same bits on any cluster size).
-  write_dataset(dir_ / "big", 1024, 200);
+  const int examples = 1024;
+  write_dataset(dir_ / "big", examples, 200);
   const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft ";
   const fs::path backup = dir_ / "backup";
   auto command = [&](int workers, const std::string& json) {
@@ -461,7 +463,7 @@ TEST_F(MultiWorkerCli, SigtermBacksUpAndTheJobResumesOnAnyNumberOfWorkers) {
     EXPECT_THAT(resumed.output, HasSubstr("weft: restored backup " + backup.string()))
         << resumed.output;
     EXPECT_EQ(read_json(dir_ / "resumed.json")["weights_fingerprint"], fingerprint);
-    EXPECT_EQ(read_json(dir_ / "resumed.json")["examples_trained"], 2 * 1024);
+    EXPECT_EQ(read_json(dir_ / "resumed.json")["examples_trained"], 2 * examples);
     EXPECT_FALSE(fs::exists(backup));
   }
 }
