@@ -100,17 +100,15 @@ void tree_sum_into(const std::vector<Tensor>& values, const Tensor& out) {
   });
 }
 
-void merge_updates(const std::vector<std::vector<autodiff::UpdateCollector::Update>>& leaves,
-                   const std::function<Tensor(const Tensor&)>& across_workers,
-                   bool first_worker) {
-  using Update = autodiff::UpdateCollector::Update;
+std::vector<Update> combine_updates(const std::vector<std::vector<Update>>& leaves) {
   std::vector<const std::vector<Update>*> used;
   for (const auto& leaf : leaves) {
     if (!leaf.empty()) used.push_back(&leaf);
   }
-  if (used.empty()) return;
+  if (used.empty()) return {};
   autodiff::NoRecordScope no_record;
   const std::vector<Update>& first = *used[0];
+  std::vector<Update> merged;
   for (size_t i = 0; i < first.size(); ++i) {
     const Variable& var = first[i].variable;
     std::vector<Tensor> values;
@@ -125,32 +123,37 @@ void merge_updates(const std::vector<std::vector<autodiff::UpdateCollector::Upda
       WEFT_CHECK((*leaf)[i].relative == first[i].relative, FailedPrecondition)
           << "\"" << var.name() << "\" (aggregation SUM) was assigned on one replica and "
           << "assign_add-ed on another in one step; their values cannot be summed";
-      values.push_back((*leaf)[i].value);
+      if ((*leaf)[i].count > 0) values.push_back((*leaf)[i].value);
       count += (*leaf)[i].count;
     }
-    Update merged{var, {}, count, first[i].relative};
+    Update m{var, {}, count, first[i].relative};
     if (var.aggregation() == VariableAggregation::ONLY_FIRST_REPLICA) {
-      merged = first[i];
+      m.value = first[i].value;
     } else {
-      merged.value = tree_sum(values);
+      m.value = values.empty() ? zeros_like(first[i].value) : tree_sum(values);
     }
-    auto* up = autodiff::UpdateCollector::current();
-    if (across_workers && up == nullptr) {
-      bool only_first = var.aggregation() == VariableAggregation::ONLY_FIRST_REPLICA;
-      Tensor mine = only_first && !first_worker ? zeros_like(merged.value) : merged.value;
-      merged.value = across_workers(mine);
-      merged.count = static_cast<int64_t>(
-          across_workers(Tensor::from_vector(std::vector<double>{double(merged.count)}))
-              .item<double>());
-    }
+    merged.push_back(std::move(m));
+  }
+  return merged;
+}
+
+void write_updates(std::vector<Update> updates) {
+  autodiff::NoRecordScope no_record;
+  auto* up = autodiff::UpdateCollector::current();
+  for (Update& u : updates) {
+    Variable var = u.variable;
     if (up != nullptr) {
-      up->record(std::move(merged));
+      up->record(std::move(u));
+    } else if (var.aggregation() == VariableAggregation::ONLY_FIRST_REPLICA) {
+      var.assign(u.value);
+    } else if (u.count == 0) {
+      continue;  // made on no rows
     } else if (var.aggregation() == VariableAggregation::MEAN) {
-      Variable(var).assign(div(merged.value, static_cast<double>(merged.count)));
-    } else if (merged.relative) {
-      Variable(var).assign_add(merged.value);
+      var.assign(div(u.value, static_cast<double>(u.count)));
+    } else if (u.relative) {
+      var.assign_add(u.value);
     } else {
-      Variable(var).assign(merged.value);
+      var.assign(u.value);
     }
   }
 }

@@ -3,8 +3,6 @@
 // over the parts in order, and variable updates combined by each variable's aggregation.
 #pragma once
 
-#include <functional>
-
 #include <vector>
 
 #include "weft/autodiff/variable.h"
@@ -18,18 +16,27 @@ Tensor tree_sum(const std::vector<Tensor>& values);
 // The same sum written into `out` (the values' shape and dtype).
 void tree_sum_into(const std::vector<Tensor>& values, const Tensor& out);
 
-// Combines the updates the leaves recorded (replicas or micro-batches, in order): for each
-// variable, the tree sum of its values (SUM and MEAN) or the first leaf's (ONLY_FIRST_REPLICA);
-// a SUM variable's assign_add/assign_sub changes are summed and added to it.
-// A leaf that recorded nothing (a replica with no rows) is left out; the others must have
+using Update = autodiff::UpdateCollector::Update;
+
+// Combines the updates the leaves recorded (replicas or micro-batches, in order) into one per
+// variable: the tree sum of its values (SUM and MEAN, a SUM variable's assign_add/assign_sub
+// changes alike) or the first leaf's value (ONLY_FIRST_REPLICA, as tf.distribute: the first
+// replica's, rows or not), with the leaves' counts added up.
+// An update of count 0 (made on no rows: a replica with no rows of a short last batch records
+// its layers' updates that way, so that every replica makes the same reductions) keeps its place
+// and adds nothing to the sum. A leaf that recorded nothing is left out; the others must have
 // updated the same variables in the same order (FailedPrecondition naming the first that
-// differs). The result goes up to the calling thread's UpdateCollector when it has one (another
-// level combines it), and is written otherwise: MEAN divides the sum by the number of values.
-//
-// In a cluster, `across_workers` sums a tensor over the workers: the values written are then the
-// whole cluster's (for ONLY_FIRST_REPLICA, the first worker's), the same on every worker.
-void merge_updates(const std::vector<std::vector<autodiff::UpdateCollector::Update>>& leaves,
-                   const std::function<Tensor(const Tensor&)>& across_workers = {},
-                   bool first_worker = true);
+// differs).
+std::vector<Update> combine_updates(const std::vector<std::vector<Update>>& leaves);
+
+// Passes combined updates up to the calling thread's UpdateCollector when it has one (another
+// level combines them), and writes them otherwise: MEAN divides the sum by the count, SUM assigns
+// the sum (or adds a change), ONLY_FIRST_REPLICA assigns its value; an update of count 0 changes
+// nothing, except an ONLY_FIRST_REPLICA one.
+void write_updates(std::vector<Update> updates);
+
+inline void merge_updates(const std::vector<std::vector<Update>>& leaves) {
+  write_updates(combine_updates(leaves));
+}
 
 }  // namespace weft::distribute

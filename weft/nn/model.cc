@@ -395,6 +395,20 @@ PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
       logs[name] += part;
     }
   }
+  if (parts.empty()) {
+    // No rows here (a short last batch): the layers still run forward, on none, so that this
+    // replica records the same variable updates as the others, each of count 0 (it adds
+    // nothing): every replica and worker then makes the same reductions.
+    distribute::BatchSliceScope in_part({where.step, where.first_example, 0, where.global_batch_size});
+    autodiff::UpdateCollector collector;
+    {
+      autodiff::NoRecordScope no_record;
+      m.invoke(rows_of(inputs, 0, 0), /*training=*/true);
+    }
+    std::vector<autodiff::UpdateCollector::Update> none = collector.updates();
+    for (auto& u : none) u.count = 0;
+    updates.push_back(std::move(none));
+  }
   distribute::merge_updates(updates);
   optim::GradsAndVars gv;
   if (packs) {

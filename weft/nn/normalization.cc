@@ -122,6 +122,16 @@ class BatchNormalizationImpl : public NormalizationBase {
 
   Tensor call(const Tensor& x_in, bool training) override {
     if (training && trainable() && synchronized_) return synchronized_training(x_in);
+    if (training && trainable() && x_in.numel() == 0) {
+      // No rows (a replica's share of a short last batch): no statistics to update, but under a
+      // strategy the replica still records an update of no weight (count 0), so that every
+      // replica's updates, and so the reductions across workers, stay alike.
+      if (auto* collector = autodiff::UpdateCollector::current()) {
+        for (const Variable& v : {moving_mean_, moving_variance_})
+          collector->record({v, v.value(), /*count=*/0});
+      }
+      return activation_(x_in);
+    }
     if (training && trainable()) {
       // One fused op, which normalises half types in float32 itself; a missing gamma or beta is
       // a constant 1 or 0.

@@ -4,10 +4,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "weft/core/config.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/multi_worker_mirrored_strategy.h"
 #include "weft/nn/dense.h"
+#include "weft/distribute/mirrored_strategy.h"
+#include "weft/nn/conv.h"
+#include "weft/nn/core_layers.h"
 #include "weft/nn/model.h"
+#include "weft/nn/normalization.h"
+#include "weft/nn/pooling.h"
 #include "weft/ops/random.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
@@ -90,6 +96,62 @@ TEST(FitInACluster, WorkersThatStartFromOtherWeightsFailNamingBoth) {
       } else {
         EXPECT_EQ(m, "fit returned");
       }
+    }
+  }
+}
+
+// A global batch with fewer rows than replicas leaves some worker with none in a step: that
+// worker makes the same collective calls as the others (its BatchNormalization records updates
+// of no weight), every worker ends with the same weights, and they are those of MirroredStrategy
+// with as many replicas in one process (the moving statistics averaged over the replicas with
+// rows only). Three rows in batches of 2 (the last batch has 1 row), on 2 and 3 workers; an
+// MLP and a CNN, both with BatchNormalization.
+TEST(FitInACluster, BatchNormalizationTrainsWhenAWorkerHasNoRowsInAStep) {
+  struct Case {
+    const char* name;
+    Shape x_shape;
+    std::function<Sequential()> build;
+  };
+  const std::vector<Case> cases = {
+      {"mlp", {3, 4}, [] { return Sequential({Dense(4), BatchNormalization(), Dense(3)}); }},
+      {"cnn", {3, 6, 6, 1}, [] {
+         return Sequential({Conv2D(2, {3, 3}), BatchNormalization(), MaxPooling2D(), Flatten(),
+                            Dense(3)});
+       }}};
+  Tensor y = Tensor::from_vector(std::vector<int64_t>{0, 2, 1});
+  for (const Case& c : cases) {
+    Tensor x = stateless_random_normal(c.x_shape, {7, 1});
+    auto train = [&](const distribute::Strategy& strategy) {
+      Sequential model;
+      {
+        auto scope = strategy.scope();
+        model = c.build();
+        model.compile(optim::SGD(0.1), losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                      std::vector<std::string>{});
+      }
+      model.fit(data::Dataset::from_tensor_slices({x, y}).batch(2), {.epochs = 2, .verbose = 0});
+      std::vector<float> all;
+      for (const Variable& w : model.variables()) {
+        std::vector<float> v = w.value().to_vector<float>();
+        all.insert(all.end(), v.begin(), v.end());
+      }
+      return all;
+    };
+    for (int workers : {2, 3}) {
+      SCOPED_TRACE(std::string(c.name) + " on " + std::to_string(workers) + " workers");
+      distribute::MultiWorkerOptions options;
+      options.communication.timeout_seconds = 30;
+      auto weights = weft::testing::on_local_workers<std::vector<float>>(
+          workers, options,
+          [&](distribute::MultiWorkerMirroredStrategy& strategy, int) { return train(strategy); });
+      config::set_logical_cpu_devices(workers);
+      std::vector<float> one_process = train(distribute::MirroredStrategy());
+      config::set_logical_cpu_devices(1);
+      ASSERT_EQ(weights[0].size(), one_process.size());
+      for (size_t i = 0; i < one_process.size(); ++i) {
+        EXPECT_NEAR(weights[0][i], one_process[i], 1e-5) << "weight element " << i;
+      }
+      for (const auto& w : weights) EXPECT_EQ(w, weights[0]);
     }
   }
 }

@@ -193,12 +193,66 @@ void ReplicaGroup::run(const std::function<void(int)>& fn) {
   }
   if (across_failure) std::rethrow_exception(across_failure);
   lock.unlock();
-  if (workers_) {
-    merge_updates(
-        updates_, [this](const Tensor& v) { return sum_across_workers(v); },
-        workers_->first_replica == 0);
-  } else {
-    merge_updates(updates_);
+  std::vector<Update> merged = combine_updates(updates_);
+  if (workers_) sum_updates_across_workers(merged);
+  write_updates(std::move(merged));
+}
+
+void ReplicaGroup::sum_updates_across_workers(std::vector<Update>& updates) {
+  if (updates.empty()) return;
+  autodiff::NoRecordScope no_record;
+  // One flat tensor per dtype, the values in order (an ONLY_FIRST_REPLICA value only from the
+  // first worker, zeros from the others), and the counts after the values of the first pack whose
+  // dtype holds them exactly (else in a float32 pack of their own).
+  auto holds_counts = [](DType d) {
+    return d == kFloat32 || d == kFloat64 || d == kInt32 || d == kInt64;
+  };
+  std::vector<DType> dtypes;
+  std::vector<int64_t> totals, offsets;
+  auto pack_of = [&](DType d) {
+    size_t k = static_cast<size_t>(std::find(dtypes.begin(), dtypes.end(), d) - dtypes.begin());
+    if (k == dtypes.size()) {
+      dtypes.push_back(d);
+      totals.push_back(0);
+    }
+    return k;
+  };
+  for (const Update& u : updates) {
+    size_t k = pack_of(u.value.dtype());
+    offsets.push_back(totals[k]);
+    totals[k] += u.value.numel();
+  }
+  size_t counts_pack = static_cast<size_t>(
+      std::find_if(dtypes.begin(), dtypes.end(), holds_counts) - dtypes.begin());
+  if (counts_pack == dtypes.size()) counts_pack = pack_of(kFloat32);
+  const int64_t counts_at = totals[counts_pack];
+  totals[counts_pack] += static_cast<int64_t>(updates.size());
+  std::vector<Tensor> packs;
+  for (size_t k = 0; k < dtypes.size(); ++k) packs.push_back(pack(dtypes[k], totals[k]));
+  auto view = [&](size_t i) {
+    const Tensor& v = updates[i].value;
+    size_t k = pack_of(v.dtype());
+    return reshape(slice(packs[k], {Slice{offsets[i], offsets[i] + v.numel()}}), v.shape());
+  };
+  const bool first_worker = workers_->first_replica == 0;
+  std::vector<double> counts;
+  for (size_t i = 0; i < updates.size(); ++i) {
+    const Update& u = updates[i];
+    bool only_first = u.variable.aggregation() == VariableAggregation::ONLY_FIRST_REPLICA;
+    assign_into(view(i), only_first && !first_worker ? zeros_like(u.value) : u.value);
+    counts.push_back(static_cast<double>(u.count));
+  }
+  Tensor count_view = slice(packs[counts_pack], {Slice{counts_at, counts_at + int64_t(counts.size())}});
+  assign_into(count_view, Tensor::from_vector(counts));
+  collective::Communicator& comm = communicator_now();
+  for (Tensor& p : packs) {
+    comm.all_reduce(p.raw_data(), p.shape(), p.dtype(), collective::Reduction::SUM,
+                    workers_->options);
+  }
+  std::vector<double> all = cast(count_view, kFloat64).to_vector<double>();
+  for (size_t i = 0; i < updates.size(); ++i) {
+    updates[i].value = copy(view(i));
+    updates[i].count = static_cast<int64_t>(all[i]);
   }
 }
 

@@ -138,6 +138,9 @@ class ReplicaGroup {
   // zeros where none of this group's replicas passed it), then, once this group has summed its
   // replicas into them, the packs summed across the workers.
   void pack_across_workers(const std::vector<Call>& calls, bool as_given, Round& round);
+  // A step's combined variable updates summed across the workers, values and counts, in one
+  // all-reduce per dtype (weft/distribute/updates.h).
+  void sum_updates_across_workers(std::vector<autodiff::UpdateCollector::Update>& updates);
   void reduce_across_workers(ReduceOp op, Round& round, collective::Communicator& comm);
   // The communicator for a call made now: once the communication thread has finished what it
   // was given (rethrowing its first failure), so that every worker calls in one order.
