@@ -10,10 +10,15 @@
 #include "weft/autodiff/tape.h"
 #include "weft/core/config.h"
 #include "weft/distribute/mirrored_strategy.h"
+#include "weft/nn/conv.h"
 #include "weft/nn/core_layers.h"
 #include "weft/nn/dense.h"
 #include "weft/nn/model.h"
+#include "weft/nn/models.h"
 #include "weft/nn/normalization.h"
+#include "weft/nn/pooling.h"
+#include "weft/nn/recurrent.h"
+#include "weft/nn/reshaping.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
@@ -217,6 +222,63 @@ TEST(ModelDistributed, SyncBatchNormTrainsWhenAReplicaHasNoRows) {
     for (size_t i = 0; i < one.size(); ++i) {
       expect_close(many[i], one[i], 1e-4,
                    std::to_string(replicas) + " replicas, weight " + std::to_string(i));
+    }
+  }
+}
+
+// A replica with no rows in a step (the last batch of 3 rows in batches of 2 gives replica 0
+// none) runs its layers forward on no rows, so that it records the same variable updates as the
+// other replicas: every kind of layer takes a batch of 0 rows while training.
+TEST(ModelDistributed, EveryKindOfLayerTrainsOnAReplicaWithNoRows) {
+  struct Case {
+    const char* name;
+    Tensor x;
+    std::function<Model()> build;
+  };
+  const Tensor images = stateless_random_uniform({3, 28, 28, 1}, {3, 4});
+  const std::vector<Case> cases = {
+      {"weft train's cnn", images, models::cnn},
+      {"weft train's lstm", images, models::lstm},
+      {"weft train's transformer", images, models::transformer},
+      {"recurrent", cast(stateless_random_uniform({3, 5}, {3, 1}, 1, 9), kInt64),
+       [] {
+         return Sequential({Embedding(10, 4, {.mask_zero = true}),
+                            Bidirectional(LSTM(3, {.return_sequences = true})), GRU(3),
+                            Dense(3)});
+       }},
+      {"sequence", stateless_random_normal({3, 6, 2}, {3, 2}),
+       [] {
+         return Sequential({Conv1D(4, 3), SimpleRNN(4, {.return_sequences = true}),
+                            MaxPooling1D(), LayerNormalization(), GlobalAveragePooling1D(),
+                            Dropout(0.5), Dense(3)});
+       }},
+      {"image", stateless_random_normal({3, 6, 6, 2}, {3, 3}),
+       [] {
+         return Sequential({Conv2D(4, {3, 3}, {.padding = "same"}), BatchNormalization(),
+                            DepthwiseConv2D({3, 3}), SeparableConv2D(4, {2, 2}),
+                            Conv2DTranspose(2, {2, 2}), AveragePooling2D(),
+                            SpatialDropout2D(0.2), UpSampling2D(), GlobalMaxPooling2D(),
+                            Dense(3)});
+       }},
+  };
+  Tensor y = Tensor::from_vector(std::vector<int64_t>{0, 2, 1});
+  Devices devices(2);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    dist::MirroredStrategy strategy;
+    Model model;
+    {
+      auto scope = strategy.scope();
+      model = c.build();
+      model.compile(optim::SGD(0.1), losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                    std::vector<std::string>{});
+    }
+    train::History h = model.fit(data::Dataset::from_tensor_slices({c.x, y}).batch(2),
+                                 {.epochs = 2, .verbose = 0});
+    ASSERT_EQ(h.history["loss"].size(), 2u);
+    for (double loss : h.history["loss"]) EXPECT_TRUE(std::isfinite(loss));
+    for (const Variable& v : model.variables()) {
+      for (double e : values(v.value())) ASSERT_TRUE(std::isfinite(e)) << v.name();
     }
   }
 }

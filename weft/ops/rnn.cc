@@ -3,6 +3,7 @@
 #include "weft/autodiff/tape.h"
 #include "weft/core/storage.h"
 #include "weft/ops/cast.h"
+#include "weft/ops/creation.h"
 #include "weft/ops/onednn/onednn.h"
 
 namespace weft {
@@ -92,8 +93,24 @@ std::vector<Tensor> rnn(RnnCell cell, const Tensor& x_in, const Tensor& h0_in, c
   check_shape("kernel", kernel_in, {p.features, gu});
   check_shape("recurrent kernel", recurrent_in, {p.units, gu});
   check_shape("bias", bias_in, {rnn_bias_gates(cell) * p.units});
-  WEFT_CHECK(p.steps > 0 && p.batch > 0, InvalidArgument)
-      << "rnn: the input " << shape_str(x_in.shape()) << " has no steps or no examples";
+  WEFT_CHECK(p.steps > 0, InvalidArgument)
+      << "rnn: the input " << shape_str(x_in.shape()) << " has no steps";
+  if (p.batch == 0) {
+    // No examples (a replica's share of a short last batch): empty outputs, and gradients of
+    // zeros for the weights.
+    std::vector<Tensor> outputs{zeros({0, p.steps, p.units}, dt), zeros({0, p.units}, dt)};
+    if (lstm) outputs.push_back(zeros({0, p.units}, dt));
+    std::vector<Tensor> inputs{x_in, h0_in, c0_in, kernel_in, recurrent_in, bias_in};
+    if (!lstm) inputs.erase(inputs.begin() + 2);
+    if (autodiff::is_recording()) {
+      autodiff::record("rnn", inputs, outputs, [inputs](const autodiff::Grads&) {
+        std::vector<Tensor> d;
+        for (const Tensor& t : inputs) d.push_back(zeros_like(t));
+        return d;
+      });
+    }
+    return outputs;
+  }
 
   // The operands as recorded (cast to the layer's dtypes), then contiguous for oneDNN.
   std::vector<Tensor> inputs{x_in,
