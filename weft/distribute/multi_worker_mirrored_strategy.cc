@@ -139,6 +139,7 @@ class MultiWorkerImpl : public StrategyImpl {
     if (client_) client_->report_error(message);
   }
 
+  uint64_t collective_calls() const { return comm_ ? comm_->calls() : 0; }
   int num_workers() const { return static_cast<int>(tasks_.size()); }
   int rank() const { return rank_; }
   const std::string& task() const { return task_; }
@@ -207,6 +208,9 @@ bool MultiWorkerMirroredStrategy::is_chief() const { return impl_of(*this).rank(
 std::string MultiWorkerMirroredStrategy::task() const { return impl_of(*this).task(); }
 void MultiWorkerMirroredStrategy::report_error(const std::string& message) const {
   impl_of(*this).report_error(message);
+}
+uint64_t MultiWorkerMirroredStrategy::collective_calls() const {
+  return impl_of(*this).collective_calls();
 }
 
 }  // namespace weft::distribute

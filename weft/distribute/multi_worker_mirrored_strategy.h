@@ -58,6 +58,10 @@ class MultiWorkerMirroredStrategy : public Strategy {
   // Tells every other task that this one failed with `message` (training code calls it when it
   // fails outside strategy.run, fit, evaluate and predict, which report their own failures).
   void report_error(const std::string& message) const;
+  // The collective calls this worker has made across the workers so far (0 in a single
+  // process): a training step makes one per gradient pack, one for the variable updates of its
+  // layers (BatchNormalization's moving statistics) and one for its logs.
+  uint64_t collective_calls() const;
 };
 
 }  // namespace weft::distribute

@@ -226,5 +226,60 @@ TEST(MultiWorkerMirroredStrategy, GradientPacksSumAsAllReduceDoes) {
   for (const auto& r : gradient_packs_and_all_reduce(1)) EXPECT_EQ(r, "3 6 3 12 - ");
 }
 
+// An all_reduce call site learns its values' layout across the workers at its first call (one
+// exchange of shapes, then the sum) and reduces at once after that (one collective). When a
+// value's shape changes, or a value only another worker passes appears, the reduction is made
+// again in the new layout: every result is still the sum over every replica that passed it.
+TEST(MultiWorkerMirroredStrategy, AnAllReduceLearnsItsLayoutOnceAndAgainWhenItChanges) {
+  for (int replicas : {1, 2}) {
+    SCOPED_TRACE(std::to_string(replicas) + " replicas per worker");
+    // Step s: (the length of the first value on worker 0, on worker 1; 0: undefined), and the
+    // collectives expected (a sum is two: one per dtype).
+    struct Step {
+      int64_t on0, on1;
+      uint64_t calls;
+    };
+    const std::vector<Step> steps = {
+        {2, 2, 3},  // first call: the layout exchanged, then the sum
+        {2, 2, 2},  // fits
+        {2, 0, 2},  // worker 1 passes none: fits
+        {3, 3, 5},  // another shape: the flagged sum, the exchange, the sum
+        {3, 3, 2},
+        {0, 4, 5},  // only worker 1 has it, in another shape
+    };
+    auto results = on_workers<std::vector<std::vector<float>>>(
+        2, replicas, [&](MultiWorkerMirroredStrategy& s, int w) {
+          std::vector<std::vector<float>> out;
+          for (const Step& step : steps) {
+            const int64_t n = w == 0 ? step.on0 : step.on1;
+            uint64_t before = s.collective_calls();
+            PerReplica<std::vector<Tensor>> sums = s.run([&] {
+              auto& ctx = get_replica_context();
+              const float g = static_cast<float>(ctx.replica_id_in_sync_group() + 1);
+              Tensor first = n > 0 ? full({n}, g, kFloat32) : Tensor();
+              Tensor second = full({2}, 10 * g, kFloat64);
+              return ctx.all_reduce(ReduceOp::SUM, {first, second});
+            });
+            EXPECT_EQ(s.collective_calls() - before, step.calls) << "step " << out.size() / 2;
+            for (const Tensor& t : sums[0]) out.push_back(cast(t, kFloat32).to_vector<float>());
+          }
+          return out;
+        });
+    const int g = 2 * replicas;  // replicas in all
+    const float all = static_cast<float>(g * (g + 1) / 2);
+    const float of_worker0 = static_cast<float>(replicas * (replicas + 1) / 2);
+    for (const auto& r : results) {
+      const std::vector<std::vector<float>> expected = {
+          std::vector<float>(2, all), std::vector<float>(2, 10 * all),
+          std::vector<float>(2, all), std::vector<float>(2, 10 * all),
+          std::vector<float>(2, of_worker0), std::vector<float>(2, 10 * all),
+          std::vector<float>(3, all), std::vector<float>(2, 10 * all),
+          std::vector<float>(3, all), std::vector<float>(2, 10 * all),
+          std::vector<float>(4, all - of_worker0), std::vector<float>(2, 10 * all)};
+      EXPECT_EQ(r, expected);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace weft::distribute

@@ -156,5 +156,51 @@ TEST(FitInACluster, BatchNormalizationTrainsWhenAWorkerHasNoRowsInAStep) {
   }
 }
 
+// A step of a model with 50 BatchNormalization layers makes, across the workers, one
+// all-reduce per gradient pack (one here: the pack size is above the gradients' size), one for
+// the 100 moving statistics' updates and their counts, and one for the logs: with the gradients
+// all-reduced during the backward pass, and after it (which learns the gradients' shapes at the
+// first step only).
+TEST(FitInACluster, AStepOfFiftyBatchNormalizationsMakesThreeAllReduces) {
+  Tensor x = stateless_random_normal({8, 8}, {9, 1});
+  Tensor y = argmax(slice(x, {Slice{}, Slice{0, 3}}), -1);
+  for (bool overlap : {true, false}) {
+    SCOPED_TRACE(overlap ? "during the backward pass" : "after it");
+    distribute::MultiWorkerOptions options;
+    options.communication.timeout_seconds = 30;
+    options.communication.bytes_per_pack = 64 << 20;
+    options.overlap_all_reduce = overlap;
+    auto calls = weft::testing::on_local_workers<std::vector<uint64_t>>(
+        2, options, [&](distribute::MultiWorkerMirroredStrategy& strategy, int) {
+          Sequential model;
+          {
+            auto scope = strategy.scope();
+            std::vector<Layer> layers;
+            for (int i = 0; i < 50; ++i) {
+              layers.push_back(Dense(8));
+              layers.push_back(BatchNormalization());
+            }
+            layers.push_back(Dense(3));
+            model = Sequential(layers);
+            model(x);  // built in the scope: the variables start with the chief's values
+            model.compile(optim::SGD(0.01),
+                          losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                          std::vector<std::string>{});
+          }
+          std::vector<uint64_t> per_step;
+          for (int step = 0; step < 3; ++step) {
+            uint64_t before = strategy.collective_calls();
+            model.train_on_batch({x, y});
+            per_step.push_back(strategy.collective_calls() - before);
+          }
+          return per_step;
+        });
+    for (const auto& c : calls) {
+      EXPECT_EQ(c[1], 3u);
+      EXPECT_EQ(c[2], 3u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace weft::nn

@@ -92,6 +92,9 @@ class Communicator {
   virtual void reduce_scatter(const void* in, void* out, const Shape& shape, DType dtype,
                               Reduction op, const CommunicationOptions& options) = 0;
   virtual void barrier(const CommunicationOptions& options) = 0;
+  // The collective calls this rank has made so far (every rank makes the same ones): what a
+  // step costs in messages, which on a network is latency more than bytes.
+  virtual uint64_t calls() const = 0;
 };
 
 // The same on tensors (any layout; the results are new tensors).

@@ -1,6 +1,7 @@
 #include "weft/distribute/collective/mpi_communicator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -138,6 +139,7 @@ class MpiCommunicator::Impl {
   }
 
   int rank() const { return rank_; }
+  uint64_t calls() const { return sequence_.load(); }
   int size() const { return size_; }
   std::string task(int r) const { return "rank " + std::to_string(r) + " of mpirun"; }
 
@@ -235,12 +237,13 @@ class MpiCommunicator::Impl {
  private:
   int rank_ = 0;
   int size_ = 1;
-  uint64_t sequence_ = 0;
+  std::atomic<uint64_t> sequence_{0};
 };
 
 MpiCommunicator::MpiCommunicator() : impl_(std::make_unique<Impl>()) {}
 MpiCommunicator::~MpiCommunicator() = default;
 int MpiCommunicator::rank() const { return impl_->rank(); }
+uint64_t MpiCommunicator::calls() const { return impl_->calls(); }
 int MpiCommunicator::size() const { return impl_->size(); }
 std::string MpiCommunicator::task_of(int rank) const { return impl_->task(rank); }
 void MpiCommunicator::all_reduce(void* data, const Shape& shape, DType dtype, Reduction op,
@@ -286,6 +289,7 @@ void MpiCommunicator::all_gather(const void*, void*, const Shape&, DType,
 void MpiCommunicator::reduce_scatter(const void*, void*, const Shape&, DType, Reduction,
                                      const CommunicationOptions&) {}
 void MpiCommunicator::barrier(const CommunicationOptions&) {}
+uint64_t MpiCommunicator::calls() const { return 0; }
 void MpiCommunicator::raw_all_reduce(void*, std::size_t, DType) {}
 
 #endif

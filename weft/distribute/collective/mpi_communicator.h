@@ -47,6 +47,7 @@ class MpiCommunicator : public Communicator {
   void reduce_scatter(const void* in, void* out, const Shape& shape, DType dtype, Reduction op,
                       const CommunicationOptions& options) override;
   void barrier(const CommunicationOptions& options) override;
+  uint64_t calls() const override;
 
   // MPI_Allreduce itself, in place, without weft's consistency check (the benchmark's reference).
   void raw_all_reduce(void* data, std::size_t n, DType dtype);

@@ -7,6 +7,7 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -117,6 +118,7 @@ class TcpCommunicator::Impl {
 
   int size() const { return static_cast<int>(tasks_.size()); }
   int rank() const { return rank_; }
+  uint64_t calls() const { return sequence_.load(); }
   const std::string& task(int r) const { return tasks_[static_cast<size_t>(r)]; }
 
   Implementation auto_implementation(std::size_t bytes) const {
@@ -513,7 +515,7 @@ class TcpCommunicator::Impl {
   std::shared_ptr<internal::SharedMemory> shm_;  // when every rank runs on this host
   std::shared_ptr<Failure> failure_ = std::make_shared<Failure>();
   std::mutex mu_;  // one collective at a time
-  uint64_t sequence_ = 0;
+  std::atomic<uint64_t> sequence_{0};
 };
 
 TcpCommunicator::TcpCommunicator(coordination::CoordinationClient& client,
@@ -524,6 +526,7 @@ TcpCommunicator::TcpCommunicator(coordination::CoordinationClient& client,
                                    client.options().token, timeout, name)) {}
 TcpCommunicator::~TcpCommunicator() = default;
 int TcpCommunicator::rank() const { return impl_->rank(); }
+uint64_t TcpCommunicator::calls() const { return impl_->calls(); }
 int TcpCommunicator::size() const { return impl_->size(); }
 std::string TcpCommunicator::task_of(int rank) const { return impl_->task(rank); }
 void TcpCommunicator::all_reduce(void* data, const Shape& shape, DType dtype, Reduction op,

@@ -49,6 +49,7 @@ class TcpCommunicator : public Communicator {
   void reduce_scatter(const void* in, void* out, const Shape& shape, DType dtype, Reduction op,
                       const CommunicationOptions& options) override;
   void barrier(const CommunicationOptions& options) override;
+  uint64_t calls() const override;
 
   // The algorithm AUTO picks for an all-reduce of `bytes` on this communicator.
   Implementation auto_implementation(std::size_t bytes) const;

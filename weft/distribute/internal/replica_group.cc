@@ -329,15 +329,18 @@ void ReplicaGroup::communicate() {
   }
 }
 
-void ReplicaGroup::pack_across_workers(const std::vector<Call>& calls, bool as_given,
-                                       Round& round) {
-  // Which values some worker has, with their dtype and shape.
-  constexpr size_t kFields = 10;  // dtype + 1 (0: undefined), rank, up to 8 dimensions
-  const size_t count = calls[0].values.size();
+namespace {
+
+// A value's entry in an all_reduce's layout: dtype + 1 (0: no value), rank, up to 8 dimensions.
+constexpr size_t kFields = 10;
+
+// The layout of the values the calls pass: each entry from the first call that defines it.
+std::vector<int64_t> layout_of(const std::vector<std::vector<Tensor>>& values_of_calls,
+                               size_t count) {
   std::vector<int64_t> meta(count * kFields, 0);
   for (size_t i = 0; i < count; ++i) {
-    for (const Call& c : calls) {
-      const Tensor& t = c.values[i];
+    for (const std::vector<Tensor>& values : values_of_calls) {
+      const Tensor& t = values[i];
       if (!t.defined()) continue;
       WEFT_CHECK(t.rank() <= 8, InvalidArgument)
           << "all_reduce across workers: values of rank " << t.rank() << " (at most 8)";
@@ -347,26 +350,73 @@ void ReplicaGroup::pack_across_workers(const std::vector<Call>& calls, bool as_g
       break;
     }
   }
-  if (!as_given) {
-    communicator_now().all_reduce(meta.data(), {static_cast<int64_t>(meta.size())}, kInt64,
-                                  collective::Reduction::MAX, workers_->options);
+  return meta;
+}
+
+// Every value of `mine` stands in `agreed` as it is (values `mine` lacks may stand there).
+bool fits(const std::vector<int64_t>& mine, const std::vector<int64_t>& agreed) {
+  if (mine.size() != agreed.size()) return false;
+  for (size_t at = 0; at < mine.size(); at += kFields) {
+    if (mine[at] != 0 && !std::equal(&mine[at], &mine[at] + kFields, &agreed[at])) return false;
   }
-  // One flat tensor per dtype, in the order the values first appear.
+  return true;
+}
+
+}  // namespace
+
+void ReplicaGroup::pack_across_workers(const std::vector<Call>& calls, bool as_given,
+                                       const std::string& site, Round& round) {
+  std::vector<std::vector<Tensor>> values;
+  for (const Call& c : calls) values.push_back(c.values);
+  std::vector<int64_t> mine = layout_of(values, calls[0].values.size());
+  if (as_given) {
+    lay_out(mine, /*contribute=*/true, round);
+    return;
+  }
+  // Which values some worker has, with their dtype and shape, learned by an exchange at a call
+  // site's first call; later calls reduce in that layout at once, with a flag that a worker whose
+  // values do not fit it raises (reduce_across_workers then exchanges the layouts again).
+  auto agreed = layouts_.find(site);
+  if (agreed == layouts_.end()) {
+    communicator_now().all_reduce(mine.data(), {static_cast<int64_t>(mine.size())}, kInt64,
+                                  collective::Reduction::MAX, workers_->options);
+    layouts_[site] = mine;
+    lay_out(mine, /*contribute=*/true, round);
+    return;
+  }
+  const bool fit = fits(mine, agreed->second);
+  round.site = site;
+  round.layout = mine;
+  lay_out(agreed->second, fit, round);
+}
+
+void ReplicaGroup::lay_out(const std::vector<int64_t>& meta, bool contribute, Round& round) {
+  const size_t count = meta.size() / kFields;
+  const bool flag = !round.site.empty();
+  // One flat tensor per dtype, in the order the values first appear (pack 0 with one element
+  // more for the flag).
   std::vector<DType> dtypes;
   std::vector<int64_t> totals, offsets(count, 0);
-  for (size_t i = 0; i < count; ++i) {
-    const int64_t* m = &meta[i * kFields];
-    if (m[0] == 0) continue;
-    DType dtype = static_cast<DType>(m[0] - 1);
+  auto pack_of = [&](DType dtype) {
     size_t k = static_cast<size_t>(std::find(dtypes.begin(), dtypes.end(), dtype) - dtypes.begin());
     if (k == dtypes.size()) {
       dtypes.push_back(dtype);
       totals.push_back(0);
     }
+    return k;
+  };
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t* m = &meta[i * kFields];
+    if (m[0] == 0) continue;
+    size_t k = pack_of(static_cast<DType>(m[0] - 1));
     offsets[i] = totals[k];
     totals[k] += num_elements(Shape(m + 2, m + 2 + m[1]));
   }
-  for (size_t k = 0; k < dtypes.size(); ++k) round.packs.push_back(pack(dtypes[k], totals[k]));
+  if (flag && dtypes.empty()) pack_of(kFloat32);
+  round.packs.clear();
+  for (size_t k = 0; k < dtypes.size(); ++k) {
+    round.packs.push_back(pack(dtypes[k], totals[k] + (flag && k == 0 ? 1 : 0)));
+  }
   round.pieces.assign(dtypes.size(), {});
   round.outputs.assign(count, Tensor());
   round.from_input.assign(count, false);
@@ -374,21 +424,29 @@ void ReplicaGroup::pack_across_workers(const std::vector<Call>& calls, bool as_g
     const int64_t* m = &meta[i * kFields];
     if (m[0] == 0) continue;
     DType dtype = static_cast<DType>(m[0] - 1);
-    size_t k = static_cast<size_t>(std::find(dtypes.begin(), dtypes.end(), dtype) - dtypes.begin());
+    size_t k = pack_of(dtype);
     Shape shape(m + 2, m + 2 + m[1]);
+    if (!contribute) {  // zeros, and no outputs: the values are laid out again
+      round.pieces[k].push_back({nullptr, static_cast<size_t>(num_elements(shape))});
+      continue;
+    }
     Tensor view = reshape(
         slice(round.packs[k], {Slice{offsets[i], offsets[i] + num_elements(shape)}}), shape);
-    bool here = std::any_of(calls.begin(), calls.end(),
-                            [&](const Call& c) { return c.values[i].defined(); });
+    bool here = std::any_of(round.inputs.begin(), round.inputs.end(),
+                            [&](const std::vector<Tensor>& in) { return in[i].defined(); });
     if (!here)
       std::memset(view.raw_data(), 0, static_cast<size_t>(view.numel()) * dtype_size(dtype));
     round.outputs[i] = view;
     // One replica: its value is this group's sum as it stands.
-    const Tensor& mine = calls[0].values[i];
-    round.from_input[i] = calls.size() == 1 && here && mine.dtype() == dtype &&
-                          mine.numel() == view.numel() && mine.is_contiguous();
-    round.pieces[k].push_back({round.from_input[i] ? mine.raw_data() : view.raw_data(),
+    const Tensor& in = round.inputs[0][i];
+    round.from_input[i] = round.inputs.size() == 1 && here && in.dtype() == dtype &&
+                          in.numel() == view.numel() && in.is_contiguous();
+    round.pieces[k].push_back({round.from_input[i] ? in.raw_data() : view.raw_data(),
                                static_cast<size_t>(view.numel())});
+  }
+  if (flag) {
+    round.flag = full({1}, contribute ? 0.0 : 1.0, dtypes[0]);
+    round.pieces[0].push_back({round.flag.raw_data(), 1});
   }
 }
 
@@ -406,6 +464,41 @@ Tensor ReplicaGroup::pack(DType dtype, int64_t numel) {
 
 void ReplicaGroup::reduce_across_workers(ReduceOp op, Round& round,
                                          collective::Communicator& comm) {
+  reduce_packs(round, comm);
+  if (round.flag.defined()) {
+    const Tensor& first = round.packs[0];
+    if (cast(slice(first, {Slice{first.numel() - 1, first.numel()}}), kFloat64).item<double>() >
+        0) {
+      // Some worker's values did not fit the layout agreed at this call site's first call:
+      // every worker exchanges its own, lays the values out again and reduces them again (each
+      // group's sum taken afresh from its replicas' values).
+      std::vector<int64_t> meta = round.layout;
+      comm.all_reduce(meta.data(), {static_cast<int64_t>(meta.size())}, kInt64,
+                      collective::Reduction::MAX, workers_->options);
+      layouts_[round.site] = meta;
+      round.site.clear();
+      round.flag = Tensor();
+      lay_out(meta, /*contribute=*/true, round);
+      for (size_t i = 0; i < round.outputs.size(); ++i) {
+        if (!round.outputs[i].defined() || round.from_input[i]) continue;
+        std::vector<Tensor> parts;
+        for (const std::vector<Tensor>& in : round.inputs) {
+          if (in[i].defined()) parts.push_back(in[i]);
+        }
+        if (!parts.empty()) tree_sum_into(parts, reshape(round.outputs[i], {-1}));
+      }
+      reduce_packs(round, comm);
+    }
+  }
+  if (op == ReduceOp::MEAN) {
+    for (Tensor& pack : round.packs) {
+      collective::internal::divide(pack.raw_data(), static_cast<size_t>(pack.numel()),
+                                   pack.dtype(), global_size());
+    }
+  }
+}
+
+void ReplicaGroup::reduce_packs(Round& round, collective::Communicator& comm) {
   for (size_t k = 0; k < round.packs.size(); ++k) {
     Tensor& pack = round.packs[k];
     const int64_t n = pack.numel();
@@ -422,9 +515,6 @@ void ReplicaGroup::reduce_across_workers(ReduceOp op, Round& round,
           round.pieces[k], static_cast<size_t>(at), static_cast<size_t>(len), es);
       comm.all_reduce_gathered(in, base + at * es, {len}, pack.dtype(), collective::Reduction::SUM,
                                workers_->options);
-    }
-    if (op == ReduceOp::MEAN) {
-      collective::internal::divide(base, static_cast<size_t>(n), pack.dtype(), global_size());
     }
   }
 }
@@ -573,7 +663,7 @@ ReplicaGroup::Round ReplicaGroup::reduce_replicas(int replica, ReduceOp op,
     }
     if (workers_) {
       try {
-        pack_across_workers(calls, as_given, round_);
+        pack_across_workers(calls, as_given, kind + " #" + std::to_string(sequence), round_);
       } catch (...) {
         fail_in(replica, kind + " across workers");
       }
@@ -627,6 +717,7 @@ ReplicaGroup::Round ReplicaGroup::reduce_replicas(int replica, ReduceOp op,
   }
   meet(replica, Call{kind + " (end)", sequence, {}}, last);
   std::lock_guard lock(mu_);
+  round.outputs = round_.outputs;  // laid out again when a worker's values did not fit
   round.across = round_.across;
   return round;
 }

@@ -14,6 +14,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -118,6 +119,12 @@ class ReplicaGroup {
     std::vector<bool> from_input;
     // begin_all_reduce: done when the communication thread has reduced the packs.
     std::shared_future<void> across;
+    // An all_reduce at a call site whose layout the workers learned at its first call (site:
+    // its kind and number in the step): this group's own layout, and the flag, pack 0's last
+    // element, that a worker whose values do not fit the agreed layout sets to 1.
+    std::string site;
+    std::vector<int64_t> layout;
+    Tensor flag;
   };
   // The replicas' part of an all_reduce: they meet, each sums its share of every value into the
   // round's outputs, and they meet again; `then` runs on the last to arrive, under the lock,
@@ -137,7 +144,12 @@ class ReplicaGroup {
   // The cluster's part of an all_reduce: first the outputs, packed (every value some worker has,
   // zeros where none of this group's replicas passed it), then, once this group has summed its
   // replicas into them, the packs summed across the workers.
-  void pack_across_workers(const std::vector<Call>& calls, bool as_given, Round& round);
+  void pack_across_workers(const std::vector<Call>& calls, bool as_given, const std::string& site,
+                           Round& round);
+  // The round's packs, outputs and pieces as `meta` lays the values out (with `contribute`
+  // false: zeros, and no outputs).
+  void lay_out(const std::vector<int64_t>& meta, bool contribute, Round& round);
+  void reduce_packs(Round& round, collective::Communicator& comm);
   // A step's combined variable updates summed across the workers, values and counts, in one
   // all-reduce per dtype (weft/distribute/updates.h).
   void sum_updates_across_workers(std::vector<autodiff::UpdateCollector::Update>& updates);
@@ -192,6 +204,8 @@ class ReplicaGroup {
   Tensor gathered_;
   std::vector<int64_t> gather_offsets_;
   std::vector<Tensor> packs_;  // kept between steps (pack())
+  // Each all_reduce call site's layout across workers, as last agreed (the same on every worker).
+  std::map<std::string, std::vector<int64_t>> layouts_;
 
   // The communication thread (across workers only) and its queue.
   std::thread comm_thread_;
