@@ -60,9 +60,11 @@ class MultiWorkerCli : public testing::Test {
 };
 
 TEST_F(MultiWorkerCli, DeterministicWeightsDoNotDependOnProcessesOrReplicas) {
-  // Determinism needs few steps: 232 examples, 3 full batches of 64 and a last one of 40.
+  // Determinism needs few steps: 193 examples, 3 full batches of 64 and a last one of 1 row,
+  // which leaves every worker but the last without rows (the CNN's BatchNormalization records
+  // updates of no weight there, and every worker makes the same reductions).
   data_ = dir_ / "small";
-  write_dataset(data_, 232, 40);
+  write_dataset(data_, 193, 40);
   for (const char* model : {"mlp", "cnn"}) {
     std::string base = std::string("--model ") + model + " --epochs 1 --deterministic";
     nlohmann::json one = train(0, 1, base);
@@ -77,6 +79,11 @@ TEST_F(MultiWorkerCli, DeterministicWeightsDoNotDependOnProcessesOrReplicas) {
           << model << ": " << workers << " x " << replicas << " differs from one process";
     }
   }
+  // Three workers train it too (without --deterministic: see docs/distributed.md for the
+  // replica counts it supports).
+  nlohmann::json three = train(3, 1, "--model cnn --epochs 1");
+  EXPECT_EQ(three["steps"], 4);
+  EXPECT_EQ(three["workers"], 3);
 }
 
 // predict, gather, reduce along an axis, ReplicaContext::all_gather and

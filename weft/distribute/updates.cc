@@ -130,7 +130,9 @@ std::vector<Update> combine_updates(const std::vector<std::vector<Update>>& leav
     if (var.aggregation() == VariableAggregation::ONLY_FIRST_REPLICA) {
       m.value = first[i].value;
     } else {
-      m.value = values.empty() ? zeros_like(first[i].value) : tree_sum(values);
+      // -0.0 where nothing counts: x + -0.0 is x for every x (+0.0 would turn a -0.0 into +0.0).
+      m.value = values.empty() ? full(first[i].value.shape(), -0.0, first[i].value.dtype())
+                               : tree_sum(values);
     }
     merged.push_back(std::move(m));
   }

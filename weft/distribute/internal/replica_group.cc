@@ -202,7 +202,7 @@ void ReplicaGroup::sum_updates_across_workers(std::vector<Update>& updates) {
   if (updates.empty()) return;
   autodiff::NoRecordScope no_record;
   // One flat tensor per dtype, the values in order (an ONLY_FIRST_REPLICA value only from the
-  // first worker, zeros from the others), and the counts after the values of the first pack whose
+  // first worker, -0.0 from the others: adding it changes no bit), and the counts after the values of the first pack whose
   // dtype holds them exactly (else in a float32 pack of their own).
   auto holds_counts = [](DType d) {
     return d == kFloat32 || d == kFloat64 || d == kInt32 || d == kInt64;
@@ -239,7 +239,8 @@ void ReplicaGroup::sum_updates_across_workers(std::vector<Update>& updates) {
   for (size_t i = 0; i < updates.size(); ++i) {
     const Update& u = updates[i];
     bool only_first = u.variable.aggregation() == VariableAggregation::ONLY_FIRST_REPLICA;
-    assign_into(view(i), only_first && !first_worker ? zeros_like(u.value) : u.value);
+    assign_into(view(i), only_first && !first_worker ? full(u.value.shape(), -0.0, u.value.dtype())
+                                                      : u.value);
     counts.push_back(static_cast<double>(u.count));
   }
   Tensor count_view = slice(packs[counts_pack], {Slice{counts_at, counts_at + int64_t(counts.size())}});
