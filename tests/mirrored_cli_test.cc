@@ -57,6 +57,12 @@ TEST_F(MirroredCli, DeterministicWeightsDoNotDependOnReplicasOrThreads) {
           << model << ": " << replicas << " replicas differ from the default strategy";
     }
   }
+  // 3 replicas do not split 8 micro-batches (refused: ModelDistributed tests it) but split 3.
+  std::string three = "--model mlp --epochs 1 --deterministic --micro-batches 3";
+  nlohmann::json alone = train(three);
+  ASSERT_EQ(alone["steps"], 4);
+  EXPECT_EQ(train(three + " --strategy mirrored --replicas 3")["weights_fingerprint"],
+            alone["weights_fingerprint"]);
 }
 
 // The sequence models too (the LSTM on oneDNN's RNN primitives, the transformer's attention):

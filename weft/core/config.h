@@ -61,8 +61,8 @@ std::string openmp_wait_policy();
 // Under op determinism, a training step cuts its global batch into this many micro-batches,
 // computes each one's gradient (and batch statistics) separately and sums them in one fixed tree,
 // so that 1, 2, 4 or 8 replicas, on threads or in processes, give the same bits (DISTRIBUTED.md
-// §2): replica counts that divide n agree. Fewer micro-batches cost less (larger products), and
-// still repeat their bits run to run at any replica count. n >= 1.
+// §2): the replica counts whose shares split that tree agree, and fit refuses the others (3 of
+// 8; 3 of 3 agree). Fewer micro-batches cost less (larger products). n >= 1.
 inline constexpr int kDefaultMicroBatches = 8;
 void set_micro_batches(int n);
 int micro_batches();

@@ -100,6 +100,15 @@ void tree_sum_into(const std::vector<Tensor>& values, const Tensor& out) {
   });
 }
 
+bool tree_splits_into(int64_t leaves, int64_t parts) {
+  if (parts == 1) return true;
+  if (parts < 1 || leaves % parts != 0) return false;
+  // Both trees split at half their count, rounded down (tree()).
+  const int64_t left = parts / 2, per = leaves / parts;
+  return left * per == leaves / 2 && tree_splits_into(left * per, left) &&
+         tree_splits_into(leaves - left * per, parts - left);
+}
+
 std::vector<Update> combine_updates(const std::vector<std::vector<Update>>& leaves) {
   std::vector<const std::vector<Update>*> used;
   for (const auto& leaf : leaves) {

@@ -16,6 +16,12 @@ Tensor tree_sum(const std::vector<Tensor>& values);
 // The same sum written into `out` (the values' shape and dtype).
 void tree_sum_into(const std::vector<Tensor>& values, const Tensor& out);
 
+// Whether the fixed tree over `leaves` values is the fixed tree over `parts` contiguous equal
+// shares of them, each share summed in its own tree first: then summing the shares' sums gives
+// tree_sum's bits (8 leaves split into 1, 2, 4 or 8 parts, 6 into 1, 2 or 6, 3 into 3; not 8
+// into 3).
+bool tree_splits_into(int64_t leaves, int64_t parts);
+
 using Update = autodiff::UpdateCollector::Update;
 
 // Combines the updates the leaves recorded (replicas or micro-batches, in order) into one per

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "weft/autodiff/tape.h"
 #include "weft/core/config.h"
@@ -455,6 +456,46 @@ void check_compiled(const ModelImpl& m, const char* what) {
       << "Model \"" << m.name() << "\" must be compiled before " << what << ": call compile()";
 }
 
+// Op determinism promises one replica's bits at every replica count: the replicas' sums must
+// complete the fixed tree over the micro-batches (DISTRIBUTED.md §2). A count whose shares do not
+// split that tree is refused, naming the counts that do, rather than differing silently. (A model
+// with a synchronising layer promises less, and says so: docs/distributed.md.)
+void check_replicas_keep_the_bits(const ModelImpl& m) {
+  if (!config::op_determinism_enabled() || m.synchronizes_replicas()) return;
+  const int64_t local = m.strategy.extended().num_local_replicas();
+  const int64_t workers = m.strategy.num_replicas_in_sync() / local;
+  const int64_t v = config::micro_batches();
+  // Across workers the sum follows the fixed tree when their number is a power of two.
+  const bool workers_ok = (workers & (workers - 1)) == 0;
+  if (workers_ok && distribute::tree_splits_into(v, workers) &&
+      distribute::tree_splits_into(v / workers, local)) {
+    return;
+  }
+  std::ostringstream counts;
+  std::vector<int64_t> fit;
+  for (int64_t r = 1; r <= v; ++r) {
+    if (distribute::tree_splits_into(v, r)) fit.push_back(r);
+  }
+  for (size_t i = 0; i < fit.size(); ++i) {
+    counts << (i == 0 ? "" : i + 1 == fit.size() ? " or " : ", ") << fit[i];
+  }
+  std::ostringstream what;
+  what << m.strategy.num_replicas_in_sync() << " replicas";
+  if (workers > 1) what << " (" << workers << " workers x " << local << ")";
+  WEFT_FAIL(InvalidArgument)
+      << "fit: op determinism (--deterministic) gives one replica's bits only when the "
+         "replicas' shares split the fixed tree over the micro-batches, and "
+      << what.str() << " with " << v << " micro-batches do not. With " << v
+      << " micro-batches, " << counts.str() << " replicas do (across workers, a number of "
+      << "workers that is a power of two)"
+      << (workers_ok ? "; or set the micro-batches to " +
+                           std::to_string(workers * local) +
+                           " (weft::config::set_micro_batches, weft train --micro-batches), "
+                           "whose one-replica bits these replicas then repeat"
+                     : "; across " + std::to_string(workers) +
+                           " workers the sum cannot follow the fixed tree: use 2 or 4 workers");
+}
+
 }  // namespace
 
 std::map<std::string, double> Model::train_on_batch(const std::vector<Tensor>& batch) {
@@ -466,6 +507,7 @@ std::map<std::string, double> Model::train_on_batch(const std::vector<Tensor>& b
 std::map<std::string, double> Model::train_on_distributed(const distribute::DistributedElement& b) {
   ModelImpl& m = model();
   check_compiled(m, "training");
+  check_replicas_keep_the_bits(m);
   distribute::PerReplica<PartialLogs> parts =
       m.strategy.run([this](const data::Element& e) { return train_step(e); }, b);
   return merge_logs(m, m.train_loss, parts.values());

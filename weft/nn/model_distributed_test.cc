@@ -10,6 +10,7 @@
 #include "weft/autodiff/tape.h"
 #include "weft/core/config.h"
 #include "weft/distribute/mirrored_strategy.h"
+#include "weft/distribute/updates.h"
 #include "weft/nn/conv.h"
 #include "weft/nn/core_layers.h"
 #include "weft/nn/dense.h"
@@ -308,6 +309,60 @@ TEST(ModelDistributed, FourReplicasTrainRepeatably) {
     return weights;
   };
   EXPECT_EQ(train(), train());
+}
+
+// Under op determinism every replica count whose shares split the fixed tree over the
+// micro-batches gives one replica's bits (1, 2, 4 and 8 of 8 micro-batches; 3 of 3), and every
+// other count is refused, naming those that work: never a silent difference. The last batch (5
+// rows of 37 in batches of 16) leaves some of 8 replicas without rows.
+TEST(ModelDistributed, DeterminismGivesOneReplicasBitsOrRefusesTheReplicaCount) {
+  Tensor x = stateless_random_normal({37, 6}, {13, 1});
+  Tensor y = cast(greater(sum(x, {1}), 0.0), kInt64);
+  config::enable_op_determinism();
+  for (int micro_batches : {8, 3}) {
+    config::set_micro_batches(micro_batches);
+    auto train = [&](int replicas) {
+      Devices devices(replicas);
+      dist::MirroredStrategy strategy;
+      random::set_seed(4);
+      Sequential model;
+      {
+        auto scope = strategy.scope();
+        model = Sequential({Dense(8, "relu"), BatchNormalization(), Dense(2)});
+        model.compile(optim::SGD(0.05),
+                      losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                      std::vector<std::string>{});
+      }
+      model.fit(data::Dataset::from_tensor_slices({x, y}).batch(16), {.epochs = 2, .verbose = 0});
+      return model.weights_fingerprint();
+    };
+    const std::string one = train(1);
+    for (int replicas = 2; replicas <= 8; ++replicas) {
+      SCOPED_TRACE(std::to_string(replicas) + " replicas, " + std::to_string(micro_batches) +
+                   " micro-batches");
+      if (dist::tree_splits_into(micro_batches, replicas)) {
+        EXPECT_EQ(train(replicas), one);
+        continue;
+      }
+      try {
+        train(replicas);
+        ADD_FAILURE() << "trained";
+      } catch (const InvalidArgument& e) {
+        EXPECT_THAT(e.what(), ::testing::HasSubstr(
+                                  micro_batches == 8 ? "With 8 micro-batches, 1, 2, 4 or 8 replicas do"
+                                                     : "With 3 micro-batches, 1 or 3 replicas do"));
+        EXPECT_THAT(e.what(), ::testing::HasSubstr("set the micro-batches to " +
+                                                   std::to_string(replicas)));
+      }
+    }
+  }
+  config::set_micro_batches(config::kDefaultMicroBatches);
+  config::disable_op_determinism();
+  EXPECT_TRUE(dist::tree_splits_into(6, 2));
+  EXPECT_TRUE(dist::tree_splits_into(6, 6));
+  EXPECT_FALSE(dist::tree_splits_into(6, 3));
+  EXPECT_FALSE(dist::tree_splits_into(8, 3));
+  EXPECT_FALSE(dist::tree_splits_into(2, 4));
 }
 
 }  // namespace
