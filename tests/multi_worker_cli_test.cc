@@ -79,11 +79,22 @@ TEST_F(MultiWorkerCli, DeterministicWeightsDoNotDependOnProcessesOrReplicas) {
           << model << ": " << workers << " x " << replicas << " differs from one process";
     }
   }
-  // Three workers train it too (without --deterministic: see docs/distributed.md for the
-  // replica counts it supports).
+  // Three workers train it too, but not under --deterministic: the sum across 3 workers cannot
+  // follow the fixed tree, and every worker says so rather than differ from one process.
   nlohmann::json three = train(3, 1, "--model cnn --epochs 1");
   EXPECT_EQ(three["steps"], 4);
   EXPECT_EQ(three["workers"], 3);
+  Result refused = shell("timeout 120 " + std::string(WEFT_BINARY_DIR) +
+                         "/weft launch -n 3 -- weft " +
+                         train_args("--strategy multi_worker --model mlp --deterministic",
+                                    dir_ / "refused.json"));
+  EXPECT_NE(refused.status, 0);
+  EXPECT_THAT(refused.output,
+              HasSubstr("InvalidArgument: fit: op determinism (--deterministic) gives one "
+                        "replica's bits only when the replicas' shares split the fixed tree over "
+                        "the micro-batches, and 3 replicas (3 workers x 1) with 8 micro-batches "
+                        "do not. With 8 micro-batches, 1, 2, 4 or 8 replicas do"))
+      << refused.output;
 }
 
 // predict, gather, reduce along an axis, ReplicaContext::all_gather and
@@ -198,6 +209,43 @@ Outcome two_workers(const fs::path& dir, const std::string& worker0_args,
   std::string status = read("status0");
   if (!status.empty() && status.back() == '\n') status.pop_back();
   return {status, read("worker0.log"), after};
+}
+
+// Pods of a cluster start minutes apart: each task waits for the others up to
+// --startup-timeout (default 10 minutes), not the collectives' timeout. Worker 1 starts 12 s
+// after the chief, whose collective timeout is 5 s (its rendezvous used to give up then): both
+// train. And a task that never comes is named once the start-up timeout passes.
+TEST_F(MultiWorkerCli, AWorkerStartedLateJoinsAndTrains) {
+  weft::distribute::ReservedLocalPorts ports(2);
+  auto tf_config = [&](int index) {
+    return "TF_CONFIG='{\"cluster\": {\"worker\": [\"" + ports.address(0) + "\", \"" +
+           ports.address(1) +
+           "\"]}, \"task\": {\"type\": \"worker\", \"index\": " + std::to_string(index) +
+           "}}' WEFT_CLUSTER_TOKEN=t0k3n timeout 120 " + std::string(WEFT_BINARY_DIR) + "/weft ";
+  };
+  const std::string args = "--strategy multi_worker --model mlp --epochs 1 --collective-timeout 5";
+  Result r = shell("cd " + dir_.string() + "; (" + tf_config(0) +
+                   train_args(args, dir_ / "w0.json") + " > w0.log 2>&1; echo $? > status0) & " +
+                   "sleep 12; " + tf_config(1) + train_args(args, dir_ / "w1.json") +
+                   " > w1.log 2>&1; echo $? > status1; wait");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (int w = 0; w < 2; ++w) {
+    std::ifstream status(dir_ / ("status" + std::to_string(w)));
+    std::ifstream log(dir_ / ("w" + std::to_string(w) + ".log"));
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    int code = -1;
+    status >> code;
+    EXPECT_EQ(code, 0) << "worker " << w << ": " << text;
+  }
+  EXPECT_EQ(read_json(dir_ / "w0.json")["workers"], 2);  // the chief writes it
+  // Worker 1 never starts: the chief gives up after its start-up timeout, naming it.
+  auto start = std::chrono::steady_clock::now();
+  Result alone = shell(tf_config(0) + train_args(args + " --startup-timeout 3", dir_ / "x.json"));
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(alone.status, 0);
+  EXPECT_THAT(alone.output, HasSubstr("worker:1")) << alone.output;
+  EXPECT_LT(seconds, 30) << alone.output;
 }
 
 TEST_F(MultiWorkerCli, UnderMpirunTheWorkersAreMpisRanks) {

@@ -43,8 +43,10 @@ struct TrainFlags {
   std::string strategy = "default", mixed_precision = "off";
   int replicas = 1;
   bool deterministic = false, quiet = false;
+  int micro_batches = 0;  // 0: config::kDefaultMicroBatches
   int threads = 0;
   double collective_timeout = 0;   // seconds; 0: the strategy's default
+  double startup_timeout = 0;      // seconds; 0: the strategy's default (10 minutes)
   std::string overlap_all_reduce;  // on, off; empty: the strategy's default
   int64_t bytes_per_pack = 0;      // 0: the strategy's default
   std::string tls_cert, tls_key, tls_ca;
@@ -103,6 +105,10 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
     distribute::MultiWorkerOptions options;
     options.replicas_per_worker = f.replicas;
     options.communication.timeout_seconds = f.collective_timeout;
+    if (f.startup_timeout > 0) {
+      options.startup_timeout =
+          std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout * 1000));
+    }
     options.communication.bytes_per_pack = static_cast<std::size_t>(f.bytes_per_pack);
     if (!f.overlap_all_reduce.empty()) options.overlap_all_reduce = f.overlap_all_reduce == "on";
     options.coordination.tls = {f.tls_cert, f.tls_key, f.tls_ca};
@@ -141,6 +147,7 @@ int run(TrainFlags f) {
       << f.batch_size << ", " << f.lr << ")";
   apply_threads_flag(f.threads);
   if (f.deterministic) config::enable_op_determinism();
+  if (f.micro_batches > 0) config::set_micro_batches(f.micro_batches);
   random::set_seed(f.seed);
   // Layers take the global policy when they are built; under mixed_float16, compile adds dynamic
   // loss scaling to the optimizer.
@@ -291,6 +298,11 @@ void add_train(CLI::App& app) {
                   "local replicas (threads) for --strategy mirrored or multi_worker, each on its "
                   "share of the cores")
       ->check(in_range(1, 256));
+  cmd->add_option("--startup-timeout", flags->startup_timeout,
+                  "multi_worker: seconds a task waits at start for the chief and the other "
+                  "tasks (default 600: pods may start minutes apart)")
+      ->check(positive_number())
+      ->default_str("");  // 0 stands for the strategy's default
   cmd->add_option("--collective-timeout", flags->collective_timeout,
                   "multi_worker: seconds any wait of a collective may take before the silent "
                   "worker is named (default 30)")
@@ -313,7 +325,13 @@ void add_train(CLI::App& app) {
                   "compute in bfloat16 or float16, keeping float32 variables")
       ->check(one_of({"off", "bf16", "f16"}));
   cmd->add_flag("--deterministic", flags->deterministic,
-                "the same weights bit for bit on every run and any number of replicas");
+                "the same weights bit for bit on every run, and one replica's at every replica "
+                "count that splits the micro-batches (others are refused)");
+  cmd->add_option("--micro-batches", flags->micro_batches,
+                  "--deterministic: micro-batches per global batch (default 8); 1, 2, 4 or 8 "
+                  "replicas give one replica's bits with 8, N replicas with N")
+      ->check(at_least(1))
+      ->default_str("");
   cmd->add_option("--threads", flags->threads,
                   "threads for the kernels (default: every core; more than the cores are capped)")
       ->check(at_least(1))

@@ -38,8 +38,9 @@ struct MultiWorkerOptions {
   bool overlap_all_reduce = true;
   // The control plane; an empty token is read from WEFT_CLUSTER_TOKEN.
   coordination::CoordinationOptions coordination;
-  // How long a task waits at start for the chief's service and the other tasks.
-  std::chrono::milliseconds startup_timeout{60000};
+  // How long a task waits at start for the chief's service and the other tasks (their
+  // registration and the collectives' rendezvous): pods of a cluster may start minutes apart.
+  std::chrono::milliseconds startup_timeout{std::chrono::minutes(10)};
 };
 
 class MultiWorkerMirroredStrategy : public Strategy {

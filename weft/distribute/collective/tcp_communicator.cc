@@ -72,17 +72,26 @@ class TcpCommunicator::Impl {
  public:
   Impl(coordination::CoordinationClient& client, std::vector<std::string> tasks, int rank,
        const std::string& hostname, const std::string& token, milliseconds timeout,
-       const std::string& name)
+       const std::string& name, milliseconds startup)
       : client_(client), tasks_(std::move(tasks)), rank_(rank), timeout_(timeout) {
     WEFT_CHECK(rank_ >= 0 && rank_ < static_cast<int>(tasks_.size()), InvalidArgument)
         << "TcpCommunicator: rank " << rank_ << " is not one of the " << tasks_.size()
         << " ranks";
     // weft's own connections first (its algorithms), then Gloo's (Gloo's algorithms).
-    mesh_ = std::make_shared<internal::SocketMesh>(client_, rank_, size(), hostname, token,
-                                                   name + "/weft", timeout_);
-    if (size() > 1 && internal::all_on_one_host(client_, rank_, size(), name + "/host", timeout_)) {
+    // The rendezvous waits for every rank up to `startup` (tasks may start minutes apart).
+    try {
+      mesh_ = std::make_shared<internal::SocketMesh>(client_, rank_, size(), hostname, token,
+                                                     name + "/weft", startup);
+    } catch (const Unavailable& e) {
+      std::string ranks;
+      for (int r = 0; r < size(); ++r) {
+        ranks += (r ? ", " : "") + task(r) + " is rank " + std::to_string(r);
+      }
+      throw Unavailable(e.message() + " (" + ranks + ")");
+    }
+    if (size() > 1 && internal::all_on_one_host(client_, rank_, size(), name + "/host", startup)) {
       shm_ = std::make_shared<internal::SharedMemory>(client_, rank_, size(), name + "/shm",
-                                                      timeout_);
+                                                      startup);
     }
     gloo::transport::tcp::attr attr;
     attr.hostname = hostname;
@@ -94,7 +103,7 @@ class TcpCommunicator::Impl {
     }
     context_ = std::make_shared<gloo::rendezvous::Context>(rank_, size());
     context_->setTimeout(timeout_);
-    CoordinationStore store(client_, name + "/gloo/", timeout_);
+    CoordinationStore store(client_, name + "/gloo/", startup);
     try {
       context_->connectFullMesh(store, device_);
     } catch (const weft::Error&) {
@@ -521,9 +530,10 @@ class TcpCommunicator::Impl {
 TcpCommunicator::TcpCommunicator(coordination::CoordinationClient& client,
                                    std::vector<std::string> tasks, int rank,
                                    const std::string& hostname, milliseconds timeout,
-                                   const std::string& name)
+                                   const std::string& name, milliseconds startup_timeout)
     : impl_(std::make_unique<Impl>(client, std::move(tasks), rank, hostname,
-                                   client.options().token, timeout, name)) {}
+                                   client.options().token, timeout, name,
+                                   startup_timeout.count() > 0 ? startup_timeout : timeout)) {}
 TcpCommunicator::~TcpCommunicator() = default;
 int TcpCommunicator::rank() const { return impl_->rank(); }
 uint64_t TcpCommunicator::calls() const { return impl_->calls(); }

@@ -27,12 +27,14 @@ class TcpCommunicator : public Communicator {
  public:
   // Connects the ranks `tasks` (rank r is tasks[r]; this process is `rank`), listening on
   // `hostname`, each pair of ranks by one TCP connection. `name` keeps the keys of two
-  // communicators of one cluster apart. `timeout` bounds the rendezvous and, unless a call's
-  // options say otherwise, each wait of a collective. `client` must outlive the communicator.
+  // communicators of one cluster apart. `timeout` bounds each wait of a collective unless a
+  // call's options say otherwise; `startup_timeout` (0: `timeout`) how long the rendezvous waits
+  // for the other ranks. `client` must outlive the communicator.
   TcpCommunicator(coordination::CoordinationClient& client, std::vector<std::string> tasks,
                    int rank, const std::string& hostname,
                    std::chrono::milliseconds timeout = kDefaultTimeout,
-                   const std::string& name = "gloo");
+                   const std::string& name = "gloo",
+                   std::chrono::milliseconds startup_timeout = std::chrono::milliseconds(0));
   ~TcpCommunicator() override;
 
   int rank() const override;

@@ -130,8 +130,13 @@ SocketMesh::SocketMesh(coordination::CoordinationClient& client, int rank, int s
   for (int accepted = 0; accepted < size_ - 1 - rank_;) {
     pollfd pfd{listener, POLLIN, 0};
     if (::poll(&pfd, 1, poll_timeout(deadline)) <= 0) {
+      std::string missing;
+      for (int r = rank_ + 1; r < size_; ++r) {
+        if (fds_[static_cast<size_t>(r)] < 0)
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      }
       fail("rank " + std::to_string(rank_) + " waited " + std::to_string(timeout.count()) +
-           " ms for the higher ranks to connect");
+           " ms for rank " + missing + " to connect (did it start within the start-up timeout?)");
     }
     int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
