@@ -352,8 +352,8 @@ TEST_F(MultiWorkerCli, TrainsWithMutualTlsOnTheControlPlane) {
   // The same cluster with worker 1 speaking plain text, then TLS without a certificate of its
   // own: the chief's service refuses both, so worker 1 never registers (it keeps retrying, silent,
   // until it is killed) and the chief gives up waiting for it to join the collectives after its
-  // --collective-timeout. Had the service let either in, they would have trained as above.
-  std::string chief_args = "--strategy multi_worker --model mlp --collective-timeout 3" + tls;
+  // --startup-timeout. Had the service let either in, they would have trained as above.
+  std::string chief_args = "--strategy multi_worker --model mlp --startup-timeout 3" + tls;
   for (const auto& [name, worker1_tls] :
        {std::pair<std::string, std::string>{"plain_text", ""},
         std::pair<std::string, std::string>{"no_client_cert", " --tls-ca " + d + "/ca.pem"}}) {
@@ -365,7 +365,7 @@ TEST_F(MultiWorkerCli, TrainsWithMutualTlsOnTheControlPlane) {
         nullptr, 0);
     EXPECT_EQ(refused.status, "1") << name << ": " << refused.log;
     EXPECT_THAT(refused.log, HasSubstr("weft: Unavailable: collectives: rank 0 waited 3000 ms "
-                                       "for the higher ranks to connect"))
+                                       "for rank 1 to connect"))
         << name << ": " << refused.log;
     EXPECT_FALSE(fs::exists(run / "chief.json")) << name;
     EXPECT_FALSE(fs::exists(run / "worker1.json")) << name;

@@ -400,7 +400,8 @@ PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
     // No rows here (a short last batch): the layers still run forward, on none, so that this
     // replica records the same variable updates as the others, each of count 0 (it adds
     // nothing): every replica and worker then makes the same reductions.
-    distribute::BatchSliceScope in_part({where.step, where.first_example, 0, where.global_batch_size});
+    distribute::BatchSliceScope in_part(
+        {where.step, where.first_example, 0, where.global_batch_size});
     autodiff::UpdateCollector collector;
     {
       autodiff::NoRecordScope no_record;

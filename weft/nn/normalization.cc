@@ -127,8 +127,9 @@ class BatchNormalizationImpl : public NormalizationBase {
       // strategy the replica still records an update of no weight (count 0), so that every
       // replica's updates, and so the reductions across workers, stay alike.
       if (auto* collector = autodiff::UpdateCollector::current()) {
-        for (const Variable& v : {moving_mean_, moving_variance_})
+        for (const Variable& v : {moving_mean_, moving_variance_}) {
           collector->record({v, v.value(), /*count=*/0});
+        }
       }
       return activation_(x_in);
     }

@@ -1,16 +1,17 @@
-// fit in a cluster of two workers (on threads of one process, meeting through a real
-// coordination service and real collectives on 127.0.0.1): an error on one worker between the
-// steps, where no collective is under way, reaches the other worker with its task and message.
+// fit in a cluster of workers on threads of one process, meeting through a real coordination
+// service and real collectives on 127.0.0.1: an error on one worker between the steps reaches the
+// others; workers that start from other weights are refused; a worker with no rows in a step
+// makes the same collectives as the others; a step's collectives are counted.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
-#include "weft/distribute/multi_worker_mirrored_strategy.h"
-#include "weft/nn/dense.h"
 #include "weft/distribute/mirrored_strategy.h"
+#include "weft/distribute/multi_worker_mirrored_strategy.h"
 #include "weft/nn/conv.h"
 #include "weft/nn/core_layers.h"
+#include "weft/nn/dense.h"
 #include "weft/nn/model.h"
 #include "weft/nn/normalization.h"
 #include "weft/nn/pooling.h"

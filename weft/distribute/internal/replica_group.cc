@@ -202,8 +202,8 @@ void ReplicaGroup::sum_updates_across_workers(std::vector<Update>& updates) {
   if (updates.empty()) return;
   autodiff::NoRecordScope no_record;
   // One flat tensor per dtype, the values in order (an ONLY_FIRST_REPLICA value only from the
-  // first worker, -0.0 from the others: adding it changes no bit), and the counts after the values of the first pack whose
-  // dtype holds them exactly (else in a float32 pack of their own).
+  // first worker, -0.0 from the others: adding it changes no bit), and the counts after the
+  // values of the first pack whose dtype holds them exactly (else in a float32 pack of their own).
   auto holds_counts = [](DType d) {
     return d == kFloat32 || d == kFloat64 || d == kInt32 || d == kInt64;
   };
@@ -243,7 +243,8 @@ void ReplicaGroup::sum_updates_across_workers(std::vector<Update>& updates) {
                                                       : u.value);
     counts.push_back(static_cast<double>(u.count));
   }
-  Tensor count_view = slice(packs[counts_pack], {Slice{counts_at, counts_at + int64_t(counts.size())}});
+  Tensor count_view = slice(packs[counts_pack],
+                            {Slice{counts_at, counts_at + static_cast<int64_t>(counts.size())}});
   assign_into(count_view, Tensor::from_vector(counts));
   collective::Communicator& comm = communicator_now();
   for (Tensor& p : packs) {
