@@ -212,8 +212,8 @@ Outcome two_workers(const fs::path& dir, const std::string& worker0_args,
 }
 
 // Pods of a cluster start minutes apart: each task waits for the others up to
-// --startup-timeout (default 10 minutes), not the collectives' timeout. Worker 1 starts 12 s
-// after the chief, whose collective timeout is 5 s (its rendezvous used to give up then): both
+// --startup-timeout (default 10 minutes), not the collectives' timeout. Worker 1 starts 5 s
+// after the chief, whose collective timeout is 2 s (its rendezvous used to give up then): both
 // train. And a task that never comes is named once the start-up timeout passes.
 TEST_F(MultiWorkerCli, AWorkerStartedLateJoinsAndTrains) {
   weft::distribute::ReservedLocalPorts ports(2);
@@ -223,10 +223,10 @@ TEST_F(MultiWorkerCli, AWorkerStartedLateJoinsAndTrains) {
            "\"]}, \"task\": {\"type\": \"worker\", \"index\": " + std::to_string(index) +
            "}}' WEFT_CLUSTER_TOKEN=t0k3n timeout 120 " + std::string(WEFT_BINARY_DIR) + "/weft ";
   };
-  const std::string args = "--strategy multi_worker --model mlp --epochs 1 --collective-timeout 5";
+  const std::string args = "--strategy multi_worker --model mlp --epochs 1 --collective-timeout 2";
   Result r = shell("cd " + dir_.string() + "; (" + tf_config(0) +
                    train_args(args, dir_ / "w0.json") + " > w0.log 2>&1; echo $? > status0) & " +
-                   "sleep 12; " + tf_config(1) + train_args(args, dir_ / "w1.json") +
+                   "sleep 5; " + tf_config(1) + train_args(args, dir_ / "w1.json") +
                    " > w1.log 2>&1; echo $? > status1; wait");
   ASSERT_EQ(r.status, 0) << r.output;
   for (int w = 0; w < 2; ++w) {
@@ -240,7 +240,7 @@ TEST_F(MultiWorkerCli, AWorkerStartedLateJoinsAndTrains) {
   EXPECT_EQ(read_json(dir_ / "w0.json")["workers"], 2);  // the chief writes it
   // Worker 1 never starts: the chief gives up after its start-up timeout, naming it.
   auto start = std::chrono::steady_clock::now();
-  Result alone = shell(tf_config(0) + train_args(args + " --startup-timeout 3", dir_ / "x.json"));
+  Result alone = shell(tf_config(0) + train_args(args + " --startup-timeout 2", dir_ / "x.json"));
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(alone.status, 0);
