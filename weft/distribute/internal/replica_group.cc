@@ -47,6 +47,27 @@ class PendingAcross : public ReplicaContext::Pending {
 // The most flat tensors a group keeps for reuse (ReplicaGroup::pack).
 constexpr size_t kKeptPacks = 32;
 
+// Values laid end to end in one flat tensor per dtype, the dtypes in the order they first come.
+struct FlatLayout {
+  std::vector<DType> dtypes;
+  std::vector<int64_t> totals;  // each flat tensor's elements so far
+  // The index of dtype's flat tensor (a new one when it has none).
+  size_t index(DType dtype) {
+    size_t k = static_cast<size_t>(std::find(dtypes.begin(), dtypes.end(), dtype) - dtypes.begin());
+    if (k == dtypes.size()) {
+      dtypes.push_back(dtype);
+      totals.push_back(0);
+    }
+    return k;
+  }
+  // Lays out `numel` more elements of `dtype`; returns where they begin in its flat tensor.
+  int64_t add(DType dtype, int64_t numel) {
+    size_t k = index(dtype);
+    totals[k] += numel;
+    return totals[k] - numel;
+  }
+};
+
 }  // namespace
 
 class ReplicaGroup::Context : public ReplicaContext {
@@ -207,31 +228,18 @@ void ReplicaGroup::sum_updates_across_workers(std::vector<Update>& updates) {
   auto holds_counts = [](DType d) {
     return d == kFloat32 || d == kFloat64 || d == kInt32 || d == kInt64;
   };
-  std::vector<DType> dtypes;
-  std::vector<int64_t> totals, offsets;
-  auto pack_of = [&](DType d) {
-    size_t k = static_cast<size_t>(std::find(dtypes.begin(), dtypes.end(), d) - dtypes.begin());
-    if (k == dtypes.size()) {
-      dtypes.push_back(d);
-      totals.push_back(0);
-    }
-    return k;
-  };
-  for (const Update& u : updates) {
-    size_t k = pack_of(u.value.dtype());
-    offsets.push_back(totals[k]);
-    totals[k] += u.value.numel();
-  }
-  size_t counts_pack = static_cast<size_t>(
-      std::find_if(dtypes.begin(), dtypes.end(), holds_counts) - dtypes.begin());
-  if (counts_pack == dtypes.size()) counts_pack = pack_of(kFloat32);
-  const int64_t counts_at = totals[counts_pack];
-  totals[counts_pack] += static_cast<int64_t>(updates.size());
+  FlatLayout layout;
+  std::vector<int64_t> offsets;
+  for (const Update& u : updates) offsets.push_back(layout.add(u.value.dtype(), u.value.numel()));
+  const std::vector<DType>& dtypes = layout.dtypes;
+  auto counts_dtype = std::find_if(dtypes.begin(), dtypes.end(), holds_counts);
+  const size_t counts_pack = layout.index(counts_dtype != dtypes.end() ? *counts_dtype : kFloat32);
+  const int64_t counts_at = layout.add(dtypes[counts_pack], static_cast<int64_t>(updates.size()));
   std::vector<Tensor> packs;
-  for (size_t k = 0; k < dtypes.size(); ++k) packs.push_back(pack(dtypes[k], totals[k]));
+  for (size_t k = 0; k < dtypes.size(); ++k) packs.push_back(pack(dtypes[k], layout.totals[k]));
   auto view = [&](size_t i) {
     const Tensor& v = updates[i].value;
-    size_t k = pack_of(v.dtype());
+    size_t k = layout.index(v.dtype());
     return reshape(slice(packs[k], {Slice{offsets[i], offsets[i] + v.numel()}}), v.shape());
   };
   const bool first_worker = workers_->first_replica == 0;
@@ -397,27 +405,18 @@ void ReplicaGroup::lay_out(const std::vector<int64_t>& meta, bool contribute, Ro
   const bool flag = !round.site.empty();
   // One flat tensor per dtype, in the order the values first appear (pack 0 with one element
   // more for the flag).
-  std::vector<DType> dtypes;
-  std::vector<int64_t> totals, offsets(count, 0);
-  auto pack_of = [&](DType dtype) {
-    size_t k = static_cast<size_t>(std::find(dtypes.begin(), dtypes.end(), dtype) - dtypes.begin());
-    if (k == dtypes.size()) {
-      dtypes.push_back(dtype);
-      totals.push_back(0);
-    }
-    return k;
-  };
+  FlatLayout layout;
+  std::vector<int64_t> offsets(count, 0);
   for (size_t i = 0; i < count; ++i) {
     const int64_t* m = &meta[i * kFields];
     if (m[0] == 0) continue;
-    size_t k = pack_of(static_cast<DType>(m[0] - 1));
-    offsets[i] = totals[k];
-    totals[k] += num_elements(Shape(m + 2, m + 2 + m[1]));
+    offsets[i] = layout.add(static_cast<DType>(m[0] - 1), num_elements(Shape(m + 2, m + 2 + m[1])));
   }
-  if (flag && dtypes.empty()) pack_of(kFloat32);
+  if (flag) layout.add(layout.dtypes.empty() ? kFloat32 : layout.dtypes[0], 1);
+  const std::vector<DType>& dtypes = layout.dtypes;
   round.packs.clear();
   for (size_t k = 0; k < dtypes.size(); ++k) {
-    round.packs.push_back(pack(dtypes[k], totals[k] + (flag && k == 0 ? 1 : 0)));
+    round.packs.push_back(pack(dtypes[k], layout.totals[k]));
   }
   round.pieces.assign(dtypes.size(), {});
   round.outputs.assign(count, Tensor());
@@ -426,7 +425,7 @@ void ReplicaGroup::lay_out(const std::vector<int64_t>& meta, bool contribute, Ro
     const int64_t* m = &meta[i * kFields];
     if (m[0] == 0) continue;
     DType dtype = static_cast<DType>(m[0] - 1);
-    size_t k = pack_of(dtype);
+    size_t k = layout.index(dtype);
     Shape shape(m + 2, m + 2 + m[1]);
     if (!contribute) {  // zeros, and no outputs: the values are laid out again
       round.pieces[k].push_back({nullptr, static_cast<size_t>(num_elements(shape))});
