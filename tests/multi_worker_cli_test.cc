@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -13,6 +14,7 @@
 
 #include "cli_helpers.h"
 #include "weft/distribute/cluster/local_ports.h"
+#include "weft/testing/loopback_capture.h"
 
 namespace {
 
@@ -179,13 +181,14 @@ struct Outcome {
 };
 
 Outcome two_workers(const fs::path& dir, const std::string& worker0_args,
-                    const std::string& worker1_args, const char* signal, int epochs) {
+                    const std::string& worker1_args, const char* signal, int epochs,
+                    const std::string& token = "t0k3n") {
   weft::distribute::ReservedLocalPorts ports(2);
   auto tf_config = [&](int index) {
     return "TF_CONFIG='{\"cluster\": {\"worker\": [\"" + ports.address(0) + "\", \"" +
            ports.address(1) +
            "\"]}, \"task\": {\"type\": \"worker\", \"index\": " + std::to_string(index) +
-           "}}' WEFT_CLUSTER_TOKEN=t0k3n ";
+           "}}' WEFT_CLUSTER_TOKEN=" + token + " ";
   };
   std::string weft = std::string(WEFT_BINARY_DIR) + "/weft ";
   // Worker 0 in the background, timed by the shell; worker 1 without `timeout` around it, so
@@ -342,12 +345,32 @@ TEST_F(MultiWorkerCli, TrainsWithMutualTlsOnTheControlPlane) {
   ASSERT_EQ(certs.status, 0) << certs.output;
   std::string tls =
       " --tls-cert " + d + "/task.pem --tls-key " + d + "/task.key --tls-ca " + d + "/ca.pem";
+  // Everything on the loopback interface while the job runs: the token never crosses it (TLS
+  // hides it on the control plane, the collectives' handshake proves it without sending it),
+  // while worker 1's hello to the chief (the magic "weft" as it lies in memory, then rank 1)
+  // does, to a port of --data-ports.
+  const std::string token = "a-token-to-look-for-" + std::to_string(getpid()) + "-on-the-wire";
+  weft::testing::LoopbackCapture wire({token, std::string("tfew\x01\0\0\0", 8)});
+  if (!wire.error().empty() && geteuid() != 0 && std::getenv("CI") == nullptr) {
+    GTEST_SKIP() << "capturing loopback traffic needs root: " << wire.error();
+  }
+  ASSERT_EQ(wire.error(), "");
+  const std::string ports = " --data-ports 47000-47099";
   Outcome o = two_workers(
-      dir_, train_args("--strategy multi_worker --model mlp" + tls, dir_ / "tls.json"),
-      train_args("--strategy multi_worker --model mlp" + tls, dir_ / "tls1.json"), nullptr, 0);
+      dir_, train_args("--strategy multi_worker --model mlp" + tls + ports, dir_ / "tls.json"),
+      train_args("--strategy multi_worker --model mlp" + tls + ports, dir_ / "tls1.json"),
+      nullptr, 0, token);
+  wire.stop();
   EXPECT_EQ(o.status, "0") << o.log;
   nlohmann::json j = read_json(dir_ / "tls.json");
   EXPECT_EQ(j["workers"], 2);
+  EXPECT_EQ(wire.found(0), 0) << "the cluster token crossed the wire";
+  EXPECT_GT(wire.payload_bytes(), 1u << 20);  // the gradients, at least
+  EXPECT_EQ(wire.found(1), 1) << "worker 1's hello to the chief";
+  for (int port : wire.ports(1)) {
+    EXPECT_TRUE(port >= 47000 && port <= 47099) << "the chief listened at " << port;
+  }
+  EXPECT_EQ(wire.dropped(), 0u) << "the capture missed packets: the token check is incomplete";
 
   // The same cluster with worker 1 speaking plain text, then TLS without a certificate of its
   // own: the chief's service refuses both, so worker 1 never registers (it keeps retrying, silent,

@@ -57,6 +57,27 @@ CLI::Validator positive_number() {
       "greater than 0");
 }
 
+std::pair<int, int> ports_of(const std::string& range) {
+  int first = 0, last = 0;
+  char dash = 0, rest = 0;
+  if (std::sscanf(range.c_str(), "%d%c%d%c", &first, &dash, &last, &rest) != 3 || dash != '-') {
+    return {0, 0};
+  }
+  return {first, last};
+}
+
+CLI::Validator port_range() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        auto [first, last] = ports_of(text);
+        if (first < 1 || last > 65535 || first > last) {
+          return "must be a range of ports LO-HI (1 <= LO <= HI <= 65535), got " + text;
+        }
+        return {};
+      },
+      "LO-HI");
+}
+
 CLI::Validator in_range(long long lo, long long hi) {
   return CLI::Validator(
       [lo, hi](std::string& text) -> std::string {

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace weft::cli {
@@ -17,6 +18,10 @@ CLI::Validator positive_number();
 CLI::Validator in_range(long long lo, long long hi);
 // One of `choices`, exactly.
 CLI::Validator one_of(std::vector<std::string> choices);
+// "LO-HI": a range of ports, 1 <= LO <= HI <= 65535 (--data-ports).
+CLI::Validator port_range();
+// The first and last port of a range port_range() accepted.
+std::pair<int, int> ports_of(const std::string& range);
 // "epoch", or a whole number of steps >= 1 (--save-freq).
 CLI::Validator epoch_or_steps();
 

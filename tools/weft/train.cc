@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <tuple>
 
 #include "tools/weft/commands.h"
 #include "tools/weft/flags.h"
@@ -47,6 +48,7 @@ struct TrainFlags {
   int threads = 0;
   double collective_timeout = 0;   // seconds; 0: the strategy's default
   double startup_timeout = 0;      // seconds; 0: the strategy's default (10 minutes)
+  std::string data_ports;          // LO-HI; empty: OS-picked ports
   std::string overlap_all_reduce;  // on, off; empty: the strategy's default
   int64_t bytes_per_pack = 0;      // 0: the strategy's default
   std::string tls_cert, tls_key, tls_ca;
@@ -108,6 +110,9 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
     if (f.startup_timeout > 0) {
       options.startup_timeout =
           std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout * 1000));
+    }
+    if (!f.data_ports.empty()) {
+      std::tie(options.first_data_port, options.last_data_port) = cli::ports_of(f.data_ports);
     }
     options.communication.bytes_per_pack = static_cast<std::size_t>(f.bytes_per_pack);
     if (!f.overlap_all_reduce.empty()) options.overlap_all_reduce = f.overlap_all_reduce == "on";
@@ -303,6 +308,10 @@ void add_train(CLI::App& app) {
                   "tasks (default 600: pods may start minutes apart)")
       ->check(positive_number())
       ->default_str("");  // 0 stands for the strategy's default
+  cmd->add_option("--data-ports", flags->data_ports,
+                  "multi_worker: the ports (LO-HI) the collectives' connections listen on, for a "
+                  "firewall (default: ports the OS picks)")
+      ->check(port_range());
   cmd->add_option("--collective-timeout", flags->collective_timeout,
                   "multi_worker: seconds any wait of a collective may take before the silent "
                   "worker is named (default 30)")

@@ -172,8 +172,12 @@ class MultiWorkerImpl : public StrategyImpl {
         options_.communication.timeout_seconds > 0
             ? milliseconds(static_cast<int64_t>(options_.communication.timeout_seconds * 1000))
             : collective::kDefaultTimeout;
-    comm_ = std::make_unique<collective::TcpCommunicator>(*client_, tasks_, rank_, host, timeout,
-                                                           "gloo", options_.startup_timeout);
+    collective::TcpOptions tcp;
+    tcp.timeout = timeout;
+    tcp.startup_timeout = options_.startup_timeout;
+    tcp.first_port = options_.first_data_port;
+    tcp.last_port = options_.last_data_port;
+    comm_ = std::make_unique<collective::TcpCommunicator>(*client_, tasks_, rank_, host, tcp);
     // No task leaves the constructor before every task has connected: an error a task meets
     // right after it (a bad dataset option, say) then ends that task with its own message, not
     // the others' connecting with "task worker:1 failed".

@@ -41,6 +41,9 @@ struct MultiWorkerOptions {
   // How long a task waits at start for the chief's service and the other tasks (their
   // registration and the collectives' rendezvous): pods of a cluster may start minutes apart.
   std::chrono::milliseconds startup_timeout{std::chrono::minutes(10)};
+  // The ports the collectives' connections listen on, first to last (a firewall's range; each
+  // worker takes one); 0: a port the OS picks.
+  int first_data_port = 0, last_data_port = 0;
 };
 
 class MultiWorkerMirroredStrategy : public Strategy {

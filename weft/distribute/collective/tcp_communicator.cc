@@ -71,17 +71,25 @@ void run_halving_doubling(const std::shared_ptr<gloo::Context>& context, void* d
 class TcpCommunicator::Impl {
  public:
   Impl(coordination::CoordinationClient& client, std::vector<std::string> tasks, int rank,
-       const std::string& hostname, const std::string& token, milliseconds timeout,
-       const std::string& name, milliseconds startup)
-      : client_(client), tasks_(std::move(tasks)), rank_(rank), timeout_(timeout) {
+       const std::string& hostname, const std::string& token, const TcpOptions& options)
+      : client_(client), tasks_(std::move(tasks)), rank_(rank), hostname_(hostname),
+        name_(options.name), timeout_(options.timeout) {
     WEFT_CHECK(rank_ >= 0 && rank_ < static_cast<int>(tasks_.size()), InvalidArgument)
         << "TcpCommunicator: rank " << rank_ << " is not one of the " << tasks_.size()
         << " ranks";
-    // weft's own connections first (its algorithms), then Gloo's (Gloo's algorithms).
-    // The rendezvous waits for every rank up to `startup` (tasks may start minutes apart).
+    WEFT_CHECK(options.first_port >= 0 && options.first_port <= options.last_port &&
+                   options.last_port <= 65535 && (options.first_port > 0) == (options.last_port > 0),
+               InvalidArgument)
+        << "TcpCommunicator: the data-plane ports " << options.first_port << "-"
+        << options.last_port << " are not a range of ports (1-65535, first <= last)";
+    // The rendezvous waits for every rank up to the start-up timeout (tasks may start minutes
+    // apart).
+    const milliseconds startup =
+        options.startup_timeout.count() > 0 ? options.startup_timeout : options.timeout;
     try {
-      mesh_ = std::make_shared<internal::SocketMesh>(client_, rank_, size(), hostname, token,
-                                                     name + "/weft", startup);
+      mesh_ = std::make_shared<internal::SocketMesh>(
+          client_, rank_, size(), hostname, token, name_ + "/weft", startup,
+          internal::SocketMesh::PortRange{options.first_port, options.last_port});
     } catch (const Unavailable& e) {
       std::string ranks;
       for (int r = 0; r < size(); ++r) {
@@ -89,27 +97,9 @@ class TcpCommunicator::Impl {
       }
       throw Unavailable(e.message() + " (" + ranks + ")");
     }
-    if (size() > 1 && internal::all_on_one_host(client_, rank_, size(), name + "/host", startup)) {
-      shm_ = std::make_shared<internal::SharedMemory>(client_, rank_, size(), name + "/shm",
+    if (size() > 1 && internal::all_on_one_host(client_, rank_, size(), name_ + "/host", startup)) {
+      shm_ = std::make_shared<internal::SharedMemory>(client_, rank_, size(), name_ + "/shm",
                                                       startup);
-    }
-    gloo::transport::tcp::attr attr;
-    attr.hostname = hostname;
-    try {
-      device_ = gloo::transport::tcp::CreateDevice(attr);
-    } catch (const gloo::Exception& e) {
-      WEFT_FAIL(Unavailable) << "TcpCommunicator: task " << tasks_[rank_]
-                             << " cannot listen on " << hostname << ": " << e.what();
-    }
-    context_ = std::make_shared<gloo::rendezvous::Context>(rank_, size());
-    context_->setTimeout(timeout_);
-    CoordinationStore store(client_, name + "/gloo/", startup);
-    try {
-      context_->connectFullMesh(store, device_);
-    } catch (const weft::Error&) {
-      throw;  // the store's errors already say what happened (a deadline, a failed task)
-    } catch (const gloo::Exception& e) {
-      lost("connecting the ranks", -1, e.what());
     }
     // When any task fails, end this rank's waits at once instead of at their deadline.
     std::weak_ptr<internal::SocketMesh> mesh = mesh_;
@@ -178,8 +168,9 @@ class TcpCommunicator::Impl {
       }
       check_agreement(h, timeout);
       if (size() == 1 || n == 0) return;
+      const auto& context = gloo_context(timeout);
       if (impl == Implementation::GLOO_RING) {
-        gloo::AllreduceOptions o(context_);
+        gloo::AllreduceOptions o(context);
         o.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
         set_output(o, data, n, dtype);
         o.setReduceFunction([dtype, op](void* out, const void* a, const void* b, size_t count) {
@@ -190,10 +181,10 @@ class TcpCommunicator::Impl {
         gloo::allreduce(o);
       } else {
         switch (dtype) {
-          case kFloat32: run_halving_doubling<float>(context_, data, n, op); break;
-          case kFloat64: run_halving_doubling<double>(context_, data, n, op); break;
-          case kInt32: run_halving_doubling<int32_t>(context_, data, n, op); break;
-          default: run_halving_doubling<int64_t>(context_, data, n, op); break;
+          case kFloat32: run_halving_doubling<float>(context, data, n, op); break;
+          case kFloat64: run_halving_doubling<double>(context, data, n, op); break;
+          case kInt32: run_halving_doubling<int32_t>(context, data, n, op); break;
+          default: run_halving_doubling<int64_t>(context, data, n, op); break;
         }
       }
     });
@@ -326,6 +317,32 @@ class TcpCommunicator::Impl {
     } else {
       o.template setOutput<int16_t>(static_cast<int16_t*>(data), n);
     }
+  }
+
+  // Gloo's full mesh, connected the first time a call asks for a GLOO_* implementation (every
+  // rank has just agreed on that call; Gloo's connections do not prove the token).
+  const std::shared_ptr<gloo::rendezvous::Context>& gloo_context(milliseconds timeout) {
+    if (context_) return context_;
+    gloo::transport::tcp::attr attr;
+    attr.hostname = hostname_;
+    try {
+      device_ = gloo::transport::tcp::CreateDevice(attr);
+    } catch (const gloo::Exception& e) {
+      WEFT_FAIL(Unavailable) << "TcpCommunicator: task " << task(rank_) << " cannot listen on "
+                             << hostname_ << " for Gloo: " << e.what();
+    }
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank_, size());
+    context->setTimeout(timeout_);
+    CoordinationStore store(client_, name_ + "/gloo/", timeout);
+    try {
+      context->connectFullMesh(store, device_);
+    } catch (const weft::Error&) {
+      throw;  // the store's errors already say what happened (a deadline, a failed task)
+    } catch (const gloo::Exception& e) {
+      lost("connecting Gloo's ranks", -1, e.what());
+    }
+    context_ = std::move(context);
+    return context_;
   }
 
   // Runs a collective's body, turning what Gloo throws into weft's errors naming the peer.
@@ -517,8 +534,10 @@ class TcpCommunicator::Impl {
   coordination::CoordinationClient& client_;
   std::vector<std::string> tasks_;
   int rank_;
+  std::string hostname_;
+  std::string name_;  // the prefix of this communicator's keys
   milliseconds timeout_;
-  std::shared_ptr<gloo::transport::Device> device_;
+  std::shared_ptr<gloo::transport::Device> device_;            // Gloo's, once asked for
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::shared_ptr<internal::SocketMesh> mesh_;
   std::shared_ptr<internal::SharedMemory> shm_;  // when every rank runs on this host
@@ -528,12 +547,10 @@ class TcpCommunicator::Impl {
 };
 
 TcpCommunicator::TcpCommunicator(coordination::CoordinationClient& client,
-                                   std::vector<std::string> tasks, int rank,
-                                   const std::string& hostname, milliseconds timeout,
-                                   const std::string& name, milliseconds startup_timeout)
+                                 std::vector<std::string> tasks, int rank,
+                                 const std::string& hostname, TcpOptions options)
     : impl_(std::make_unique<Impl>(client, std::move(tasks), rank, hostname,
-                                   client.options().token, timeout, name,
-                                   startup_timeout.count() > 0 ? startup_timeout : timeout)) {}
+                                   client.options().token, options)) {}
 TcpCommunicator::~TcpCommunicator() = default;
 int TcpCommunicator::rank() const { return impl_->rank(); }
 uint64_t TcpCommunicator::calls() const { return impl_->calls(); }

@@ -1,6 +1,7 @@
 // The Communicator between processes over TCP. weft's own algorithms (recursive doubling, the
 // ring all-gather, the binomial broadcast) run on weft's own connections, one per pair of ranks;
-// Gloo's ring and halving-doubling (libgloo) run on Gloo's TCP transport. Ranks find each other
+// Gloo's ring and halving-doubling (libgloo) run on Gloo's TCP transport, connected only when a
+// call asks for them (`weft bench allreduce` compares them). Ranks find each other
 // through the coordination service's key-value store (each publishes the addresses it listens on,
 // OS-picked ports on its task's host), and every rank's failure reaches the others through it.
 // (Gloo's transport holds data that arrives before its receive is posted in the socket until the
@@ -23,18 +24,27 @@
 
 namespace weft::distribute::collective {
 
+struct TcpOptions {
+  // Bounds each wait of a collective unless a call's options say otherwise.
+  std::chrono::milliseconds timeout = kDefaultTimeout;
+  // How long the rendezvous waits for the other ranks (0: `timeout`): tasks may start minutes
+  // apart.
+  std::chrono::milliseconds startup_timeout{0};
+  // Keeps the keys of two communicators of one cluster apart.
+  std::string name = "collectives";
+  // The ports weft's connections may listen on, first to last (a firewall's range); 0: a port
+  // the OS picks. Gloo's connections (GLOO_* implementations only) always take OS-picked ports.
+  int first_port = 0, last_port = 0;
+};
+
 class TcpCommunicator : public Communicator {
  public:
   // Connects the ranks `tasks` (rank r is tasks[r]; this process is `rank`), listening on
-  // `hostname`, each pair of ranks by one TCP connection. `name` keeps the keys of two
-  // communicators of one cluster apart. `timeout` bounds each wait of a collective unless a
-  // call's options say otherwise; `startup_timeout` (0: `timeout`) how long the rendezvous waits
-  // for the other ranks. `client` must outlive the communicator.
+  // `hostname`, each pair of ranks by one TCP connection opened by a challenge-response on the
+  // cluster token (the token is not sent). Gloo's own mesh is connected only when a call first
+  // asks for a GLOO_* implementation. `client` must outlive the communicator.
   TcpCommunicator(coordination::CoordinationClient& client, std::vector<std::string> tasks,
-                   int rank, const std::string& hostname,
-                   std::chrono::milliseconds timeout = kDefaultTimeout,
-                   const std::string& name = "gloo",
-                   std::chrono::milliseconds startup_timeout = std::chrono::milliseconds(0));
+                  int rank, const std::string& hostname, TcpOptions options = {});
   ~TcpCommunicator() override;
 
   int rank() const override;

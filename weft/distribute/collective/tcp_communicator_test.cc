@@ -6,7 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "weft/core/config.h"
@@ -41,7 +45,7 @@ struct Ranks {
       threads.emplace_back([&, r, tasks] {
         clients[static_cast<size_t>(r)]->connect(milliseconds(10000));
         comms[static_cast<size_t>(r)] = std::make_unique<TcpCommunicator>(
-            *clients[static_cast<size_t>(r)], tasks, r, "127.0.0.1", timeout);
+            *clients[static_cast<size_t>(r)], tasks, r, "127.0.0.1", TcpOptions{.timeout = timeout});
       });
     }
     for (auto& t : threads) t.join();
@@ -131,6 +135,57 @@ TEST(TcpCommunicator, AllReduceEveryOpDtypeAndAlgorithm) {
   for (int r = 0; r < 3; ++r) EXPECT_EQ(b[r], (std::vector<float>{30, 31, 32})) << "rank " << r;
   EXPECT_THROW(ranks.comms[0]->all_reduce(nullptr, {1}, kBool, Reduction::SUM, {}),
                InvalidArgument);
+}
+
+// This process's TCP sockets that listen, or all of them (/proc/net/tcp{,6} against
+// /proc/self/fd).
+int tcp_sockets(bool listening) {
+  std::set<std::string> own;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code error;
+    std::string target = std::filesystem::read_symlink(fd.path(), error).string();
+    if (!error && target.rfind("socket:[", 0) == 0) own.insert(target.substr(8, target.size() - 9));
+  }
+  int found = 0;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the heading
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+          timeout >> inode;
+      found += (!listening || state == "0A") && own.count(inode);
+    }
+  }
+  return found;
+}
+
+// Gloo's mesh (its listener accepts anyone, its connections prove no token) is opened only when
+// a call asks for a GLOO_* implementation: weft's own connections leave no listener behind.
+TEST(TcpCommunicator, OpensGlooOnlyWhenAskedFor) {
+  const int before = tcp_sockets(/*listening=*/true);
+  Ranks ranks(2);
+  const int service = 1;  // the coordination service's
+  EXPECT_EQ(tcp_sockets(true), before + service);
+  auto sums = ranks.each([](int r, Communicator& c) {
+    return all_reduce(c, values_of<float>(r, 10), Reduction::SUM, options_for(Implementation::AUTO))
+        .to_vector<float>();
+  });
+  EXPECT_EQ(tcp_sockets(true), before + service);
+  // Gloo publishes each rank's addresses in the key-value store, and connects each pair.
+  EXPECT_EQ(ranks.clients[0]->try_get_key_value("collectives/gloo/0"), std::nullopt);
+  const int connected = tcp_sockets(false);
+  sums = ranks.each([](int r, Communicator& c) {
+    return all_reduce(c, values_of<float>(r, 10), Reduction::SUM,
+                      options_for(Implementation::GLOO_RING))
+        .to_vector<float>();
+  });
+  EXPECT_EQ(sums[1], sums[0]);
+  EXPECT_EQ(sums[0][3], 10 + 3 + 20 + 3);
+  EXPECT_NE(ranks.clients[0]->try_get_key_value("collectives/gloo/0"), std::nullopt);
+  EXPECT_GE(tcp_sockets(false), connected + 2);  // both ends of Gloo's connection
 }
 
 // A rank's values in several places (a worker's gradients) reduce as their concatenation would:

@@ -240,6 +240,25 @@ TEST(Coordination, ARestartedTaskFailsTheCluster) {
   EXPECT_THROW(cluster.clients[0]->get_key_value("k", milliseconds(1000)), Unavailable);
 }
 
+// An error reported by an earlier process of a task (not the incarnation that registered) is
+// refused: it does not fail the cluster.
+TEST(Coordination, AnErrorFromAnotherIncarnationIsRefused) {
+  Cluster cluster(2);
+  cluster.connect_all();
+  pb::ReportErrorRequest stale;
+  *stale.mutable_caller() = caller("worker:1", 12345);
+  stale.set_message("an old process's error");
+  grpc::Status s = raw_call(cluster.service->address(), "ReportError", stale.SerializeAsString(),
+                            kToken);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(s.error_message(), HasSubstr("task worker:1 (this incarnation) has not registered"));
+  EXPECT_EQ(cluster.service->failure(), "");
+  cluster.clients[0]->insert_key_value("k", "v");
+  EXPECT_EQ(cluster.clients[1]->get_key_value("k", milliseconds(1000)), "v");
+  cluster.clients[1]->report_error("its own error");
+  EXPECT_THAT(cluster.service->failure(), HasSubstr("its own error"));
+}
+
 TEST(Coordination, TheTokenIsCheckedBeforeThePayloadIsParsed) {
   CoordinationService service("127.0.0.1:0", {"worker:0"}, options());
   const std::string garbage = "\xff\xff\xff\xff not a protobuf";

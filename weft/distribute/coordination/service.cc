@@ -163,7 +163,9 @@ class CoordinationService::Impl final : public RawService {
                                         const grpc::ByteBuffer* in,
                                         grpc::ByteBuffer* out) override {
     return handle<pb::ReportErrorRequest>(ctx, in, out, [&](const auto& r, Reply& reply) {
-      if (tasks_.count(r.caller().task()) == 0) return reply.error(unknown_task(r.caller().task()));
+      // Only the task's registered incarnation speaks for it: an earlier process of a restarted
+      // task cannot fail the cluster.
+      if (!admitted(r.caller(), reply)) return;
       fail_task(r.caller().task(), r.message(), reply.completions);
       reply.ok(pb::Empty{});
     });

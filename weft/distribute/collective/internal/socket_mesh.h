@@ -1,6 +1,7 @@
 // weft's own connections between the ranks of a communicator: one TCP connection per pair of
-// ranks, found through the coordination service's key-value store, each opened with the cluster
-// token. transfer() sends to one peer while it receives from another (or the same), with a
+// ranks, found through the coordination service's key-value store, each opened by a
+// challenge-response proving that both sides hold the cluster token (handshake.h), which itself
+// is never sent. The data that follows is not encrypted. transfer() sends to one peer while it receives from another (or the same), with a
 // deadline, and ends at once when abort() is called from another thread.
 #pragma once
 
@@ -24,12 +25,17 @@ struct TransferError : std::runtime_error {
 class SocketMesh {
  public:
   using Clock = std::chrono::steady_clock;
-  // Listens on `host` (an OS-picked port), publishes the address under `prefix`, and connects to
-  // every other rank; every connection starts with the token, and one with another token is
-  // closed. Unavailable when a rank cannot be reached before `timeout`.
+  // The ports a rank may listen on, first to last; {0, 0}: one the OS picks.
+  struct PortRange {
+    int first, last;
+  };
+  // Listens on `host` (at the first free port of `ports`), publishes the address under `prefix`,
+  // and connects to every other rank. The handshakes of accepted connections run at once, each
+  // closed unless it proves the token within 10 s. Unavailable when a rank cannot be reached
+  // before `timeout`.
   SocketMesh(coordination::CoordinationClient& client, int rank, int size,
              const std::string& host, const std::string& token, const std::string& prefix,
-             std::chrono::milliseconds timeout);
+             std::chrono::milliseconds timeout, PortRange ports = {0, 0});
   ~SocketMesh();
   SocketMesh(const SocketMesh&) = delete;
   SocketMesh& operator=(const SocketMesh&) = delete;
