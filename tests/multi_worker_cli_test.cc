@@ -28,6 +28,14 @@ std::string mpirun_two_ranks(int max_count) {
          std::to_string(max_count) + " " + (geteuid() == 0 ? "--allow-run-as-root " : "");
 }
 
+// The environment of worker `index` of the two-worker cluster at `ports`.
+std::string worker_env(const weft::distribute::ReservedLocalPorts& ports, int index,
+                       const std::string& token = "t0k3n") {
+  return "TF_CONFIG='{\"cluster\": {\"worker\": [\"" + ports.address(0) + "\", \"" +
+         ports.address(1) + "\"]}, \"task\": {\"type\": \"worker\", \"index\": " +
+         std::to_string(index) + "}}' WEFT_CLUSTER_TOKEN=" + token + " ";
+}
+
 class MultiWorkerCli : public testing::Test {
  protected:
   void SetUp() override {
@@ -43,6 +51,27 @@ class MultiWorkerCli : public testing::Test {
     return "train --dataset " + data_.string() + " --batch-size 64 --seed 5" +
            (quiet ? " --quiet" : "") + " --metrics-json " + json.string() + " " + args;
   }
+  // Runs `weft <worker0_args>` and, after the shell commands `before1`, `<wrapper1> weft
+  // <worker1_args>` as the two workers of a cluster, each for at most 120 s, and expects both to
+  // exit with status 0.
+  void both_train(const std::string& worker0_args, const std::string& before1,
+                  const std::string& worker1_args, const std::string& wrapper1 = "") {
+    weft::distribute::ReservedLocalPorts ports(2);
+    Result r = shell("cd " + dir_.string() + "; (" + worker_env(ports, 0) + "timeout 120 " +
+                     weft_ + worker0_args + " > w0.log 2>&1; echo $? > status0) & " + before1 +
+                     worker_env(ports, 1) + "timeout 120 " + wrapper1 + weft_ + worker1_args +
+                     " > w1.log 2>&1; echo $? > status1; wait");
+    ASSERT_EQ(r.status, 0) << r.output;
+    for (int w = 0; w < 2; ++w) {
+      std::ifstream status(dir_ / ("status" + std::to_string(w)));
+      std::ifstream log(dir_ / ("w" + std::to_string(w) + ".log"));
+      std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+      int code = -1;
+      status >> code;
+      EXPECT_EQ(code, 0) << "worker " << w << ": " << text;
+    }
+  }
+  const std::string weft_ = std::string(WEFT_BINARY_DIR) + "/weft ";
   // `weft launch -n workers [--replicas-per-worker r] -- weft train ...`, or a plain run when
   // workers is 0.
   nlohmann::json train(int workers, int replicas, const std::string& args) {
@@ -184,12 +213,7 @@ Outcome two_workers(const fs::path& dir, const std::string& worker0_args,
                     const std::string& worker1_args, const char* signal, int epochs,
                     const std::string& token = "t0k3n") {
   weft::distribute::ReservedLocalPorts ports(2);
-  auto tf_config = [&](int index) {
-    return "TF_CONFIG='{\"cluster\": {\"worker\": [\"" + ports.address(0) + "\", \"" +
-           ports.address(1) +
-           "\"]}, \"task\": {\"type\": \"worker\", \"index\": " + std::to_string(index) +
-           "}}' WEFT_CLUSTER_TOKEN=" + token + " ";
-  };
+  auto tf_config = [&](int index) { return worker_env(ports, index, token); };
   std::string weft = std::string(WEFT_BINARY_DIR) + "/weft ";
   // Worker 0 in the background, timed by the shell; worker 1 without `timeout` around it, so
   // that $! is its own pid.
@@ -219,36 +243,40 @@ Outcome two_workers(const fs::path& dir, const std::string& worker0_args,
 // after the chief, whose collective timeout is 2 s (its rendezvous used to give up then): both
 // train. And a task that never comes is named once the start-up timeout passes.
 TEST_F(MultiWorkerCli, AWorkerStartedLateJoinsAndTrains) {
-  weft::distribute::ReservedLocalPorts ports(2);
-  auto tf_config = [&](int index) {
-    return "TF_CONFIG='{\"cluster\": {\"worker\": [\"" + ports.address(0) + "\", \"" +
-           ports.address(1) +
-           "\"]}, \"task\": {\"type\": \"worker\", \"index\": " + std::to_string(index) +
-           "}}' WEFT_CLUSTER_TOKEN=t0k3n timeout 120 " + std::string(WEFT_BINARY_DIR) + "/weft ";
-  };
   const std::string args = "--strategy multi_worker --model mlp --epochs 1 --collective-timeout 2";
-  Result r = shell("cd " + dir_.string() + "; (" + tf_config(0) +
-                   train_args(args, dir_ / "w0.json") + " > w0.log 2>&1; echo $? > status0) & " +
-                   "sleep 5; " + tf_config(1) + train_args(args, dir_ / "w1.json") +
-                   " > w1.log 2>&1; echo $? > status1; wait");
-  ASSERT_EQ(r.status, 0) << r.output;
-  for (int w = 0; w < 2; ++w) {
-    std::ifstream status(dir_ / ("status" + std::to_string(w)));
-    std::ifstream log(dir_ / ("w" + std::to_string(w) + ".log"));
-    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-    int code = -1;
-    status >> code;
-    EXPECT_EQ(code, 0) << "worker " << w << ": " << text;
-  }
+  both_train(train_args(args, dir_ / "w0.json"), "sleep 5; ", train_args(args, dir_ / "w1.json"));
   EXPECT_EQ(read_json(dir_ / "w0.json")["workers"], 2);  // the chief writes it
   // Worker 1 never starts: the chief gives up after its start-up timeout, naming it.
+  weft::distribute::ReservedLocalPorts ports(2);
   auto start = std::chrono::steady_clock::now();
-  Result alone = shell(tf_config(0) + train_args(args + " --startup-timeout 2", dir_ / "x.json"));
+  Result alone = shell(worker_env(ports, 0) + "timeout 120 " + weft_ +
+                       train_args(args + " --startup-timeout 2", dir_ / "x.json"));
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(alone.status, 0);
   EXPECT_THAT(alone.output, HasSubstr("worker:1")) << alone.output;
   EXPECT_LT(seconds, 30) << alone.output;
+}
+
+// Containers with host networking share the host's name and kernel but not /dev/shm: worker 1
+// runs in a mount namespace of its own with a fresh tmpfs on /dev/shm. The workers find that
+// they cannot map each other's shared memory, agree on it, and train over TCP; the same job
+// without the namespace uses shared memory.
+TEST_F(MultiWorkerCli, WorkersWithoutACommonDevShmTrainOverTcp) {
+  if (geteuid() != 0 && std::getenv("CI") == nullptr) {
+    GTEST_SKIP() << "a mount namespace with its own /dev/shm needs root";
+  }
+  const std::string args = "--strategy multi_worker --model mlp --epochs 1";
+  both_train(train_args(args, dir_ / "apart.json"), "", train_args(args, dir_ / "w1.json"),
+             "unshare --mount --propagation private sh -c 'mount -t tmpfs -o size=128m weft-shm "
+             "/dev/shm && exec \"$0\" \"$@\"' ");
+  nlohmann::json apart = read_json(dir_ / "apart.json");
+  EXPECT_EQ(apart["transport"], "tcp");
+  EXPECT_GT(apart["test_accuracy"].get<double>(), 0.6);
+  both_train(train_args(args, dir_ / "together.json"), "", train_args(args, dir_ / "w1.json"));
+  nlohmann::json together = read_json(dir_ / "together.json");
+  EXPECT_EQ(together["transport"], "shared_memory");
+  EXPECT_EQ(together["workers"], 2);
 }
 
 TEST_F(MultiWorkerCli, UnderMpirunTheWorkersAreMpisRanks) {

@@ -140,6 +140,7 @@ class MultiWorkerImpl : public StrategyImpl {
   }
 
   uint64_t collective_calls() const { return comm_ ? comm_->calls() : 0; }
+  std::string transport() const { return comm_ ? comm_->transport() : "none"; }
   int num_workers() const { return static_cast<int>(tasks_.size()); }
   int rank() const { return rank_; }
   const std::string& task() const { return task_; }
@@ -216,5 +217,6 @@ void MultiWorkerMirroredStrategy::report_error(const std::string& message) const
 uint64_t MultiWorkerMirroredStrategy::collective_calls() const {
   return impl_of(*this).collective_calls();
 }
+std::string MultiWorkerMirroredStrategy::transport() const { return impl_of(*this).transport(); }
 
 }  // namespace weft::distribute

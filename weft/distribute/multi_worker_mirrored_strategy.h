@@ -66,6 +66,9 @@ class MultiWorkerMirroredStrategy : public Strategy {
   // process): a training step makes one per gradient pack, one for the variable updates of its
   // layers (BatchNormalization's moving statistics) and one for its logs.
   uint64_t collective_calls() const;
+  // How the workers' collectives travel: "shared_memory" (every worker on this host, sharing
+  // /dev/shm), "tcp", "mpi" (under mpirun), or "none" in a single process.
+  std::string transport() const;
 };
 
 }  // namespace weft::distribute

@@ -95,6 +95,8 @@ class Communicator {
   // The collective calls this rank has made so far (every rank makes the same ones): what a
   // step costs in messages, which on a network is latency more than bytes.
   virtual uint64_t calls() const = 0;
+  // How the data of this rank's collectives travels: "shared_memory", "tcp" or "mpi".
+  virtual std::string transport() const = 0;
 };
 
 // The same on tensors (any layout; the results are new tensors).

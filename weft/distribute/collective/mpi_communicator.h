@@ -48,6 +48,7 @@ class MpiCommunicator : public Communicator {
                       const CommunicationOptions& options) override;
   void barrier(const CommunicationOptions& options) override;
   uint64_t calls() const override;
+  std::string transport() const override { return "mpi"; }
 
   // MPI_Allreduce itself, in place, without weft's consistency check (the benchmark's reference).
   void raw_all_reduce(void* data, std::size_t n, DType dtype);

@@ -98,8 +98,9 @@ class TcpCommunicator::Impl {
       throw Unavailable(e.message() + " (" + ranks + ")");
     }
     if (size() > 1 && internal::all_on_one_host(client_, rank_, size(), name_ + "/host", startup)) {
-      shm_ = std::make_shared<internal::SharedMemory>(client_, rank_, size(), name_ + "/shm",
-                                                      startup);
+      auto shm = std::make_shared<internal::SharedMemory>(client_, rank_, size(),
+                                                          name_ + "/shm", startup);
+      if (shm->unavailable().empty()) shm_ = std::move(shm);  // else TCP, on every rank
     }
     // When any task fails, end this rank's waits at once instead of at their deadline.
     std::weak_ptr<internal::SocketMesh> mesh = mesh_;
@@ -554,6 +555,9 @@ TcpCommunicator::TcpCommunicator(coordination::CoordinationClient& client,
 TcpCommunicator::~TcpCommunicator() = default;
 int TcpCommunicator::rank() const { return impl_->rank(); }
 uint64_t TcpCommunicator::calls() const { return impl_->calls(); }
+std::string TcpCommunicator::transport() const {
+  return impl_->auto_implementation(0) == Implementation::SHARED_MEMORY ? "shared_memory" : "tcp";
+}
 int TcpCommunicator::size() const { return impl_->size(); }
 std::string TcpCommunicator::task_of(int rank) const { return impl_->task(rank); }
 void TcpCommunicator::all_reduce(void* data, const Shape& shape, DType dtype, Reduction op,

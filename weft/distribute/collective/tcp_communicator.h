@@ -62,6 +62,9 @@ class TcpCommunicator : public Communicator {
                       const CommunicationOptions& options) override;
   void barrier(const CommunicationOptions& options) override;
   uint64_t calls() const override;
+  // "shared_memory" when every rank runs on this host and could map every other's memory, else
+  // "tcp".
+  std::string transport() const override;
 
   // The algorithm AUTO picks for an all-reduce of `bytes` on this communicator.
   Implementation auto_implementation(std::size_t bytes) const;

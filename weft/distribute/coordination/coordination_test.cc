@@ -240,9 +240,9 @@ TEST(Coordination, ARestartedTaskFailsTheCluster) {
   EXPECT_THROW(cluster.clients[0]->get_key_value("k", milliseconds(1000)), Unavailable);
 }
 
-// An error reported by an earlier process of a task (not the incarnation that registered) is
-// refused: it does not fail the cluster.
-TEST(Coordination, AnErrorFromAnotherIncarnationIsRefused) {
+// An error or a leave from an earlier process of a task (not the incarnation that registered)
+// is refused: it does not fail the cluster, nor end the registered process's membership.
+TEST(Coordination, AnErrorOrLeaveFromAnotherIncarnationIsRefused) {
   Cluster cluster(2);
   cluster.connect_all();
   pb::ReportErrorRequest stale;
@@ -253,6 +253,10 @@ TEST(Coordination, AnErrorFromAnotherIncarnationIsRefused) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_THAT(s.error_message(), HasSubstr("task worker:1 (this incarnation) has not registered"));
   EXPECT_EQ(cluster.service->failure(), "");
+  pb::LeaveRequest leave;
+  *leave.mutable_caller() = caller("worker:1", 12345);
+  s = raw_call(cluster.service->address(), "Leave", leave.SerializeAsString(), kToken);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   cluster.clients[0]->insert_key_value("k", "v");
   EXPECT_EQ(cluster.clients[1]->get_key_value("k", milliseconds(1000)), "v");
   cluster.clients[1]->report_error("its own error");

@@ -239,7 +239,13 @@ class CoordinationService::Impl final : public RawService {
     return handle<pb::LeaveRequest>(ctx, in, out, [&](const pb::LeaveRequest& r, Reply& reply) {
       auto it = tasks_.find(r.caller().task());
       if (it == tasks_.end()) return reply.error(unknown_task(r.caller().task()));
-      if (it->second.incarnation == r.caller().incarnation()) it->second.left = true;
+      if (!it->second.registered || it->second.incarnation != r.caller().incarnation()) {
+        // Not the process that registered: it cannot end that one's watch.
+        return reply.error(Status(StatusCode::FAILED_PRECONDITION,
+                                  "task " + r.caller().task() +
+                                      " (this incarnation) has not registered"));
+      }
+      it->second.left = true;
       // Its watch ends quietly: the task is going away on purpose.
       answer_waiters(
           [&](const Waiter& w) { return w.kind == Waiter::kWatch && w.task == r.caller().task(); },

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <random>
 #include <thread>
 
@@ -26,6 +27,7 @@ struct alignas(64) SharedMemory::Control {
   std::atomic<uint64_t> reduced;  // the last step whose slice this rank has summed (split chunks)
   char pad2[56];
   char header[2][kHeaderBytes];  // per buffer
+  char identity[64];             // random, written by the segment's rank
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared counters must be lock-free");
 
@@ -78,41 +80,58 @@ SharedMemory::SharedMemory(coordination::CoordinationClient& client, int rank, i
       segments_(static_cast<size_t>(size), nullptr),
       segment_bytes_(sizeof(Control) + 2 * kChunkBytes) {
   static_assert(sizeof(Control) % 64 == 0);
+  // This rank's segment, marked with a random identity: a peer that maps it and reads the same
+  // identity shares this memory (in containers with /dev/shm of their own, a name is not found,
+  // or is another segment).
   name_ = "/weft-" + random_hex() + "-" + std::to_string(rank);
+  const std::string identity = random_hex() + random_hex();
+  std::string why;  // why this rank cannot use shared memory; empty: it can
   int fd = ::shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-  WEFT_CHECK(fd >= 0, Unavailable) << "collectives: shm_open " << name_ << ": "
-                                   << std::strerror(errno);
-  bool sized = ::ftruncate(fd, static_cast<off_t>(segment_bytes_)) == 0;
+  bool sized = fd >= 0 && ::ftruncate(fd, static_cast<off_t>(segment_bytes_)) == 0;
   void* mine = sized ? ::mmap(nullptr, segment_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
                      : MAP_FAILED;
-  ::close(fd);
   if (mine == MAP_FAILED) {
-    ::shm_unlink(name_.c_str());
-    WEFT_FAIL(Unavailable) << "collectives: cannot map " << segment_bytes_
-                           << " bytes of shared memory (" << std::strerror(errno)
-                           << "); is /dev/shm large enough?";
+    why = "rank " + std::to_string(rank) + " cannot create " + std::to_string(segment_bytes_) +
+          " bytes of shared memory (" + std::strerror(errno) + "; is /dev/shm large enough?)";
   }
-  segments_[static_cast<size_t>(rank)] = static_cast<char*>(mine);
-  new (mine) Control{};
-  client.insert_key_value(prefix + "/name/" + std::to_string(rank), name_);
-  for (int r = 0; r < size; ++r) {
+  if (fd >= 0) ::close(fd);
+  if (why.empty()) {
+    segments_[static_cast<size_t>(rank)] = static_cast<char*>(mine);
+    auto* control = new (mine) Control{};
+    std::snprintf(control->identity, sizeof(control->identity), "%s", identity.c_str());
+  }
+  client.insert_key_value(prefix + "/name/" + std::to_string(rank),
+                          why.empty() ? name_ + " " + identity : "");
+  for (int r = 0; r < size && why.empty(); ++r) {
     if (r == rank) continue;
-    std::string name = client.get_key_value(prefix + "/name/" + std::to_string(r), timeout);
+    std::istringstream published(
+        client.get_key_value(prefix + "/name/" + std::to_string(r), timeout));
+    std::string name, theirs;
+    if (!(published >> name >> theirs)) break;  // it could not create its own: it says why
     int peer = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
     void* p = peer >= 0 ? ::mmap(nullptr, segment_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED,
                                  peer, 0)
                         : MAP_FAILED;
     if (peer >= 0) ::close(peer);
-    WEFT_CHECK(p != MAP_FAILED, Unavailable)
-        << "collectives: rank " << rank << " cannot map rank " << r << "'s shared memory "
-        << name << ": " << std::strerror(errno);
+    if (p == MAP_FAILED) {
+      why = "rank " + std::to_string(rank) + " cannot map rank " + std::to_string(r) +
+            "'s shared memory " + name + " (" + std::strerror(errno) + ")";
+      break;
+    }
     segments_[static_cast<size_t>(r)] = static_cast<char*>(p);
+    if (theirs != reinterpret_cast<Control*>(p)->identity) {
+      why = "rank " + std::to_string(rank) + " found another segment under rank " +
+            std::to_string(r) + "'s name " + name + " (its /dev/shm is not this one)";
+    }
   }
-  // Once every rank has mapped every segment the names can go: nothing is left in /dev/shm,
-  // even if a process is killed later.
-  client.insert_key_value(prefix + "/mapped/" + std::to_string(rank), "1");
-  for (int r = 0; r < size; ++r) client.get_key_value(prefix + "/mapped/" + std::to_string(r), timeout);
-  ::shm_unlink(name_.c_str());
+  // Every rank says whether it mapped every segment; all use shared memory only if all did.
+  // Then the names can go: nothing is left in /dev/shm, even if a process is killed later.
+  client.insert_key_value(prefix + "/mapped/" + std::to_string(rank), why.empty() ? "ok" : why);
+  for (int r = 0; r < size; ++r) {
+    std::string said = client.get_key_value(prefix + "/mapped/" + std::to_string(r), timeout);
+    if (said != "ok" && unavailable_.empty()) unavailable_ = said;
+  }
+  if (segments_[static_cast<size_t>(rank)] != nullptr) ::shm_unlink(name_.c_str());
 }
 
 SharedMemory::~SharedMemory() {

@@ -2,7 +2,8 @@
 // memory (POSIX shm, named through the coordination service), so a small all-reduce is one copy
 // in, one wait, and a reduction read straight from the peers' memory (DeepSpeed's CPU all-reduce
 // does the same; loopback TCP is the slow part of every path we measured), and a large one a
-// reduce-scatter and an all-gather through it. Used when all ranks run on one host.
+// reduce-scatter and an all-gather through it. Used when all ranks run on one host and every rank
+// could map every other's segment.
 #pragma once
 
 #include <atomic>
@@ -28,9 +29,14 @@ class SharedMemory {
   // Chunks of at least this many bytes are split among the ranks (docs/benchmarks.md).
   static constexpr std::size_t kSplitBytes = std::size_t{64} << 10;
 
-  // Creates this rank's segment, publishes its name under `prefix` and maps every other rank's.
+  // Creates this rank's segment, publishes its name under `prefix` and tries to map every other
+  // rank's; every rank learns whether all of them could (through the key-value store).
   SharedMemory(coordination::CoordinationClient& client, int rank, int size,
                const std::string& prefix, std::chrono::milliseconds timeout);
+  // Why the ranks cannot share memory (the first rank's reason), or empty when they can: ranks
+  // with separate /dev/shm (containers with host networking) find that the others' segments
+  // are missing or are not theirs.
+  const std::string& unavailable() const { return unavailable_; }
   ~SharedMemory();
   SharedMemory(const SharedMemory&) = delete;
   SharedMemory& operator=(const SharedMemory&) = delete;
@@ -70,6 +76,7 @@ class SharedMemory {
   int rank_;
   int size_;
   std::string name_;               // this rank's segment
+  std::string unavailable_;
   std::vector<char*> segments_;    // every rank's segment, mapped
   std::size_t segment_bytes_;
   uint64_t step_ = 0;              // chunks this rank has reduced
@@ -77,8 +84,8 @@ class SharedMemory {
   std::atomic<bool> aborted_{false};
 };
 
-// Whether every rank of `tasks` runs on this host (they compare the kernel's boot id and host
-// name through the key-value store under `prefix`).
+// Whether every rank of `tasks` may run on this host (they compare the kernel's boot id and
+// host name through the key-value store under `prefix`): then SharedMemory is worth trying.
 bool all_on_one_host(coordination::CoordinationClient& client, int rank, int size,
                      const std::string& prefix, std::chrono::milliseconds timeout);
 
