@@ -574,6 +574,40 @@ TEST_F(MultiWorkerCli, SigtermBacksUpAndTheJobResumesOnAnyNumberOfWorkers) {
   }
 }
 
+// The launcher's workers do not outlive it: when it cannot start one (here: the second fork
+// fails, user nobody being allowed two processes) it stops those it started, and when it is
+// killed (SIGKILL: no handler runs) the kernel kills them (PR_SET_PDEATHSIG).
+TEST_F(MultiWorkerCli, LaunchedWorkersDoNotOutliveTheLauncher) {
+  const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft";
+  Result missing = shell(weft + " launch -n 2 -- /nonexistent/program");
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_THAT(missing.output, HasSubstr("weft: InvalidArgument: weft launch: cannot start "
+                                        "/nonexistent/program as worker:0: No such file or "
+                                        "directory"));
+  if (geteuid() == 0) {  // (as another user, the test cannot become nobody)
+    // (Processes of nobody's already running count towards the limit, and are left alone.)
+    const std::string running = "$(ps -L -u nobody --no-headers -o stat= | grep -cv '^Z')";
+    Result nobody = shell("n=$(ps -L -u nobody --no-headers | wc -l); before=" + running +
+                          "; cd /tmp && timeout 60 setpriv --reuid=nobody --regid=nogroup "
+                          "--clear-groups prlimit --nproc=$((n + 2)) " + weft +
+                          " launch -n 2 -- sleep 30 2>&1; echo status $?; echo $((" + running +
+                          " - before))");
+    EXPECT_THAT(nobody.output, HasSubstr("weft: Unavailable: weft launch: cannot start sleep as "
+                                         "worker:1: Resource temporarily unavailable; stopped "
+                                         "worker:0\nstatus 1\n0\n"))
+        << nobody.output;
+  }
+  // Every worker of a launcher killed with SIGKILL ends (a zombie, or reaped) within 5 s.
+  Result orphans = shell(
+      weft + " launch -n 2 -- sleep 60 & l=$!; for i in $(seq 100); do "
+      "[ $(pgrep -P $l | wc -l) -ge 2 ] && break; sleep 0.1; done; kids=$(pgrep -P $l); "
+      "echo workers $(echo $kids | wc -w); kill -9 $l; for i in $(seq 50); do alive=0; "
+      "for k in $kids; do ps -o stat= -p $k | grep -qv '^Z' && alive=$((alive + 1)); done; "
+      "[ $alive -eq 0 ] && break; sleep 0.1; done; echo alive $alive");
+  EXPECT_THAT(orphans.output, HasSubstr("workers 2\n")) << orphans.output;
+  EXPECT_THAT(orphans.output, HasSubstr("alive 0\n")) << orphans.output;
+}
+
 TEST_F(MultiWorkerCli, LaunchNamesTheFailingWorkerAndStopsTheOthers) {
   // Worker 1 is given a dataset directory that does not exist: it fails at start; the launcher
   // names it, stops worker 0 and exits with its status.

@@ -1,16 +1,17 @@
 // `weft launch -n N [--replicas-per-worker R] -- CMD...`: a local cluster (DISTRIBUTED.md §3).
-// Starts N processes of CMD with posix_spawn, each with its TF_CONFIG (workers on 127.0.0.1 at
+// Starts N processes of CMD, each with its TF_CONFIG (workers on 127.0.0.1 at
 // ports the OS picked, which the launcher holds until they exit so that no other process can take
 // one before its worker binds it: local_ports.h), the cluster token and a disjoint set of CPUs;
-// prefixes each line of their output with the task's name; forwards SIGINT and SIGTERM; when one
-// fails, stops the others and exits with the failing task's status, naming it, or
+// prefixes each line of their output with the task's name; forwards SIGINT and SIGTERM; kills
+// them if it dies itself; when one fails (the first that did not exit with
+// train::kPeerFailedExitStatus, "another worker failed"), stops the others and exits with the failing task's status, naming it, or
 // (--max-restarts K) starts them all again, up to K times, so that BackupAndRestore resumes the
 // job.
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,6 +93,10 @@ std::string describe_status(int status) {
     return "exited with status " + std::to_string(WEXITSTATUS(status)) +
            " (preempted, after backing up)";
   }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == train::kPeerFailedExitStatus) {
+    return "exited with status " + std::to_string(WEXITSTATUS(status)) +
+           " (because another worker failed)";
+  }
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) {
     return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
@@ -111,7 +116,6 @@ struct Child {
   pid_t pid = -1;
   int out_fd = -1;  // the read end of its stdout+stderr
   std::string partial;
-  std::string last_line;  // the last line it wrote
   bool running = true;
   int status = 0;
 };
@@ -126,17 +130,56 @@ void relay(Child& c, bool flush_all) {
   }
   size_t start = 0, nl;
   while ((nl = c.partial.find('\n', start)) != std::string::npos) {
-    c.last_line.assign(c.partial, start, nl - start);
-    std::printf("[%s] %s\n", c.task.c_str(), c.last_line.c_str());
+    std::printf("[%s] %.*s\n", c.task.c_str(), static_cast<int>(nl - start),
+                c.partial.data() + start);
     start = nl + 1;
   }
   c.partial.erase(0, start);
   if (flush_all && !c.partial.empty()) {
-    c.last_line = c.partial;
     std::printf("[%s] %s\n", c.task.c_str(), c.partial.c_str());
     c.partial.clear();
   }
   std::fflush(stdout);
+}
+
+// Starts `program` with `argv` and `envp`, its stdout and stderr on `out`, on the CPUs `cpus`;
+// killed (SIGKILL) if the launcher dies first, however it dies (PR_SET_PDEATHSIG). Returns 0, or
+// the errno of the fork or exec that failed (then *pid is reaped). Called while the launcher has
+// one thread, so that the child may do more than async-signal-safe calls before its exec.
+int spawn(const std::string& program, const std::vector<char*>& argv,
+          const std::vector<char*>& envp, int out, const cpu_set_t& cpus, pid_t* pid) {
+  int exec_error[2];  // the child writes exec's errno here; closed unread when exec succeeds
+  if (::pipe2(exec_error, O_CLOEXEC) != 0) return errno;
+  const pid_t launcher = ::getpid();
+  *pid = ::fork();
+  if (*pid < 0) {
+    int error = errno;
+    ::close(exec_error[0]);
+    ::close(exec_error[1]);
+    return error;
+  }
+  if (*pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != launcher) ::_exit(127);  // the launcher died before prctl
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(out, STDERR_FILENO);
+    ::sched_setaffinity(0, sizeof(cpu_set_t), &cpus);
+    ::execvpe(program.c_str(), argv.data(), envp.data());
+    int error = errno;
+    (void)!::write(exec_error[1], &error, sizeof(error));
+    ::_exit(127);
+  }
+  ::close(exec_error[1]);
+  int error = 0;
+  ssize_t n;
+  while ((n = ::read(exec_error[0], &error, sizeof(error))) < 0 && errno == EINTR) {
+  }
+  ::close(exec_error[0]);
+  if (n > 0) {
+    ::waitpid(*pid, nullptr, 0);
+    return error;
+  }
+  return 0;
 }
 
 Outcome run_cluster(const LaunchFlags& f) {
@@ -186,21 +229,24 @@ Outcome run_cluster(const LaunchFlags& f) {
     int pipe_fds[2];
     WEFT_CHECK(::pipe2(pipe_fds, O_CLOEXEC) == 0, Unavailable)
         << "weft launch: pipe: " << std::strerror(errno);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
-    // The child's CPUs: set on this thread around the spawn (the child inherits them).
-    cpu_set_t before;
-    sched_getaffinity(0, sizeof(before), &before);
-    sched_setaffinity(0, sizeof(cpu_set_t), &shares[static_cast<size_t>(i)]);
-    int rc = posix_spawnp(&c.pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
-    sched_setaffinity(0, sizeof(before), &before);
-    posix_spawn_file_actions_destroy(&actions);
+    int error = spawn(program, argv, envp, pipe_fds[1], shares[static_cast<size_t>(i)], &c.pid);
     ::close(pipe_fds[1]);
-    WEFT_CHECK(rc == 0, InvalidArgument)
-        << "weft launch: cannot start " << program << ": " << std::strerror(rc);
     c.out_fd = pipe_fds[0];
+    if (error != 0) {
+      // Stop the workers already started: without this one they would wait for it in vain.
+      std::string stopped;
+      for (int k = 0; k < i; ++k) {
+        Child& started = children[static_cast<size_t>(k)];
+        ::kill(started.pid, SIGKILL);
+        ::waitpid(started.pid, nullptr, 0);
+        stopped += (k ? ", " : "") + started.task;
+      }
+      for (int k = 0; k <= i; ++k) ::close(children[static_cast<size_t>(k)].out_fd);
+      std::string why = "weft launch: cannot start " + program + " as " + c.task + ": " +
+                        std::strerror(error) + (stopped.empty() ? "" : "; stopped " + stopped);
+      if (error == ENOENT || error == EACCES || error == ENOEXEC) throw InvalidArgument(why);
+      throw Unavailable(why);  // out of processes or memory
+    }
     ::fcntl(c.out_fd, F_SETFL, O_NONBLOCK);
   }
 
@@ -269,10 +315,10 @@ Outcome run_cluster(const LaunchFlags& f) {
       bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       outcome.any_finished = outcome.any_finished || ok;
       if (!ok && !stopping) {
-        // A worker that failed only because another did says so ("task worker:1 failed: ...");
-        // name the one that failed first for a reason of its own, when it has exited too.
-        bool because_of_another = c.last_line.find("task worker:") != std::string::npos &&
-                                  c.last_line.find(" failed: ") != std::string::npos;
+        // A worker that failed only because another did says so by its exit status; name the
+        // one that failed first for a reason of its own, when it has exited too.
+        bool because_of_another =
+            WIFEXITED(status) && WEXITSTATUS(status) == train::kPeerFailedExitStatus;
         if (failed < 0 || !because_of_another) failed = static_cast<int>(i);
         if (!because_of_another && grace_deadline == TimePoint::max())
           grace_deadline = TimePoint::min();

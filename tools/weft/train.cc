@@ -175,6 +175,11 @@ int run(TrainFlags f) {
     // Every other worker's wait ends naming this task and the error (fit reports its own; this
     // covers what fails outside it, such as loading the data).
     strategy.extended().report_error(e.what());
+    if (!strategy.extended().failed_peer().empty()) {
+      // Another task failed first: say so in the exit status, which the launcher reads.
+      std::fprintf(stderr, "weft: %s\n", e.what());
+      throw CLI::RuntimeError(train::kPeerFailedExitStatus);
+    }
     throw;
   }
 }

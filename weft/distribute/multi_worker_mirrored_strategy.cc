@@ -138,6 +138,10 @@ class MultiWorkerImpl : public StrategyImpl {
   void report_error(const std::string& message) const override {
     if (client_) client_->report_error(message);
   }
+  std::string failed_peer() const override {
+    std::string failed = client_ ? client_->failed_task() : "";
+    return failed == task_ ? "" : failed;
+  }
 
   uint64_t collective_calls() const { return comm_ ? comm_->calls() : 0; }
   std::string transport() const { return comm_ ? comm_->transport() : "none"; }

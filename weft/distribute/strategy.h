@@ -59,6 +59,9 @@ class StrategyImpl {
   // Tells the cluster's other processes that this one failed with `message`, so that their
   // waits end naming it (the first report counts; nothing outside a cluster).
   virtual void report_error(const std::string& /*message*/) const {}
+  // Another process of the cluster whose failure ended it ("worker:1"), once this one has
+  // heard; empty when none has failed, or this one failed first.
+  virtual std::string failed_peer() const { return ""; }
 };
 
 // tf.distribute.experimental.ValueContext: what experimental_distribute_values_from_function

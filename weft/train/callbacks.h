@@ -139,5 +139,8 @@ class BackupAndRestore : public Callback {
 
 // The exit status of a program that was preempted and backed up (EX_TEMPFAIL: run it again).
 inline constexpr int kPreemptedExitStatus = 75;
+// The exit status of a task that stopped because another task of its cluster failed
+// (EX_PROTOCOL): `weft launch` names the task that failed first for its own reason.
+inline constexpr int kPeerFailedExitStatus = 76;
 
 }  // namespace weft::train

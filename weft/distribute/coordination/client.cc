@@ -189,8 +189,9 @@ class CoordinationClient::Impl {
   }
 
   std::string service_lost(const grpc::Status& status) const {
-    return "task " + service_task_ + " failed: its coordination service at " + service_address_ +
-           " is unreachable (" + status.error_message() + ")";
+    return internal::failure_of(service_task_, "its coordination service at " + service_address_ +
+                                                   " is unreachable (" + status.error_message() +
+                                                   ")");
   }
 
   void heartbeats() {
@@ -310,6 +311,9 @@ void CoordinationClient::wait_at_barrier(const std::string& id, milliseconds tim
 }
 void CoordinationClient::report_error(const std::string& message) { impl_->report_error(message); }
 std::string CoordinationClient::failure() const { return impl_->failure(); }
+std::string CoordinationClient::failed_task() const {
+  return internal::task_of_failure(impl_->failure());
+}
 void CoordinationClient::on_failure(std::function<void(const std::string&)> fn) {
   impl_->on_failure(std::move(fn));
 }

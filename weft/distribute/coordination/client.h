@@ -53,6 +53,8 @@ class CoordinationClient {
 
   // The first failure of the cluster this client learned of, empty while there is none.
   std::string failure() const;
+  // The task that failure names ("worker:1"), empty while there is none.
+  std::string failed_task() const;
   // Calls fn(failure) once, on a client thread, when this client learns that the cluster failed
   // (at once if it already knows). Collectives use it to end their waits.
   void on_failure(std::function<void(const std::string&)> fn);

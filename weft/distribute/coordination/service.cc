@@ -407,7 +407,7 @@ class CoordinationService::Impl final : public RawService {
   // every watch is answered, and every later call answers the same.
   void fail_task(const std::string& task, const std::string& why, std::vector<Completion>& out) {
     if (!failure_.empty()) return;
-    failure_ = "task " + task + " failed: " + why;
+    failure_ = internal::failure_of(task, why);
     pb::WatchResponse watch;
     watch.set_failure(failure_);
     for (auto& w : waiters_) {

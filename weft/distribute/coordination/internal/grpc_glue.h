@@ -22,6 +22,17 @@ std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsOptions& tl
 std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const TlsOptions& tls);
 // Compares in time that does not depend on where the strings first differ.
 bool tokens_equal(std::string_view a, std::string_view b);
+// The cluster's failure as every task hears it: "task worker:1 failed: <why>".
+inline std::string failure_of(const std::string& task, const std::string& why) {
+  return "task " + task + " failed: " + why;
+}
+// The task a failure_of() names ("worker:1"); empty for any other text.
+inline std::string task_of_failure(const std::string& failure) {
+  const std::string head = "task ";
+  auto end = failure.find(" failed: ");
+  if (failure.rfind(head, 0) != 0 || end == std::string::npos) return "";
+  return failure.substr(head.size(), end - head.size());
+}
 // Throws the weft error for a failed call `what` ("get_key_value(\"k\")") to `service`.
 [[noreturn]] void throw_status(const grpc::Status& status, const std::string& what,
                                const std::string& service);
