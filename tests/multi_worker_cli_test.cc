@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -53,13 +54,15 @@ class MultiWorkerCli : public testing::Test {
   }
   // Runs `weft <worker0_args>` and, after the shell commands `before1`, `<wrapper1> weft
   // <worker1_args>` as the two workers of a cluster, each for at most 120 s, and expects both to
-  // exit with status 0.
+  // exit with status 0. `env(i)` is worker i's environment (default: its TF_CONFIG and token).
   void both_train(const std::string& worker0_args, const std::string& before1,
-                  const std::string& worker1_args, const std::string& wrapper1 = "") {
+                  const std::string& worker1_args, const std::string& wrapper1 = "",
+                  std::function<std::string(int)> env = nullptr) {
     weft::distribute::ReservedLocalPorts ports(2);
-    Result r = shell("cd " + dir_.string() + "; (" + worker_env(ports, 0) + "timeout 120 " +
-                     weft_ + worker0_args + " > w0.log 2>&1; echo $? > status0) & " + before1 +
-                     worker_env(ports, 1) + "timeout 120 " + wrapper1 + weft_ + worker1_args +
+    if (!env) env = [&](int i) { return worker_env(ports, i); };
+    Result r = shell("cd " + dir_.string() + "; (" + env(0) + "timeout 120 " + weft_ +
+                     worker0_args + " > w0.log 2>&1; echo $? > status0) & " + before1 + env(1) +
+                     "timeout 120 " + wrapper1 + weft_ + worker1_args +
                      " > w1.log 2>&1; echo $? > status1; wait");
     ASSERT_EQ(r.status, 0) << r.output;
     for (int w = 0; w < 2; ++w) {
@@ -277,6 +280,24 @@ TEST_F(MultiWorkerCli, WorkersWithoutACommonDevShmTrainOverTcp) {
   nlohmann::json together = read_json(dir_ / "together.json");
   EXPECT_EQ(together["transport"], "shared_memory");
   EXPECT_EQ(together["workers"], 2);
+}
+
+// srun's environment without TF_CONFIG: the step's tasks are the workers (SlurmClusterResolver),
+// both on this node, the chief's coordination service at WEFT_SLURM_PORT_BASE.
+TEST_F(MultiWorkerCli, UnderSrunTheStepsTasksAreTheWorkers) {
+  weft::distribute::ReservedLocalPorts base(1);
+  auto srun_env = [&](int rank) {
+    return "SLURM_PROCID=" + std::to_string(rank) + " SLURM_STEP_NUM_TASKS=2 SLURM_NTASKS=2 "
+           "SLURM_STEP_NODELIST=127.0.0.1 SLURM_STEP_TASKS_PER_NODE=2 WEFT_SLURM_PORT_BASE=" +
+           std::to_string(base.ports()[0]) + " WEFT_CLUSTER_TOKEN=t0k3n ";
+  };
+  const std::string args = "--strategy multi_worker --model mlp --epochs 1";
+  both_train(train_args(args, dir_ / "srun.json"), "", train_args(args, dir_ / "w1.json"), "",
+             srun_env);
+  nlohmann::json j = read_json(dir_ / "srun.json");
+  EXPECT_EQ(j["workers"], 2);
+  EXPECT_EQ(j["transport"], "shared_memory");
+  EXPECT_GT(j["test_accuracy"].get<double>(), 0.6);
 }
 
 TEST_F(MultiWorkerCli, UnderMpirunTheWorkersAreMpisRanks) {

@@ -25,6 +25,7 @@
 #include "weft/data/readers/npy.h"
 #include "weft/data/readers/records.h"
 #include "weft/distribute/cluster/cluster_spec.h"
+#include "weft/distribute/cluster/slurm.h"
 #include "weft/distribute/cluster/tf_config.h"
 #include "weft/distribute/collective/communicator.h"
 #include "weft/distribute/collective/mpi_communicator.h"

@@ -35,7 +35,7 @@ std::string address_of(const ClusterSpec& cluster, const std::string& task) {
 
 class MultiWorkerImpl : public StrategyImpl {
  public:
-  MultiWorkerImpl(const cluster_resolver::TFConfigClusterResolver& resolver,
+  MultiWorkerImpl(const cluster_resolver::ClusterResolver& resolver,
                   MultiWorkerOptions options)
       : options_(std::move(options)) {
     WEFT_CHECK(options_.replicas_per_worker >= 1, InvalidArgument)
@@ -47,8 +47,8 @@ class MultiWorkerImpl : public StrategyImpl {
       task_ = resolver.task_type() + ":" + std::to_string(resolver.task_id());
       auto me = std::find(tasks_.begin(), tasks_.end(), task_);
       WEFT_CHECK(me != tasks_.end(), InvalidArgument)
-          << "MultiWorkerMirroredStrategy runs on the chief and worker tasks; TF_CONFIG's task "
-             "is "
+          << "MultiWorkerMirroredStrategy runs on the chief and worker tasks; the cluster "
+             "resolver's task is "
           << task_;
       rank_ = static_cast<int>(me - tasks_.begin());
     } else if (collective::mpi_world_size_from_environment() > 1) {
@@ -203,12 +203,24 @@ MultiWorkerImpl& impl_of(const Strategy& s) { return static_cast<MultiWorkerImpl
 
 }  // namespace
 
+namespace {
+// TF_CONFIG when it is set; else mpirun's ranks (an empty cluster: MultiWorkerImpl asks MPI);
+// else the Slurm job step's tasks; else a single process.
+std::unique_ptr<cluster_resolver::ClusterResolver> default_resolver() {
+  auto tf_config = std::make_unique<cluster_resolver::TFConfigClusterResolver>();
+  if (!tf_config->cluster_spec().empty() || collective::mpi_world_size_from_environment() > 1 ||
+      !cluster_resolver::SlurmClusterResolver::in_multi_task_step()) {
+    return tf_config;
+  }
+  return std::make_unique<cluster_resolver::SlurmClusterResolver>();
+}
+}  // namespace
+
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions options)
-    : MultiWorkerMirroredStrategy(cluster_resolver::TFConfigClusterResolver(),
-                                  std::move(options)) {}
+    : MultiWorkerMirroredStrategy(*default_resolver(), std::move(options)) {}
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
-    const cluster_resolver::TFConfigClusterResolver& resolver, MultiWorkerOptions options)
+    const cluster_resolver::ClusterResolver& resolver, MultiWorkerOptions options)
     : Strategy(std::make_shared<MultiWorkerImpl>(resolver, std::move(options))) {}
 
 int MultiWorkerMirroredStrategy::num_workers() const { return impl_of(*this).num_workers(); }

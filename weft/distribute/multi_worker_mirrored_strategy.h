@@ -13,13 +13,15 @@
 //
 // Without TF_CONFIG it is one worker (its local replicas only), unless it was started by
 // `mpirun -np N` and weft was built with MPI: then MPI's ranks are the workers (rank 0 the chief)
-// and the collectives are MPI's. Variables made in scope() start with the chief's values (a
+// and the collectives are MPI's; or by `srun -n N`: then the step's tasks are the workers
+// (SlurmClusterResolver, cluster/slurm.h). Variables made in scope() start with the chief's values (a
 // broadcast), so every worker holds the same weights throughout.
 #pragma once
 
 #include <chrono>
 #include <string>
 
+#include "weft/distribute/cluster/slurm.h"
 #include "weft/distribute/cluster/tf_config.h"
 #include "weft/distribute/collective/communicator.h"
 #include "weft/distribute/coordination/options.h"
@@ -48,9 +50,11 @@ struct MultiWorkerOptions {
 
 class MultiWorkerMirroredStrategy : public Strategy {
  public:
-  // The cluster from TF_CONFIG.
+  // The cluster from TF_CONFIG when it is set; else mpirun's ranks; else the Slurm job step's
+  // tasks (SlurmClusterResolver); else one process.
   explicit MultiWorkerMirroredStrategy(MultiWorkerOptions options = {});
-  MultiWorkerMirroredStrategy(const cluster_resolver::TFConfigClusterResolver& resolver,
+  // The cluster `resolver` describes (TFConfigClusterResolver, SlurmClusterResolver).
+  MultiWorkerMirroredStrategy(const cluster_resolver::ClusterResolver& resolver,
                               MultiWorkerOptions options = {});
 
   int num_workers() const;

@@ -18,11 +18,11 @@
 
 #include <string>
 
-#include "weft/distribute/cluster/cluster_spec.h"
+#include "weft/distribute/cluster/cluster_resolver.h"
 
 namespace weft::distribute::cluster_resolver {
 
-class TFConfigClusterResolver {
+class TFConfigClusterResolver : public ClusterResolver {
  public:
   // Reads the TF_CONFIG environment variable.
   TFConfigClusterResolver();
@@ -30,10 +30,9 @@ class TFConfigClusterResolver {
   static TFConfigClusterResolver from_json(const std::string& tf_config,
                                            const std::string& source = "TF_CONFIG");
 
-  const ClusterSpec& cluster_spec() const { return cluster_; }
-  // "chief", "worker", "ps" or "evaluator"; empty for a single process.
-  const std::string& task_type() const { return task_type_; }
-  int task_id() const { return task_id_; }
+  const ClusterSpec& cluster_spec() const override { return cluster_; }
+  const std::string& task_type() const override { return task_type_; }
+  int task_id() const override { return task_id_; }
   // TF_CONFIG's optional "rpc_layer" and "environment" (e.g. "grpc", "cloud"); empty if absent.
   const std::string& rpc_layer() const { return rpc_layer_; }
   const std::string& environment() const { return environment_; }
