@@ -52,17 +52,19 @@ class MultiWorkerCli : public testing::Test {
     return "train --dataset " + data_.string() + " --batch-size 64 --seed 5" +
            (quiet ? " --quiet" : "") + " --metrics-json " + json.string() + " " + args;
   }
-  // Runs `weft <worker0_args>` and, after the shell commands `before1`, `<wrapper1> weft
-  // <worker1_args>` as the two workers of a cluster, each for at most 120 s, and expects both to
-  // exit with status 0. `env(i)` is worker i's environment (default: its TF_CONFIG and token).
+  // Runs `<wrap(0)> weft <worker0_args>` and, after the shell commands `before1`, `<wrap(1)>
+  // weft <worker1_args>` as the two workers of a cluster, each for at most 120 s, and expects
+  // both to exit with status 0. `env(i)` is worker i's environment (default: its TF_CONFIG and
+  // token); `wrap(i)` a command that runs the rest (default: none).
   void both_train(const std::string& worker0_args, const std::string& before1,
-                  const std::string& worker1_args, const std::string& wrapper1 = "",
+                  const std::string& worker1_args, std::function<std::string(int)> wrap = nullptr,
                   std::function<std::string(int)> env = nullptr) {
     weft::distribute::ReservedLocalPorts ports(2);
     if (!env) env = [&](int i) { return worker_env(ports, i); };
-    Result r = shell("cd " + dir_.string() + "; (" + env(0) + "timeout 120 " + weft_ +
+    if (!wrap) wrap = [](int) { return std::string(); };
+    Result r = shell("cd " + dir_.string() + "; (" + env(0) + "timeout 120 " + wrap(0) + weft_ +
                      worker0_args + " > w0.log 2>&1; echo $? > status0) & " + before1 + env(1) +
-                     "timeout 120 " + wrapper1 + weft_ + worker1_args +
+                     "timeout 120 " + wrap(1) + weft_ + worker1_args +
                      " > w1.log 2>&1; echo $? > status1; wait");
     ASSERT_EQ(r.status, 0) << r.output;
     for (int w = 0; w < 2; ++w) {
@@ -271,8 +273,11 @@ TEST_F(MultiWorkerCli, WorkersWithoutACommonDevShmTrainOverTcp) {
   }
   const std::string args = "--strategy multi_worker --model mlp --epochs 1";
   both_train(train_args(args, dir_ / "apart.json"), "", train_args(args, dir_ / "w1.json"),
-             "unshare --mount --propagation private sh -c 'mount -t tmpfs -o size=128m weft-shm "
-             "/dev/shm && exec \"$0\" \"$@\"' ");
+             [](int worker) -> std::string {
+               if (worker == 0) return "";
+               return "unshare --mount --propagation private sh -c 'mount -t tmpfs -o size=128m "
+                      "weft-shm /dev/shm && exec \"$0\" \"$@\"' ";
+             });
   nlohmann::json apart = read_json(dir_ / "apart.json");
   EXPECT_EQ(apart["transport"], "tcp");
   EXPECT_GT(apart["test_accuracy"].get<double>(), 0.6);
@@ -280,6 +285,40 @@ TEST_F(MultiWorkerCli, WorkersWithoutACommonDevShmTrainOverTcp) {
   nlohmann::json together = read_json(dir_ / "together.json");
   EXPECT_EQ(together["transport"], "shared_memory");
   EXPECT_EQ(together["workers"], 2);
+}
+
+// Two hosts, emulated (scripts/two-hosts): network namespaces joined by a veth pair shaped to
+// 1 Gbit/s, each worker with its own host name and /dev/shm. The job trains across the link:
+// AUTO takes TCP (not shared memory), and the gradients cross the veth.
+TEST_F(MultiWorkerCli, TwoEmulatedHostsTrainAcrossTheirLink) {
+  if (geteuid() != 0 && std::getenv("CI") == nullptr) {
+    GTEST_SKIP() << "network namespaces need root";
+  }
+  const std::string id = "t" + std::to_string(getpid());
+  const std::string hosts = std::string(WEFT_SOURCE_DIR) + "/scripts/two-hosts ";
+  struct Down {
+    std::string command;
+    ~Down() { shell(command); }
+  } down{hosts + "down " + id};
+  Result up = shell(hosts + "up " + id + " 1gbit");
+  ASSERT_EQ(up.status, 0) << up.output;
+  auto env = [](int worker) {
+    return "TF_CONFIG='{\"cluster\": {\"worker\": [\"10.231.0.1:23456\", "
+           "\"10.231.0.2:23456\"]}, \"task\": {\"type\": \"worker\", \"index\": " +
+           std::to_string(worker) + "}}' WEFT_CLUSTER_TOKEN=t0k3n ";
+  };
+  const std::string args = "--strategy multi_worker --model mlp --epochs 1";
+  both_train(train_args(args, dir_ / "hosts.json"), "", train_args(args, dir_ / "w1.json"),
+             [&](int worker) { return hosts + "run " + id + " " + std::to_string(worker) + " "; },
+             env);
+  nlohmann::json j = read_json(dir_ / "hosts.json");
+  EXPECT_EQ(j["workers"], 2);
+  EXPECT_EQ(j["transport"], "tcp");
+  EXPECT_GT(j["test_accuracy"].get<double>(), 0.6);
+  Result sent = shell("ip netns exec weft-" + id + "-1 cat /sys/class/net/wv" + id +
+                      "-1/statistics/tx_bytes");
+  ASSERT_EQ(sent.status, 0) << sent.output;
+  EXPECT_GT(std::stoll(sent.output), 1 << 20) << "worker 1's gradients did not cross the link";
 }
 
 // srun's environment without TF_CONFIG: the step's tasks are the workers (SlurmClusterResolver),
@@ -292,7 +331,7 @@ TEST_F(MultiWorkerCli, UnderSrunTheStepsTasksAreTheWorkers) {
            std::to_string(base.ports()[0]) + " WEFT_CLUSTER_TOKEN=t0k3n ";
   };
   const std::string args = "--strategy multi_worker --model mlp --epochs 1";
-  both_train(train_args(args, dir_ / "srun.json"), "", train_args(args, dir_ / "w1.json"), "",
+  both_train(train_args(args, dir_ / "srun.json"), "", train_args(args, dir_ / "w1.json"), nullptr,
              srun_env);
   nlohmann::json j = read_json(dir_ / "srun.json");
   EXPECT_EQ(j["workers"], 2);
