@@ -1,12 +1,12 @@
 // `weft launch -n N [--replicas-per-worker R] -- CMD...`: a local cluster (DISTRIBUTED.md §3).
-// Starts N processes of CMD, each with its TF_CONFIG (workers on 127.0.0.1 at
-// ports the OS picked, which the launcher holds until they exit so that no other process can take
-// one before its worker binds it: local_ports.h), the cluster token and a disjoint set of CPUs;
-// prefixes each line of their output with the task's name; forwards SIGINT and SIGTERM; kills
-// them if it dies itself; when one fails (the first that did not exit with
-// train::kPeerFailedExitStatus, "another worker failed"), stops the others and exits with the failing task's status, naming it, or
-// (--max-restarts K) starts them all again, up to K times, so that BackupAndRestore resumes the
-// job.
+// Starts N processes of CMD, each with its TF_CONFIG (workers on 127.0.0.1 at ports the OS
+// picked, which the launcher holds until they exit so that no other process can take one before
+// its worker binds it: local_ports.h), the cluster token and a disjoint set of CPUs; prefixes
+// each line of their output with the task's name; forwards SIGINT and SIGTERM; kills them if it
+// dies itself; when one fails (the first that did not exit with train::kPeerFailedExitStatus,
+// "another worker failed"), stops the others and exits with the failing task's status, naming
+// it, or (--max-restarts K) starts them all again, up to K times, so that BackupAndRestore
+// resumes the job.
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>

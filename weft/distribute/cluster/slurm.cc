@@ -46,7 +46,8 @@ std::vector<std::string> expand_item(const std::string& item, const std::string&
   std::vector<std::string> out;
   for (const std::string& range : split_top_level(item.substr(open + 1, close - open - 1))) {
     auto dash = range.find('-');
-    std::string lo = range.substr(0, dash), hi = dash == std::string::npos ? lo : range.substr(dash + 1);
+    std::string lo = range.substr(0, dash);
+    std::string hi = dash == std::string::npos ? lo : range.substr(dash + 1);
     WEFT_CHECK(all_digits(lo) && all_digits(hi) && std::stoll(lo) <= std::stoll(hi),
                InvalidArgument)
         << variable << " '" << list << "': '" << range << "' is not a number or a range lo-hi";
@@ -64,7 +65,9 @@ std::map<std::string, std::string> this_environment() {
   for (char** e = environ; *e != nullptr; ++e) {
     std::string v = *e;
     auto eq = v.find('=');
-    if (v.rfind("SLURM_", 0) == 0 && eq != std::string::npos) env[v.substr(0, eq)] = v.substr(eq + 1);
+    if (v.rfind("SLURM_", 0) == 0 && eq != std::string::npos) {
+      env[v.substr(0, eq)] = v.substr(eq + 1);
+    }
   }
   return env;
 }
@@ -140,8 +143,8 @@ SlurmClusterResolver::SlurmClusterResolver(const std::map<std::string, std::stri
   const int tasks = read_count(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS");
   const int rank = read_count(env, "SLURM_PROCID", "SLURM_PROCID");
   std::string nodes_var, counts_var;
-  std::vector<std::string> nodes =
-      expand_hostlist(read(env, "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", &nodes_var), nodes_var);
+  const std::string node_list = read(env, "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", &nodes_var);
+  std::vector<std::string> nodes = expand_hostlist(node_list, nodes_var);
   std::vector<int> per_node = expand_tasks_per_node(
       read(env, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", &counts_var), counts_var);
   WEFT_CHECK(per_node.size() == nodes.size(), InvalidArgument)

@@ -84,7 +84,8 @@ TEST(SlurmClusterResolver, NamesTheVariableThatIsMissingOrDisagrees) {
   wrong = env;
   wrong["SLURM_PROCID"] = "x";
   EXPECT_THAT(error(wrong), HasSubstr("SLURM_PROCID is 'x', not a count"));
-  EXPECT_THAT(error(env, {.jobs = {{"worker", 3}}}), HasSubstr("the jobs have 3 tasks, the step 4"));
+  EXPECT_THAT(error(env, {.jobs = {{"worker", 3}}}),
+              HasSubstr("the jobs have 3 tasks, the step 4"));
 }
 
 }  // namespace

@@ -77,8 +77,9 @@ class TcpCommunicator::Impl {
     WEFT_CHECK(rank_ >= 0 && rank_ < static_cast<int>(tasks_.size()), InvalidArgument)
         << "TcpCommunicator: rank " << rank_ << " is not one of the " << tasks_.size()
         << " ranks";
-    WEFT_CHECK(options.first_port >= 0 && options.first_port <= options.last_port &&
-                   options.last_port <= 65535 && (options.first_port > 0) == (options.last_port > 0),
+    const bool any_port = options.first_port == 0 && options.last_port == 0;
+    WEFT_CHECK(any_port || (options.first_port >= 1 && options.first_port <= options.last_port &&
+                            options.last_port <= 65535),
                InvalidArgument)
         << "TcpCommunicator: the data-plane ports " << options.first_port << "-"
         << options.last_port << " are not a range of ports (1-65535, first <= last)";

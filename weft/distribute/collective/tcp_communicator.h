@@ -1,11 +1,12 @@
 // The Communicator between processes over TCP. weft's own algorithms (recursive doubling, the
-// ring all-gather, the binomial broadcast) run on weft's own connections, one per pair of ranks;
-// Gloo's ring and halving-doubling (libgloo) run on Gloo's TCP transport, connected only when a
-// call asks for them (`weft bench allreduce` compares them). Ranks find each other
-// through the coordination service's key-value store (each publishes the addresses it listens on,
-// OS-picked ports on its task's host), and every rank's failure reaches the others through it.
-// (Gloo's transport holds data that arrives before its receive is posted in the socket until the
-// next event, which on loopback cost 44 ms per all-reduce of 16-256 KiB; weft's connections read
+// ring all-gather, the binomial broadcast) run on weft's own connections, one per pair of ranks,
+// each opened by a challenge-response on the cluster token; Gloo's ring and halving-doubling
+// (libgloo) run on Gloo's TCP transport, connected only when a call asks for them (`weft bench
+// allreduce` compares them). Ranks find each other through the coordination service's key-value
+// store (each publishes the address it listens on: its task's host, at a port the OS picks or
+// one of TcpOptions' range), and every rank's failure reaches the others through it. (Gloo's
+// transport holds data that arrives before its receive is posted in the socket until the next
+// event, which on loopback cost 44 ms per all-reduce of 16-256 KiB; weft's connections read
 // whatever arrives.)
 //
 //   coordination::CoordinationClient client("worker:1", "worker:0", chief_address, {.token = t});

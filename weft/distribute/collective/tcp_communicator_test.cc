@@ -45,7 +45,8 @@ struct Ranks {
       threads.emplace_back([&, r, tasks] {
         clients[static_cast<size_t>(r)]->connect(milliseconds(10000));
         comms[static_cast<size_t>(r)] = std::make_unique<TcpCommunicator>(
-            *clients[static_cast<size_t>(r)], tasks, r, "127.0.0.1", TcpOptions{.timeout = timeout});
+            *clients[static_cast<size_t>(r)], tasks, r, "127.0.0.1",
+            TcpOptions{.timeout = timeout});
       });
     }
     for (auto& t : threads) t.join();

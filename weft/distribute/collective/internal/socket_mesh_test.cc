@@ -12,6 +12,7 @@
 
 #include <future>
 #include <thread>
+#include <utility>
 
 #include "weft/core/errors.h"
 #include "weft/distribute/collective/internal/handshake.h"
@@ -61,6 +62,19 @@ int dial(const std::string& address) {
   at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&at), sizeof(at)), 0) << address;
   return fd;
+}
+
+// A socket listening on 127.0.0.1 at a port the OS picked, and the port.
+std::pair<int, int> listen_on_loopback() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof(at)), 0);
+  EXPECT_EQ(::listen(fd, 4), 0);
+  socklen_t len = sizeof(at);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&at), &len);
+  return {fd, ntohs(at.sin_port)};
 }
 
 // Reads exactly n bytes within 5 s; false if the connection ends first.
@@ -164,15 +178,8 @@ TEST(SocketMesh, RefusesWrongAndReplayedProofsAndIsNotHeldUpByASilentConnection)
 // not weft at all): rank 1 refuses it, naming it, instead of sending it data.
 TEST(SocketMesh, AListenerThatCannotProveTheTokenIsRefused) {
   Cluster cluster(2);
-  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in at{};
-  at.sin_family = AF_INET;
-  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&at), sizeof(at)), 0);
-  ASSERT_EQ(::listen(listener, 4), 0);
-  socklen_t len = sizeof(at);
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&at), &len);
-  const std::string impostor = "127.0.0.1:" + std::to_string(ntohs(at.sin_port));
+  auto [listener, port] = listen_on_loopback();
+  const std::string impostor = "127.0.0.1:" + std::to_string(port);
   cluster.clients[0]->insert_key_value(std::string(kMesh) + "/0", impostor);
   auto rank1 = cluster.start(1, milliseconds(10000));
   int fd = ::accept(listener, nullptr, nullptr);
@@ -200,15 +207,7 @@ TEST(SocketMesh, AListenerThatCannotProveTheTokenIsRefused) {
 // none is free.
 TEST(SocketMesh, ListensWithinItsPortRangeOrNamesIt) {
   Cluster cluster(1);
-  int taken = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in at{};
-  at.sin_family = AF_INET;
-  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(taken, reinterpret_cast<sockaddr*>(&at), sizeof(at)), 0);
-  ASSERT_EQ(::listen(taken, 1), 0);
-  socklen_t len = sizeof(at);
-  ::getsockname(taken, reinterpret_cast<sockaddr*>(&at), &len);
-  const int port = ntohs(at.sin_port);
+  auto [taken, port] = listen_on_loopback();
   try {
     SocketMesh mesh(*cluster.clients[0], 0, 1, "127.0.0.1", kToken, kMesh, milliseconds(1000),
                     {port, port});
