@@ -6,7 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
+#include <memory>
 
 #include "weft/core/errors.h"
 #include "weft/distribute/gradient_packs.h"
@@ -140,6 +142,60 @@ TEST(MultiWorkerMirroredStrategy, AutoShardPoliciesDivideTheDataAsTensorFlowDoes
     FAIL() << "FILE was accepted";
   } catch (const InvalidArgument& e) {
     EXPECT_THAT(e.what(), HasSubstr("auto_shard_policy FILE"));
+  }
+}
+
+// Each worker's distribute_datasets_from_function pipeline is its own; the workers agree on each
+// step. Worker 0's pipeline makes batches of rows0[0], rows0[1], ... rows, worker 1's of rows1;
+// returns, per worker, each step's "first/global" (its slice's first example and the global
+// batch size), then the error if one ended the loop.
+std::vector<std::string> from_function(std::vector<int> rows0, std::vector<int> rows1) {
+  return on_workers<std::string>(2, 1, [&](MultiWorkerMirroredStrategy& s, int w) {
+    const std::vector<int>& rows = w == 0 ? rows0 : rows1;
+    DistributedDataset ds = s.distribute_datasets_from_function([&](const InputContext& c) {
+      EXPECT_EQ(c.input_pipeline_id, w);
+      std::vector<data::Element> batches;
+      for (int n : rows) batches.push_back({zeros({n, 1})});
+      return data::Dataset::from_generator([batches] {
+        auto i = std::make_shared<size_t>(0);
+        return data::Dataset::Generator([batches, i]() -> std::optional<data::Element> {
+          if (*i == batches.size()) return std::nullopt;
+          return batches[(*i)++];
+        });
+      });
+    });
+    std::string seen;
+    try {
+      for (auto it = ds.begin(); auto b = it.next();) {
+        seen += std::to_string(b->slices[0].first_example) + "/" +
+                std::to_string(b->slices[0].global_batch_size) + " ";
+      }
+    } catch (const InvalidArgument& e) {
+      seen += e.what();
+    }
+    return seen;
+  });
+}
+
+TEST(MultiWorkerMirroredStrategy, PipelinesFromAFunctionAgreeOnEveryStepOrNameTheWorker) {
+  // A shorter last batch on one worker: the step's global batch counts the rows both have.
+  EXPECT_EQ(from_function({2, 2, 1}, {2, 2, 2}),
+            (std::vector<std::string>{"0/4 0/4 0/3 ", "2/4 2/4 1/3 "}));
+  // Worker 1's pipeline ends a step early: both fail at once naming it (not at the collective
+  // timeout, 30 s).
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> seen = from_function({2, 2, 2}, {2, 2});
+  const std::string error =
+      "distribute_datasets_from_function: the input pipeline of worker 1 ended after 2 steps "
+      "while worker 0's went on";
+  EXPECT_THAT(seen[0], ::testing::StartsWith("0/4 0/4 InvalidArgument: " + error)) << seen[0];
+  EXPECT_THAT(seen[1], ::testing::StartsWith("2/4 2/4 InvalidArgument: " + error)) << seen[1];
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  // Another batch size at the first step.
+  for (const std::string& both : from_function({2, 2}, {3, 3})) {
+    EXPECT_THAT(both, HasSubstr("make batches of different sizes at the first step (rows per "
+                                "worker: worker 0 2, worker 1 3)"))
+        << both;
   }
 }
 

@@ -1,6 +1,9 @@
 #include "weft/distribute/strategy.h"
 
+#include <algorithm>
 #include <charconv>
+#include <functional>
+#include <numeric>
 
 #include "weft/autodiff/tape.h"
 #include "weft/distribute/updates.h"
@@ -162,7 +165,7 @@ DistributedElement Strategy::split(const data::Element& batch, int64_t step,
 
 DistributedDataset Strategy::experimental_distribute_dataset(const data::Dataset& dataset) const {
   return DistributedDataset(dataset, num_replicas_in_sync(), impl_->first_local_replica(),
-                            impl_->num_local_replicas(), false);
+                            impl_->num_local_replicas(), nullptr);
 }
 
 // In a cluster each worker's pipeline makes the elements of its own replicas: input pipeline k
@@ -173,7 +176,7 @@ DistributedDataset Strategy::distribute_datasets_from_function(
   InputContext ctx{num_replicas_in_sync() / local, impl_->first_local_replica() / local,
                    num_replicas_in_sync()};
   return DistributedDataset(fn(ctx), num_replicas_in_sync(), impl_->first_local_replica(), local,
-                            true);
+                            impl_);
 }
 
 DistributedDataset::Iterator DistributedDataset::begin() const {
@@ -183,7 +186,8 @@ DistributedDataset::Iterator DistributedDataset::begin() const {
   it.first_ = first_;
   it.local_ = local_;
   it.policy_ = dataset_.options().experimental_distribute.auto_shard_policy;
-  it.per_replica_elements_ = per_replica_elements_;
+  it.per_replica_elements_ = impl_ != nullptr;
+  it.impl_ = impl_;
   return it;
 }
 
@@ -203,6 +207,7 @@ void DistributedDataset::Iterator::restore_state(const std::string& state) {
   step_ = step;
   current_.reset();
   fetched_ = false;
+  exhausted_ = false;
 }
 
 std::optional<DistributedElement> DistributedDataset::Iterator::next() {
@@ -236,6 +241,7 @@ DistributedDataset::Iterator& DistributedDataset::Iterator::operator++() {
 
 std::optional<DistributedElement> DistributedDataset::Iterator::read() {
   std::optional<DistributedElement> out;
+  if (exhausted_) return out;  // the workers agreed on the end: no more collectives
   if (!per_replica_elements_) {
     std::optional<data::Element> batch = it_.next();
     if (batch) out = split_batch(*batch, replicas_, step_++, first_, local_, policy_);
@@ -246,21 +252,57 @@ std::optional<DistributedElement> DistributedDataset::Iterator::read() {
   std::vector<data::Element> parts;
   std::vector<BatchSlice> slices;
   int64_t offset = 0;
-  for (int r = 0; r < local_; ++r) {
+  for (int r = 0; r < local_ && parts.size() == static_cast<size_t>(r); ++r) {
     std::optional<data::Element> e = it_.next();
-    if (!e) return out;
+    if (!e) break;
     int64_t rows = !e->empty() && (*e)[0].rank() >= 1 ? (*e)[0].dim(0) : 1;
     slices.push_back({step_, offset, rows, 0});
     offset += rows;
     parts.push_back(std::move(*e));
   }
-  // Every worker's pipeline is taken to make as many rows as this one (the slices' positions
-  // and the global batch size count the workers before this one that way).
-  int workers = replicas_ / local_;
-  int64_t before = offset * (first_ / local_);
+  const bool has_data = parts.size() == static_cast<size_t>(local_);
+  // Every worker's pipeline is its own: the workers agree on each step (TensorFlow's "has data"
+  // all-reduce), so that one whose pipeline ends early, or makes other batches at the first step,
+  // is named on every worker instead of leaving the others waiting in a collective; the slices'
+  // positions and the global batch size count the rows every worker has.
+  const int workers = replicas_ / local_, me = first_ / local_;
+  std::vector<int64_t> rows{has_data ? offset : -1};  // -1: this pipeline has ended
+  if (workers > 1) {
+    rows = impl_->all_gather_across_workers(Tensor::from_vector(rows)).to_vector<int64_t>();
+  }
+  auto ended = [](int64_t r) { return r < 0; };
+  if (std::all_of(rows.begin(), rows.end(), ended)) {
+    exhausted_ = true;
+    return out;
+  }
+  if (std::any_of(rows.begin(), rows.end(), ended)) {
+    std::string done, going;  // "1", "0, 2"
+    for (int w = 0; w < workers; ++w) {
+      std::string& list = ended(rows[static_cast<size_t>(w)]) ? done : going;
+      list += (list.empty() ? "" : ", ") + std::to_string(w);
+    }
+    WEFT_FAIL(InvalidArgument)
+        << "distribute_datasets_from_function: the input pipeline of worker " << done
+        << " ended after " << step_ << " steps while worker " << going
+        << "'s went on; every worker's pipeline must make the same number of steps (shard the "
+           "data evenly, or repeat and take)";
+  }
+  if (step_ == 0 && std::adjacent_find(rows.begin(), rows.end(), std::not_equal_to<>()) !=
+                        rows.end()) {
+    std::string counts;
+    for (int w = 0; w < workers; ++w) {
+      counts += (w ? ", worker " : "worker ") + std::to_string(w) + " " +
+                std::to_string(rows[static_cast<size_t>(w)]);
+    }
+    WEFT_FAIL(InvalidArgument) << "distribute_datasets_from_function: the workers' pipelines make "
+                                  "batches of different sizes at the first step (rows per worker: "
+                               << counts << "); give every worker the same per-replica batch size";
+  }
+  const int64_t before = std::accumulate(rows.begin(), rows.begin() + me, int64_t{0});
+  const int64_t global = std::accumulate(rows.begin(), rows.end(), int64_t{0});
   for (BatchSlice& s : slices) {
     s.first_example += before;
-    s.global_batch_size = offset * workers;
+    s.global_batch_size = global;
   }
   ++step_;
   out.emplace(std::move(parts), std::move(slices));

@@ -142,7 +142,11 @@ class Strategy {
   DistributedElement split(const data::Element& batch, int64_t step,
                            data::AutoShardPolicy policy = data::AutoShardPolicy::AUTO) const;
   // fn makes the dataset of one input pipeline, whose elements are per-replica batches; replica
-  // r of a step gets the step's r-th element.
+  // r of a step gets the step's r-th element. In a cluster each worker runs its own pipeline,
+  // and the workers agree on every step (one small all-gather of their rows, as TensorFlow's
+  // "has data" all-reduce): the global batch is the sum of their rows (a last batch may be
+  // shorter on some workers), and a pipeline that ends before the others, or makes batches of
+  // another size at the first step, fails on every worker naming it.
   DistributedDataset distribute_datasets_from_function(
       const std::function<data::Dataset(const InputContext&)>& fn) const;
 
@@ -203,7 +207,9 @@ class DistributedDataset {
     int local_ = 1;
     data::AutoShardPolicy policy_ = data::AutoShardPolicy::AUTO;
     bool per_replica_elements_ = false;  // distribute_datasets_from_function
+    std::shared_ptr<StrategyImpl> impl_;  // the workers' agreement on each step's rows
     int64_t step_ = 0;
+    bool exhausted_ = false;  // the end was read (and agreed on)
     std::optional<DistributedElement> current_;  // read by operator* or ==, not yet consumed
     bool fetched_ = false;
     std::optional<DistributedElement> read();
@@ -215,17 +221,18 @@ class DistributedDataset {
  private:
   friend class Strategy;
   DistributedDataset(data::Dataset dataset, int replicas, int first, int local,
-                     bool per_replica_elements)
+                     std::shared_ptr<StrategyImpl> per_replica_elements_of)
       : dataset_(std::move(dataset)),
         replicas_(replicas),
         first_(first),
         local_(local),
-        per_replica_elements_(per_replica_elements) {}
+        impl_(std::move(per_replica_elements_of)) {}
   data::Dataset dataset_;
   int replicas_;
   int first_;
   int local_;
-  bool per_replica_elements_;
+  // distribute_datasets_from_function's strategy (its elements are per replica); else null.
+  std::shared_ptr<StrategyImpl> impl_;
 };
 
 // Cuts one global batch into `replicas` contiguous row slices (row_range) and keeps `count` of

@@ -103,32 +103,40 @@ class LoopbackCapture {
     }
   }
 
+  // A header of type T at p, copied out (headers in a packet need not be aligned for T).
+  template <typename T>
+  static T header_at(const unsigned char* p) {
+    T h;
+    std::memcpy(&h, p, sizeof(T));
+    return h;
+  }
+
   void tcp_payload(const unsigned char* p, std::size_t n) {
     if (n < sizeof(ether_header)) return;
-    uint16_t type = ntohs(reinterpret_cast<const ether_header*>(p)->ether_type);
+    uint16_t type = ntohs(header_at<ether_header>(p).ether_type);
     p += sizeof(ether_header);
     n -= sizeof(ether_header);
     std::size_t ip_header = 0;
     int protocol = 0;
     if (type == ETHERTYPE_IP && n >= sizeof(iphdr)) {
-      const auto* ip = reinterpret_cast<const iphdr*>(p);
-      ip_header = ip->ihl * 4u;
-      protocol = ip->protocol;
-      n = std::min<std::size_t>(n, ntohs(ip->tot_len));
+      const auto ip = header_at<iphdr>(p);
+      ip_header = ip.ihl * 4u;
+      protocol = ip.protocol;
+      n = std::min<std::size_t>(n, ntohs(ip.tot_len));
     } else if (type == ETHERTYPE_IPV6 && n >= sizeof(ip6_hdr)) {
-      const auto* ip = reinterpret_cast<const ip6_hdr*>(p);
+      const auto ip = header_at<ip6_hdr>(p);
       ip_header = sizeof(ip6_hdr);
-      protocol = ip->ip6_nxt;  // weft's connections carry no extension headers
-      n = std::min<std::size_t>(n, sizeof(ip6_hdr) + ntohs(ip->ip6_plen));
+      protocol = ip.ip6_nxt;  // weft's connections carry no extension headers
+      n = std::min<std::size_t>(n, sizeof(ip6_hdr) + ntohs(ip.ip6_plen));
     }
     if (protocol != IPPROTO_TCP || n < ip_header + sizeof(tcphdr)) return;
-    const auto* tcp = reinterpret_cast<const tcphdr*>(p + ip_header);
-    std::size_t start = ip_header + tcp->doff * 4u;
+    const auto tcp = header_at<tcphdr>(p + ip_header);
+    std::size_t start = ip_header + tcp.doff * 4u;
     if (start >= n) return;
     bytes_ += n - start;
     // The end of this connection's last segment, then this one: finds a needle split between.
     // (On loopback the two ports name a connection.)
-    std::string& tail = tails_[{tcp->source, tcp->dest}];
+    std::string& tail = tails_[{tcp.source, tcp.dest}];
     std::string text = tail + std::string(reinterpret_cast<const char*>(p + start), n - start);
     std::size_t longest = 0;
     for (std::size_t i = 0; i < needles_.size(); ++i) {
@@ -137,7 +145,7 @@ class LoopbackCapture {
       for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
         if (at + needle.size() > tail.size()) {  // not wholly in the last segment
           ++found_[i];
-          ports_[i].insert(ntohs(tcp->dest));
+          ports_[i].insert(ntohs(tcp.dest));
         }
       }
     }
