@@ -14,8 +14,8 @@
 // Without TF_CONFIG it is one worker (its local replicas only), unless it was started by
 // `mpirun -np N` and weft was built with MPI: then MPI's ranks are the workers (rank 0 the chief)
 // and the collectives are MPI's; or by `srun -n N`: then the step's tasks are the workers
-// (SlurmClusterResolver, cluster/slurm.h). Variables made in scope() start with the chief's values (a
-// broadcast), so every worker holds the same weights throughout.
+// (SlurmClusterResolver, cluster/slurm.h). Variables made in scope() start with the chief's
+// values (a broadcast), so every worker holds the same weights throughout.
 #pragma once
 
 #include <chrono>

@@ -1,8 +1,9 @@
 // weft's own connections between the ranks of a communicator: one TCP connection per pair of
 // ranks, found through the coordination service's key-value store, each opened by a
 // challenge-response proving that both sides hold the cluster token (handshake.h), which itself
-// is never sent. The data that follows is not encrypted. transfer() sends to one peer while it receives from another (or the same), with a
-// deadline, and ends at once when abort() is called from another thread.
+// is never sent. The data that follows is not encrypted. transfer() sends to one peer while it
+// receives from another (or the same), with a deadline, and ends at once when abort() is called
+// from another thread.
 #pragma once
 
 #include <chrono>
