@@ -29,12 +29,17 @@ std::string mpirun_two_ranks(int max_count) {
          std::to_string(max_count) + " " + (geteuid() == 0 ? "--allow-run-as-root " : "");
 }
 
-// The environment of worker `index` of the two-worker cluster at `ports`.
+// The environment of worker `index` of the two-worker cluster at addresses a0 and a1.
+std::string worker_env(const std::string& a0, const std::string& a1, int index,
+                       const std::string& token = "t0k3n") {
+  return "TF_CONFIG='{\"cluster\": {\"worker\": [\"" + a0 + "\", \"" + a1 +
+         "\"]}, \"task\": {\"type\": \"worker\", \"index\": " + std::to_string(index) +
+         "}}' WEFT_CLUSTER_TOKEN=" + token + " ";
+}
+// ... at the ports `ports` holds on 127.0.0.1.
 std::string worker_env(const weft::distribute::ReservedLocalPorts& ports, int index,
                        const std::string& token = "t0k3n") {
-  return "TF_CONFIG='{\"cluster\": {\"worker\": [\"" + ports.address(0) + "\", \"" +
-         ports.address(1) + "\"]}, \"task\": {\"type\": \"worker\", \"index\": " +
-         std::to_string(index) + "}}' WEFT_CLUSTER_TOKEN=" + token + " ";
+  return worker_env(ports.address(0), ports.address(1), index, token);
 }
 
 class MultiWorkerCli : public testing::Test {
@@ -303,9 +308,7 @@ TEST_F(MultiWorkerCli, TwoEmulatedHostsTrainAcrossTheirLink) {
   Result up = shell(hosts + "up " + id + " 1gbit");
   ASSERT_EQ(up.status, 0) << up.output;
   auto env = [](int worker) {
-    return "TF_CONFIG='{\"cluster\": {\"worker\": [\"10.231.0.1:23456\", "
-           "\"10.231.0.2:23456\"]}, \"task\": {\"type\": \"worker\", \"index\": " +
-           std::to_string(worker) + "}}' WEFT_CLUSTER_TOKEN=t0k3n ";
+    return worker_env("10.231.0.1:23456", "10.231.0.2:23456", worker);
   };
   const std::string args = "--strategy multi_worker --model mlp --epochs 1";
   both_train(train_args(args, dir_ / "hosts.json"), "", train_args(args, dir_ / "w1.json"),

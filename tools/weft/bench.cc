@@ -203,13 +203,9 @@ int bench_allreduce(const BenchFlags& f, const std::vector<std::string>& self_ar
   coordination::CoordinationClient client(tasks[static_cast<size_t>(rank)], tasks[0], chief, co);
   client.connect(std::chrono::seconds(60));
   // Each rank listens on its own task's host (127.0.0.1 under mpirun).
-  std::string host = "127.0.0.1";
-  if (!mpi) {
-    std::string why;
-    host = distribute::parse_host_port(resolver.cluster_spec().task_address("worker", rank), &why)
-               .host;
-    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  }
+  const std::string host =
+      mpi ? "127.0.0.1"
+          : distribute::listen_host(resolver.cluster_spec().task_address("worker", rank));
   collective::TcpCommunicator comm(client, tasks, rank, host);
   std::vector<Row> rows = measure(comm, mpi.get(), f);
   if (rank == 0) {

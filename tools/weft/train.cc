@@ -96,9 +96,7 @@ optim::Optimizer build_optimizer(const TrainFlags& f, int64_t total_steps) {
 // The strategy the model is made and trained under: --strategy mirrored puts --replicas replicas
 // on as many logical CPU devices; multi_worker joins the cluster TF_CONFIG describes, with
 // --replicas replicas in this process (weft launch --replicas-per-worker sets the default).
-// *transport: how the workers' collectives travel ("none" in one process).
-distribute::Strategy make_strategy(const TrainFlags& f, std::string* transport) {
-  *transport = "none";
+distribute::Strategy make_strategy(const TrainFlags& f) {
   WEFT_CHECK(f.strategy != "parameter_server", FailedPrecondition)
       << "--strategy parameter_server is not supported by this version of weft; use "
          "multi_worker (synchronous, across processes), mirrored (replicas on threads) or default";
@@ -119,9 +117,7 @@ distribute::Strategy make_strategy(const TrainFlags& f, std::string* transport) 
     options.communication.bytes_per_pack = static_cast<std::size_t>(f.bytes_per_pack);
     if (!f.overlap_all_reduce.empty()) options.overlap_all_reduce = f.overlap_all_reduce == "on";
     options.coordination.tls = {f.tls_cert, f.tls_key, f.tls_ca};
-    distribute::MultiWorkerMirroredStrategy strategy(options);
-    *transport = strategy.transport();
-    return strategy;
+    return distribute::MultiWorkerMirroredStrategy(options);
   }
   config::set_logical_cpu_devices(f.replicas);
   return distribute::MirroredStrategy();
@@ -130,7 +126,7 @@ distribute::Strategy make_strategy(const TrainFlags& f, std::string* transport) 
 // Returns the exit status: 0, or train::kPreemptedExitStatus when SIGTERM stopped training
 // after a backup.
 int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
-                const std::string& transport, std::chrono::steady_clock::time_point start);
+                std::chrono::steady_clock::time_point start);
 
 // SIGTERM is received by one thread that does nothing else. Delivered to a thread in the middle
 // of a training step, it corrupted the heap on an AVX2 CPU (about 1 preempted run in 10 aborted in
@@ -167,10 +163,9 @@ int run(TrainFlags f) {
 
   auto start = std::chrono::steady_clock::now();
   // The cluster first: a malformed TF_CONFIG fails before any data is read.
-  std::string transport;
-  distribute::Strategy strategy = make_strategy(f, &transport);
+  distribute::Strategy strategy = make_strategy(f);
   try {
-    return train_under(f, strategy, transport, start);
+    return train_under(f, strategy, start);
   } catch (const std::exception& e) {
     // Every other worker's wait ends naming this task and the error (fit reports its own; this
     // covers what fails outside it, such as loading the data).
@@ -185,7 +180,7 @@ int run(TrainFlags f) {
 }
 
 int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
-                const std::string& transport, std::chrono::steady_clock::time_point start) {
+                std::chrono::steady_clock::time_point start) {
   data::datasets::TrainTest data = load_dataset(f.dataset);
   // A shuffle buffer as large as the data: a full reshuffle every epoch, as Keras's fit does.
   data::Dataset train =
@@ -251,7 +246,7 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
         {"dataset", f.dataset},
         {"strategy", f.strategy},
         {"workers", workers},
-        {"transport", transport},
+        {"transport", strategy.extended().transport()},
         {"replicas", strategy.num_replicas_in_sync()},
         {"threads", config::num_threads()},
         {"epochs", f.epochs},

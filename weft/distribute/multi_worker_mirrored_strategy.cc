@@ -144,7 +144,7 @@ class MultiWorkerImpl : public StrategyImpl {
   }
 
   uint64_t collective_calls() const { return comm_ ? comm_->calls() : 0; }
-  std::string transport() const { return comm_ ? comm_->transport() : "none"; }
+  std::string transport() const override { return comm_ ? comm_->transport() : "none"; }
   int num_workers() const { return static_cast<int>(tasks_.size()); }
   int rank() const { return rank_; }
   const std::string& task() const { return task_; }
@@ -169,10 +169,7 @@ class MultiWorkerImpl : public StrategyImpl {
     client_ = std::make_unique<coordination::CoordinationClient>(
         task_, chief, address_of(cluster, chief), co);
     client_->connect(options_.startup_timeout);
-    std::string why;
-    HostPort own = parse_host_port(own_address, &why);
-    std::string host = own.host;
-    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    const std::string host = listen_host(own_address);
     milliseconds timeout =
         options_.communication.timeout_seconds > 0
             ? milliseconds(static_cast<int64_t>(options_.communication.timeout_seconds * 1000))

@@ -62,6 +62,8 @@ class StrategyImpl {
   // Another process of the cluster whose failure ended it ("worker:1"), once this one has
   // heard; empty when none has failed, or this one failed first.
   virtual std::string failed_peer() const { return ""; }
+  // How the workers' collectives travel: "shared_memory", "tcp", "mpi"; "none" in one process.
+  virtual std::string transport() const { return "none"; }
 };
 
 // tf.distribute.experimental.ValueContext: what experimental_distribute_values_from_function

@@ -84,6 +84,13 @@ HostPort parse_host_port(const std::string& address, std::string* why) {
   return {host, number};
 }
 
+std::string listen_host(const std::string& address) {
+  std::string why;
+  std::string host = parse_host_port(address, &why).host;
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  return host;
+}
+
 ClusterSpec::ClusterSpec(std::map<std::string, std::vector<std::string>> jobs)
     : jobs_(std::move(jobs)) {
   std::map<std::string, std::string> seen;  // address -> "job[index]"

@@ -24,6 +24,8 @@ struct HostPort {
 // Parses "host:port", or explains in one phrase why it is not one (the result's host is then
 // empty and *why says what is wrong: "port 70000 is not in 1-65535").
 HostPort parse_host_port(const std::string& address, std::string* why);
+// The host of a task's "host:port" as a socket binds it: an IPv6 address without its brackets.
+std::string listen_host(const std::string& address);
 
 class ClusterSpec {
  public:
