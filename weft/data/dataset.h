@@ -35,10 +35,9 @@ using Element = std::vector<Tensor>;
 // its workers (experimental_distribute_dataset and fit).
 //   DATA: every worker reads every global batch and keeps its replicas' rows: each example is
 //         trained on once per epoch, by one worker, in the order one process would.
-//   AUTO: FILE when the dataset reads files it can hand out by worker, else DATA. weft's sources
-//         are read whole into memory, so AUTO is DATA.
-//   FILE: each worker reads its own share of the input files; refused (InvalidArgument) for a
-//         dataset without such a source.
+//   AUTO: FILE when the pipeline can be divided by file (weft/data/auto_shard.h), else DATA.
+//   FILE: each worker reads its own share of the input files and makes its rows of each global
+//         batch from them; refused (InvalidArgument) for a pipeline that cannot be divided so.
 //   OFF:  no sharding: every worker reads the whole dataset and trains on each of its batches,
 //         so every example is seen once per worker per epoch (the global batch is the dataset's
 //         batch times the workers).
@@ -75,6 +74,7 @@ struct WindowOptions {
 class StateWriter;  // weft/data/iterator_state.h
 class StateReader;
 struct RowSource;  // internal: the tensors a from_tensor_slices pipeline reads rows of
+struct FileShard;  // weft/data/auto_shard.h
 
 class Dataset {
  public:
@@ -227,6 +227,9 @@ class Dataset {
     virtual std::unique_ptr<Reader> make_reader() const = 0;
     virtual int64_t cardinality() const { return kUnknownCardinality; }
     virtual std::string describe() const { return "custom()"; }
+    // shard_by_file's rewrite (weft/data/auto_shard.h): this stage over its inputs rewritten, or
+    // null when it cannot be (the default: the stage is named in shard.unshardable).
+    virtual std::shared_ptr<const Node> shard_files(FileShard& shard) const;
   };
 
   // Reads a dataset. Copies share the position (an iterator is a handle to its pipeline's state).

@@ -3,7 +3,9 @@
 #include <cstdlib>
 #include <exception>
 #include <memory>
+#include <mutex>
 
+#include "weft/autodiff/tape.h"
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/collective/mpi_communicator.h"
@@ -119,19 +121,26 @@ class MultiWorkerImpl : public StrategyImpl {
   }
   void barrier_across_workers() const override { group_->barrier_across_workers(); }
 
-  // Variables start with the chief's values. Only those made outside the replicas' threads:
-  // slots that optimizers make in a merge step start as zeros everywhere.
+  // Variables start with the chief's values: one broadcast as each is made, wherever it is made.
+  // On a replica thread that is a layer built by its first call inside run() (one replica
+  // builds, the others wait for its build lock), an optimizer's slots made in a merge step (one
+  // replica makes them, the others wait for the optimizer's lock), or a variable every replica
+  // makes for itself in run()'s function: each worker makes them in the same order, one at a time
+  // (a lock here), and the broadcast waits for the group's communication thread to be idle
+  // (ReplicaGroup::broadcast_across_workers), so the workers' broadcasts pair up.
   std::optional<VariableCreator> variable_creator() const override {
     if (!comm_) return std::nullopt;
-    collective::Communicator* comm = comm_.get();
-    collective::CommunicationOptions o = options_.communication;
-    return [comm, o](const VariableArgs& args,
-                     const std::function<Variable(const VariableArgs&)>& next) {
-      Variable v = next(args);
-      if (!internal::ReplicaGroup::on_replica_thread()) {
-        v.assign(collective::broadcast(*comm, v.value(), /*root=*/0, o));
+    internal::ReplicaGroup* group = group_.get();
+    std::mutex* one_at_a_time = &creating_;
+    return [group, one_at_a_time](const VariableArgs& args,
+                                  const std::function<Variable(const VariableArgs&)>& next) {
+      VariableArgs chiefs = args;
+      {
+        std::lock_guard lock(*one_at_a_time);
+        autodiff::NoRecordScope no_record;
+        chiefs.initial_value = group->broadcast_across_workers(args.initial_value);
       }
-      return v;
+      return next(chiefs);
     };
   }
 
@@ -194,6 +203,7 @@ class MultiWorkerImpl : public StrategyImpl {
   std::unique_ptr<coordination::CoordinationClient> client_;
   std::unique_ptr<collective::Communicator> comm_;  // TCP (TF_CONFIG) or MPI (mpirun)
   std::unique_ptr<internal::ReplicaGroup> group_;
+  mutable std::mutex creating_;  // variables made on replica threads, one at a time
 };
 
 MultiWorkerImpl& impl_of(const Strategy& s) { return static_cast<MultiWorkerImpl&>(s.extended()); }

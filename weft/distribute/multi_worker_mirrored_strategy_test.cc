@@ -9,6 +9,8 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 
 #include "weft/core/errors.h"
 #include "weft/distribute/gradient_packs.h"
@@ -108,6 +110,28 @@ TEST(MultiWorkerMirroredStrategy, VariablesStartWithTheChiefsValues) {
     return double(v.value().item<float>());
   });
   EXPECT_EQ(values, (std::vector<double>{100, 100}));
+}
+
+// Variables made on replica threads start with the chief's values too: one made by the first
+// replica to get there (as a layer built by its first call inside run() is), and one each replica
+// makes for itself; 2 workers of 2 replicas, each worker's initial values its own.
+TEST(MultiWorkerMirroredStrategy, VariablesMadeOnReplicaThreadsStartWithTheChiefsValues) {
+  auto values = on_workers<std::vector<float>>(2, 2, [](MultiWorkerMirroredStrategy& s, int w) {
+    std::mutex mu;
+    std::optional<Variable> lazy;
+    PerReplica<float> own = s.run([&] {
+      {
+        std::lock_guard lock(mu);
+        if (!lazy) lazy.emplace(Tensor::from_vector(std::vector<float>{float(100 + w)}), "lazy");
+      }
+      Variable mine(Tensor::from_vector(std::vector<float>{float(10 * w + 7)}), "mine");
+      return mine.value().item<float>();
+    });
+    std::vector<float> out{lazy->value().item<float>()};
+    for (float v : own.values()) out.push_back(v);
+    return out;
+  });
+  EXPECT_EQ(values, (std::vector<std::vector<float>>{{100, 7, 7}, {100, 7, 7}}));
 }
 
 // Each worker's rows of global batches of range(8).batch(4), by auto-shard policy.

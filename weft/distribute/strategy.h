@@ -136,8 +136,11 @@ class Strategy {
 
   // Each element of `dataset` is a global batch; each replica gets a contiguous slice of its
   // rows, cut as evenly as it goes (row_range), so a partial last batch is shared out too. In a
-  // cluster every worker reads the same global batches and keeps its replicas' rows (auto-shard
-  // policy DATA), so the position of the iterator is the same on every worker.
+  // cluster, by the dataset's auto-shard policy: under DATA every worker reads the same global
+  // batches and keeps its replicas' rows, so the position of the iterator is the same on every
+  // worker; under FILE (and AUTO over a pipeline that reads at least one file per worker) each
+  // worker reads only its share of the files and makes its rows of each global batch
+  // (shard_by_file below).
   DistributedDataset experimental_distribute_dataset(const data::Dataset& dataset) const;
   // One global batch cut for this process's replicas (as experimental_distribute_dataset cuts
   // each element, by the dataset's auto-shard policy); `step` is the global batch's number.
@@ -183,8 +186,16 @@ Tensor compute_average_loss(const Tensor& per_example_loss,
 // A dataset whose elements are cut among a strategy's replicas.
 class DistributedDataset {
  public:
+  // What the dataset's elements are.
+  enum class Elements {
+    kGlobalBatches,   // global batches, each cut among all replicas (DATA, OFF)
+    kWorkerBatches,   // this worker's rows of each global batch, from its files (FILE)
+    kReplicaBatches,  // one batch per replica (distribute_datasets_from_function)
+  };
+
   // A Trackable: a train::Checkpoint of it (with the model and the optimizer) resumes a custom
-  // loop at the next global batch, on any number of replicas or workers.
+  // loop at the next global batch, on any number of replicas or workers. (Not when divided by
+  // file: each worker's position in its own files is its own, and saving it is refused.)
   class Iterator : public Trackable {
    public:
     Iterator() = default;
@@ -193,7 +204,8 @@ class DistributedDataset {
     const DistributedElement& operator*();
     Iterator& operator++();
     bool operator==(std::default_sentinel_t);
-    // The underlying iterator (its position is global: the same on any number of replicas).
+    // The underlying iterator (over global batches, its position is the same on any number of
+    // replicas).
     const data::Dataset::Iterator& global_iterator() const { return it_; }
 
     // The position after the batches handed out so far (one being worked on counts as done).
@@ -204,46 +216,66 @@ class DistributedDataset {
    private:
     friend class DistributedDataset;
     data::Dataset::Iterator it_;
-    int replicas_ = 1;
-    int first_ = 0;  // the first of this process's replicas, and how many it runs
-    int local_ = 1;
+    std::shared_ptr<StrategyImpl> impl_;
+    Elements elements_ = Elements::kGlobalBatches;
     data::AutoShardPolicy policy_ = data::AutoShardPolicy::AUTO;
-    bool per_replica_elements_ = false;  // distribute_datasets_from_function
-    std::shared_ptr<StrategyImpl> impl_;  // the workers' agreement on each step's rows
+    std::optional<data::Dataset> whole_;  // kWorkerBatches: the pipeline before it was divided
     int64_t step_ = 0;
     bool exhausted_ = false;  // the end was read (and agreed on)
+    std::vector<data::TensorSpec> like_;  // kWorkerBatches: the last batch's structure
     std::optional<DistributedElement> current_;  // read by operator* or ==, not yet consumed
     bool fetched_ = false;
     std::optional<DistributedElement> read();
+    std::optional<DistributedElement> read_replica_batches();
   };
   Iterator begin() const;
   std::default_sentinel_t end() const { return {}; }
+  // The pipeline read here (on a worker of a cluster under FILE, this worker's share).
   const data::Dataset& dataset() const { return dataset_; }
+  Elements elements() const { return elements_; }
 
  private:
   friend class Strategy;
-  DistributedDataset(data::Dataset dataset, int replicas, int first, int local,
-                     std::shared_ptr<StrategyImpl> per_replica_elements_of)
+  DistributedDataset(data::Dataset dataset, std::shared_ptr<StrategyImpl> impl, Elements elements,
+                     std::optional<data::Dataset> whole = std::nullopt)
       : dataset_(std::move(dataset)),
-        replicas_(replicas),
-        first_(first),
-        local_(local),
-        impl_(std::move(per_replica_elements_of)) {}
+        impl_(std::move(impl)),
+        elements_(elements),
+        whole_(std::move(whole)) {}
   data::Dataset dataset_;
-  int replicas_;
-  int first_;
-  int local_;
-  // distribute_datasets_from_function's strategy (its elements are per replica); else null.
   std::shared_ptr<StrategyImpl> impl_;
+  Elements elements_;
+  std::optional<data::Dataset> whole_;  // kWorkerBatches: the pipeline before it was divided
 };
 
 // Cuts one global batch into `replicas` contiguous row slices (row_range) and keeps `count` of
 // them from `first` on (count 0: all of them). With several workers (replicas / count) and
 // `policy` OFF, the batch is this worker's alone: cut among its `count` replicas, placed after
-// the other workers' batches; FILE is refused (weft's sources are not files to hand out).
+// the other workers' batches; FILE is refused (a pipeline is divided by file whole, by
+// experimental_distribute_dataset or fit, not batch by batch).
 DistributedElement split_batch(const data::Element& batch, int replicas, int64_t step,
                                int first = 0, int count = 0,
                                data::AutoShardPolicy policy = data::AutoShardPolicy::AUTO);
+
+// tf.data's auto-shard by file, for this process's worker of a cluster: `dataset` as
+// data::shard_by_file rewrites it (its file lists divided among the workers, its outermost batch
+// made this worker's rows of each global batch) under FILE, and under AUTO when the rewrite
+// applies. nullopt where every worker reads the whole pipeline: one worker, DATA or OFF, or AUTO
+// over a pipeline the rewrite cannot divide (tf.data's fallback to DATA). FILE over such a
+// pipeline is InvalidArgument saying why.
+std::optional<data::Dataset> shard_by_file(const StrategyImpl& strategy,
+                                           const data::Dataset& dataset);
+// One step of a dataset divided by file: `batch` is this worker's (nullopt once its files are
+// read), cut among its replicas once the workers agree on the step's rows (one small all-gather,
+// as TensorFlow's "has data" all-reduce). Every worker's rows count in the global batch; a worker
+// whose files are read trains on 0 rows while the others go on; nullopt once every worker's
+// have ended. `like` keeps the last batch's structure for a 0-row batch (`whole`'s, the pipeline
+// before it was divided, when this worker has had no rows).
+std::optional<DistributedElement> split_worker_batch(const StrategyImpl& strategy,
+                                                     const std::optional<data::Element>& batch,
+                                                     int64_t step,
+                                                     std::vector<data::TensorSpec>& like,
+                                                     const data::Dataset& whole);
 
 namespace internal {
 template <typename T>

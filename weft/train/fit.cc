@@ -4,7 +4,9 @@
 // (or steps_per_epoch), so the iterator's position, saved by BackupAndRestore, resumes training
 // exactly, even mid-epoch; the step number that keys training-time randomness (Dropout) is
 // derived from the epoch and step, so it resumes too. A dataset of unknown size gets a fresh pass
-// per epoch.
+// per epoch. In a cluster a pipeline that reads files is divided among the workers by file
+// (distribute::shard_by_file, tf.data's auto-shard): each worker reads its own files, the workers
+// agree on each step's rows, and its position is not saved (each worker's is its own).
 #include <xxhash.h>
 
 #include <cstdio>
@@ -92,7 +94,8 @@ void check_workers_start_alike(const Model& model) {
 
 }  // namespace
 
-train::History Model::fit(const data::Dataset& dataset, const train::FitOptions& options) try {
+train::History Model::fit(const data::Dataset& training_data, const train::FitOptions& options)
+try {
   ModelImpl& m = model();
   WEFT_CHECK(compiled(), FailedPrecondition)
       << "Model \"" << m.name() << "\" must be compiled before fit(): call compile()";
@@ -102,6 +105,10 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
   WEFT_CHECK(!options.steps_per_epoch || *options.steps_per_epoch > 0, InvalidArgument)
       << "fit: steps_per_epoch must be positive, got " << *options.steps_per_epoch;
 
+  const std::optional<data::Dataset> by_file =
+      distribute::shard_by_file(m.strategy.extended(), training_data);
+  const data::Dataset& dataset = by_file ? *by_file : training_data;
+  std::vector<data::TensorSpec> like;  // by file: the structure of a 0-row batch
   std::optional<int64_t> steps = options.steps_per_epoch;
   int64_t cardinality = dataset.cardinality();
   WEFT_CHECK(cardinality != 0, InvalidArgument) << "fit: the training dataset is empty";
@@ -151,7 +158,7 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
   for (const train::Callback& c : callbacks) {
     c.impl().set_model(this);
     c.impl().set_params(options.epochs, steps);
-    c.impl().set_iterator(kept ? &*kept : nullptr);
+    c.impl().set_iterator(kept && !by_file ? &*kept : nullptr);
   }
   train::ResumePoint start{options.initial_epoch, 0};
   for (const train::Callback& c : callbacks) {
@@ -159,7 +166,7 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
       start = std::max(start, *r);
       // The shared iterator was restored, so the batch read to build is not the next one. (A
       // dataset of unknown size has no shared iterator: its epochs start from the beginning.)
-      if (kept) pending.reset();
+      if (kept && !by_file) pending.reset();
     }
   }
   check_workers_start_alike(*this);
@@ -182,21 +189,30 @@ train::History Model::fit(const data::Dataset& dataset, const train::FitOptions&
     while (!steps || step < *steps) {
       std::optional<data::Element> batch = pending ? std::move(pending) : it.next();
       pending.reset();
-      if (!batch) {
+      const int64_t global_step = steps ? epoch * *steps + step : unsized_steps;
+      if (batch && !options.class_weight.empty()) {
+        batch = with_class_weights(m, std::move(*batch), options.class_weight);
+      }
+      std::optional<distribute::DistributedElement> cut;
+      if (by_file) {
+        cut = distribute::split_worker_batch(m.strategy.extended(), batch, global_step, like,
+                                             training_data);
+      } else if (batch) {
+        cut = m.strategy.split(*batch, global_step,
+                               dataset.options().experimental_distribute.auto_shard_policy);
+      }
+      if (!cut) {
         WEFT_CHECK(!options.steps_per_epoch, OutOfRange)
             << "fit: the dataset ran out of data after " << step << " steps of epoch " << epoch
             << " (steps_per_epoch = " << *options.steps_per_epoch << "); use repeat()";
         break;
       }
+      if (!steps) ++unsized_steps;
       for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
-      int64_t global_step = steps ? epoch * *steps + step : unsized_steps++;
-      if (!options.class_weight.empty()) {
-        batch = with_class_weights(m, std::move(*batch), options.class_weight);
-      }
-      logs = train_on_distributed(m.strategy.split(
-          *batch, global_step, dataset.options().experimental_distribute.auto_shard_policy));
+      logs = train_on_distributed(*cut);
       for (const train::Callback& c : callbacks) {
-        c.impl().set_batch_examples((*batch)[0].dim(0));
+        c.impl().set_batch_examples(by_file ? cut->slices.front().global_batch_size
+                                            : (*batch)[0].dim(0));
         c.impl().on_train_batch_end(step, logs);
       }
       ++step;

@@ -1,12 +1,20 @@
 // fit in a cluster of workers on threads of one process, meeting through a real coordination
 // service and real collectives on 127.0.0.1: an error on one worker between the steps reaches the
 // others; workers that start from other weights are refused; a worker with no rows in a step
-// makes the same collectives as the others; a step's collectives are counted.
+// makes the same collectives as the others; a step's collectives are counted; a pipeline that
+// reads files is divided among the workers by file.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
 
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
+#include "weft/data/readers/records.h"
 #include "weft/distribute/mirrored_strategy.h"
 #include "weft/distribute/multi_worker_mirrored_strategy.h"
 #include "weft/nn/conv.h"
@@ -200,6 +208,138 @@ TEST(FitInACluster, AStepOfFiftyBatchNormalizationsMakesThreeAllReduces) {
       EXPECT_EQ(c[1], 3u);  // the first step's may learn layouts
     }
   }
+}
+
+// A pipeline that reads files is divided among the workers by file (AUTO, as tf.data's
+// auto-shard): each worker reads only its own files, a worker whose files run out trains on 0
+// rows while the other goes on, and every worker ends with the weights of MirroredStrategy in
+// one process trained on the same global batches (each worker's rows of a step side by side).
+// experimental_distribute_dataset's steps count both workers' rows; FILE over a pipeline without
+// files is refused.
+TEST(FitInACluster, AFilePipelineIsDividedAmongTheWorkersByFile) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("weft_fit_by_file_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  // Five files of three lines "id,x0,x1,x2,x3,label": worker 0 reads files 0, 2, 4 (ids 0-2,
+  // 6-8, 12-14), worker 1 files 1, 3 (ids 3-5, 9-11).
+  Tensor x = stateless_random_normal({15, 4}, {5, 2});
+  Tensor y = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 2, 1, 0, 0, 2, 1, 1, 0, 2, 2, 0, 1});
+  const std::vector<float> xs = x.to_vector<float>();
+  const std::vector<int64_t> ys = y.to_vector<int64_t>();
+  for (int k = 0; k < 5; ++k) {
+    std::ofstream out(dir / ("part-" + std::to_string(k) + ".csv"));
+    out.precision(9);
+    for (int i = 3 * k; i < 3 * k + 3; ++i) {
+      out << i;
+      for (int j = 0; j < 4; ++j) out << "," << xs[static_cast<size_t>(4 * i + j)];
+      out << "," << ys[static_cast<size_t>(i)] << "\n";
+    }
+  }
+  auto compiled = [](const distribute::Strategy& strategy) {
+    auto scope = strategy.scope();
+    Sequential model({Dense(3)});
+    model.compile(optim::SGD(0.1), losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                  std::vector<std::string>{});
+    return model;
+  };
+  auto weights_of = [](const Sequential& model) {
+    std::vector<float> all;
+    for (const Variable& w : model.variables()) {
+      std::vector<float> v = w.value().to_vector<float>();
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  };
+  struct Seen {
+    std::vector<int64_t> ids;  // the lines this worker's fit read, in order
+    int64_t steps = 0;
+    std::vector<float> weights;
+    std::vector<int64_t> global_batches, first_examples;  // experimental_distribute_dataset's
+    std::string file_refused;
+  };
+  auto worker = [&](distribute::MultiWorkerMirroredStrategy& strategy, int) {
+    Seen seen;
+    std::mutex mu;
+    bool recording = true;
+    auto parse = [&](const data::Element& line) -> data::Element {
+      std::istringstream in(data::as_string(line[0]));
+      std::vector<double> v;
+      for (std::string field; std::getline(in, field, ',');) v.push_back(std::stod(field));
+      std::lock_guard<std::mutex> lock(mu);
+      if (recording) seen.ids.push_back(static_cast<int64_t>(v[0]));
+      return {Tensor::from_vector(std::vector<float>(v.begin() + 1, v.begin() + 5)),
+              Tensor::scalar(static_cast<int64_t>(v[5]), kInt64)};
+    };
+    data::Dataset ds =
+        data::text_line_dataset(data::list_files((dir / "*.csv").string(), /*shuffle=*/false))
+            .map(parse)
+            .batch(4);
+    Sequential model = compiled(strategy);
+    train::LambdaCallback count({.on_batch_end = [&](int64_t, const Logs&) { ++seen.steps; }});
+    model.fit(ds, {.epochs = 2, .callbacks = {count}, .verbose = 0});
+    seen.weights = weights_of(model);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      recording = false;
+    }
+    distribute::DistributedDataset divided = strategy.experimental_distribute_dataset(ds);
+    for (const distribute::DistributedElement& step : divided) {
+      seen.global_batches.push_back(step.slices[0].global_batch_size);
+      seen.first_examples.push_back(step.slices[0].first_example);
+    }
+    data::Options file;
+    file.experimental_distribute.auto_shard_policy = data::AutoShardPolicy::FILE;
+    try {
+      strategy.experimental_distribute_dataset(data::Dataset::range(8).batch(4).with_options(file));
+    } catch (const InvalidArgument& e) {
+      seen.file_refused = e.what();
+    }
+    return seen;
+  };
+  distribute::MultiWorkerOptions options;
+  options.communication.timeout_seconds = 30;
+  std::vector<Seen> seen = weft::testing::on_local_workers<Seen>(2, options, worker);
+  fs::remove_all(dir);
+
+  using Ids = std::vector<int64_t>;
+  const Ids mine0{0, 1, 2, 6, 7, 8, 12, 13, 14}, mine1{3, 4, 5, 9, 10, 11};
+  auto twice = [](Ids ids) {
+    ids.insert(ids.end(), ids.begin(), ids.end());
+    return ids;
+  };
+  EXPECT_EQ(seen[0].ids, twice(mine0));
+  EXPECT_EQ(seen[1].ids, twice(mine1));
+  // Steps of 2 + 2, 2 + 2, 2 + 2, 2 + 0 and 1 + 0 rows, in each of the 2 epochs.
+  EXPECT_EQ(seen[0].steps, 10);
+  EXPECT_EQ(seen[1].steps, 10);
+  EXPECT_EQ(seen[0].global_batches, (Ids{4, 4, 4, 2, 1}));
+  EXPECT_EQ(seen[1].global_batches, (Ids{4, 4, 4, 2, 1}));
+  EXPECT_EQ(seen[0].first_examples, (Ids{0, 0, 0, 0, 0}));
+  EXPECT_EQ(seen[1].first_examples, (Ids{2, 2, 2, 2, 1}));
+  for (const Seen& s : seen) {
+    EXPECT_THAT(s.file_refused, HasSubstr("cannot be divided by file"));
+    EXPECT_THAT(s.file_refused, HasSubstr("from_tensor_slices"));
+  }
+  // The same global batches in one process: 2 replicas, each step's rows in worker order.
+  const Ids order{0, 1, 3, 4, 2, 6, 5, 9, 7, 8, 10, 11, 12, 13, 14};
+  Tensor idx = Tensor::from_vector(order);
+  auto rows = [&](int64_t lo, int64_t hi) {
+    Tensor i = slice(idx, {Slice{lo, hi}});
+    return data::Dataset::from_tensor_slices({gather(x, i, 0), gather(y, i, 0)});
+  };
+  data::Dataset global =
+      rows(0, 12).batch(4).concatenate(rows(12, 14).batch(2)).concatenate(rows(14, 15).batch(1));
+  config::set_logical_cpu_devices(2);
+  Sequential reference = compiled(distribute::MirroredStrategy());
+  reference.fit(global, {.epochs = 2, .verbose = 0});
+  config::set_logical_cpu_devices(1);
+  const std::vector<float> expected = weights_of(reference);
+  ASSERT_EQ(seen[0].weights.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(seen[0].weights[i], expected[i], 1e-5) << "weight element " << i;
+  }
+  EXPECT_EQ(seen[1].weights, seen[0].weights);
 }
 
 }  // namespace

@@ -91,6 +91,9 @@ class FilterNode : public Node {
     return n == 0 || n == kInfinite ? n : kUnknown;
   }
   std::string describe() const override { return input_->describe() + ".filter()"; }
+  NodePtr shard_files(FileShard& shard) const override {
+    return with_sharded_input(*this, &FilterNode::input_, shard);
+  }
 
  private:
   NodePtr input_;
@@ -162,6 +165,11 @@ class BatchNode : public Node {
     s << input_->describe() << ".batch(" << size_ << (drop_remainder_ ? ", drop_remainder" : "")
       << ")";
     return s.str();
+  }
+  NodePtr shard_files(FileShard& shard) const override {
+    const int64_t size = sharded_batch_size(size_, !std::exchange(shard.rebatched, true), shard);
+    NodePtr input = size > 0 ? input_->shard_files(shard) : nullptr;
+    return input ? std::make_shared<BatchNode>(std::move(input), size, drop_remainder_) : nullptr;
   }
 
  private:
@@ -285,6 +293,9 @@ class SelectNode : public Node {
     s << ")";
     return s.str();
   }
+  NodePtr shard_files(FileShard& shard) const override {
+    return with_sharded_input(*this, &SelectNode::input_, shard);
+  }
 
  private:
   NodePtr input_;
@@ -361,6 +372,9 @@ class RepeatNode : public Node {
   }
   std::string describe() const override {
     return input_->describe() + ".repeat(" + (count_ < 0 ? "" : std::to_string(count_)) + ")";
+  }
+  NodePtr shard_files(FileShard& shard) const override {
+    return with_sharded_input(*this, &RepeatNode::input_, shard);
   }
 
  private:

@@ -37,18 +37,32 @@ class ElementsReader : public Reader {
 
 class ElementsNode : public Node {
  public:
-  ElementsNode(std::vector<Element> elements, std::string description)
+  ElementsNode(std::vector<Element> elements, std::string description, bool file_names)
       : elements_(std::make_shared<const std::vector<Element>>(std::move(elements))),
-        description_(std::move(description)) {}
+        description_(std::move(description)),
+        file_names_(file_names) {}
   std::unique_ptr<Reader> make_reader() const override {
     return std::make_unique<ElementsReader>(elements_);
   }
   int64_t cardinality() const override { return static_cast<int64_t>(elements_->size()); }
   std::string describe() const override { return description_; }
+  // A file list is where tf.data's auto-shard inserts shard(num_shards, index).
+  NodePtr shard_files(FileShard& shard) const override {
+    if (!file_names_) return Node::shard_files(shard);
+    const auto files = static_cast<int64_t>(elements_->size());
+    shard.files = shard.files < 0 ? files : std::min(shard.files, files);
+    if (files < shard.num_shards) {
+      shard.unshardable = "its file list " + description_ + " has " + std::to_string(files) +
+                          " files for " + std::to_string(shard.num_shards) + " workers";
+      return nullptr;
+    }
+    return make_shard_node(std::make_shared<ElementsNode>(*this), shard.num_shards, shard.index);
+  }
 
  private:
   std::shared_ptr<const std::vector<Element>> elements_;
   std::string description_;
+  bool file_names_;
 };
 
 // ---- concatenate ------------------------------------------------------------------------------
@@ -96,6 +110,10 @@ class ConcatenateNode : public Node {
   }
   std::string describe() const override {
     return a_->describe() + ".concatenate(" + b_->describe() + ")";
+  }
+  NodePtr shard_files(FileShard& shard) const override {
+    std::vector<NodePtr> both = shard_every_input({a_, b_}, shard);
+    return both.empty() ? nullptr : std::make_shared<ConcatenateNode>(both[0], both[1]);
   }
 
  private:
@@ -172,6 +190,9 @@ class StepNode : public Node {
     return same_count_ || n == 0 ? n : kUnknown;
   }
   std::string describe() const override { return input_->describe() + "." + name_ + "()"; }
+  NodePtr shard_files(FileShard& shard) const override {
+    return with_sharded_input(*this, &StepNode::input_, shard);
+  }
 
  private:
   std::string name_;
@@ -241,6 +262,9 @@ class FlatMapNode : public Node {
     return n == 0 ? 0 : kUnknown;
   }
   std::string describe() const override { return input_->describe() + "." + name_ + "()"; }
+  NodePtr shard_files(FileShard& shard) const override {
+    return with_sharded_input(*this, &FlatMapNode::input_, shard);
+  }
 
  private:
   NodePtr input_;
@@ -422,6 +446,9 @@ class ScanNode : public Node {
   }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string describe() const override { return input_->describe() + ".scan()"; }
+  NodePtr shard_files(FileShard& shard) const override {
+    return with_sharded_input(*this, &ScanNode::input_, shard);
+  }
 
  private:
   NodePtr input_;
@@ -472,6 +499,9 @@ class UniqueNode : public Node {
     return n == 0 ? 0 : kUnknown;
   }
   std::string describe() const override { return input_->describe() + ".unique()"; }
+  NodePtr shard_files(FileShard& shard) const override {
+    return with_sharded_input(*this, &UniqueNode::input_, shard);
+  }
 
  private:
   NodePtr input_;
@@ -479,8 +509,9 @@ class UniqueNode : public Node {
 
 }  // namespace
 
-NodePtr make_elements_node(std::vector<Element> elements, std::string description) {
-  return std::make_shared<ElementsNode>(std::move(elements), std::move(description));
+NodePtr make_elements_node(std::vector<Element> elements, std::string description,
+                           bool file_names) {
+  return std::make_shared<ElementsNode>(std::move(elements), std::move(description), file_names);
 }
 NodePtr make_concatenate_node(NodePtr a, NodePtr b) {
   return std::make_shared<ConcatenateNode>(std::move(a), std::move(b));

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "weft/data/auto_shard.h"
 #include "weft/data/dataset.h"
 #include "weft/data/iterator_state.h"
 
@@ -54,6 +55,24 @@ using NodePtr = std::shared_ptr<const Node>;
 constexpr int64_t kInfinite = Dataset::kInfiniteCardinality;
 constexpr int64_t kUnknown = Dataset::kUnknownCardinality;
 
+// Node::shard_files of a stage with one input: a copy of `node` over its input rewritten, or null
+// when the input cannot be.
+template <typename N>
+NodePtr with_sharded_input(const N& node, NodePtr N::*input, FileShard& shard) {
+  NodePtr rewritten = (node.*input)->shard_files(shard);
+  if (!rewritten) return nullptr;
+  auto copy = std::make_shared<N>(node);
+  (*copy).*input = std::move(rewritten);
+  return copy;
+}
+// Node::shard_files of a stage with several inputs: every input rewritten (each as if it were the
+// only one), or none when one cannot be.
+std::vector<NodePtr> shard_every_input(const std::vector<NodePtr>& inputs, FileShard& shard);
+// The batch size a file-sharded worker's batch(batch_size) takes: its rows of each global batch
+// for the outermost batch, batch_size for those below it; 0 (shard.unshardable says why) when
+// the worker would have no rows.
+int64_t sharded_batch_size(int64_t batch_size, bool outermost, FileShard& shard);
+
 NodePtr make_slices_node(std::shared_ptr<const RowSource> source);
 NodePtr make_map_node(NodePtr input, std::function<Element(const Element&)> f,
                       int64_t num_parallel_calls);
@@ -72,7 +91,10 @@ NodePtr make_zip_node(std::vector<NodePtr> inputs);
 NodePtr make_padded_batch_node(NodePtr input, int64_t batch_size, PaddedBatchOptions options);
 NodePtr make_window_node(NodePtr input, WindowOptions options);
 using ScanFn = Dataset::ScanFn;
-NodePtr make_elements_node(std::vector<Element> elements, std::string description);
+// `file_names`: the elements name files (list_files, a file reader's names), which shard_by_file
+// divides among workers.
+NodePtr make_elements_node(std::vector<Element> elements, std::string description,
+                           bool file_names = false);
 NodePtr make_concatenate_node(NodePtr a, NodePtr b);
 NodePtr make_enumerate_node(NodePtr input, int64_t start);
 NodePtr make_take_while_node(NodePtr input, std::function<bool(const Element&)> pred);

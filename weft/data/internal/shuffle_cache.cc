@@ -103,6 +103,9 @@ class ShuffleNode : public Node {
       << (passes_ ? "" : ", reshuffle_each_iteration=false") << ")";
     return s.str();
   }
+  NodePtr shard_files(FileShard& shard) const override {
+    return with_sharded_input(*this, &ShuffleNode::input_, shard);
+  }
 
  private:
   NodePtr input_;
@@ -242,6 +245,9 @@ class CacheNode : public Node {
   }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string describe() const override { return input_->describe() + ".cache()"; }
+  NodePtr shard_files(FileShard& shard) const override {
+    return with_sharded_input(*this, &CacheNode::input_, shard);
+  }
 
  private:
   NodePtr input_;

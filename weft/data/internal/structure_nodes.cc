@@ -1,6 +1,7 @@
 // Stages that make or reshape elements: from_generator, zip, padded_batch and window.
 #include <algorithm>
 #include <deque>
+#include <utility>
 
 #include "weft/data/internal/pipeline.h"
 #include "weft/ops/shape_ops.h"
@@ -108,6 +109,10 @@ class ZipNode : public Node {
     if (finite == 0) return 0;
     return unknown ? kUnknown : finite;
   }
+  NodePtr shard_files(FileShard& shard) const override {
+    std::vector<NodePtr> inputs = shard_every_input(inputs_, shard);
+    return inputs.empty() ? nullptr : std::make_shared<ZipNode>(std::move(inputs));
+  }
   std::string describe() const override {
     std::string s = "zip(";
     for (size_t i = 0; i < inputs_.size(); ++i) s += (i ? ", " : "") + inputs_[i]->describe();
@@ -208,6 +213,11 @@ class PaddedBatchNode : public Node {
   std::string describe() const override {
     return input_->describe() + ".padded_batch(" + std::to_string(size_) +
            (o_.drop_remainder ? ", drop_remainder=True)" : ")");
+  }
+  NodePtr shard_files(FileShard& shard) const override {
+    const int64_t size = sharded_batch_size(size_, !std::exchange(shard.rebatched, true), shard);
+    NodePtr input = size > 0 ? input_->shard_files(shard) : nullptr;
+    return input ? std::make_shared<PaddedBatchNode>(std::move(input), size, o_) : nullptr;
   }
 
  private:

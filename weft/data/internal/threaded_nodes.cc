@@ -211,6 +211,9 @@ class MapNode : public Node {
   // The parallelism is left out: it does not change the elements, so a state saved with one
   // restores with another (kAutotune differs between machines).
   std::string describe() const override { return input_->describe() + ".map()"; }
+  NodePtr shard_files(FileShard& shard) const override {
+    return with_sharded_input(*this, &MapNode::input_, shard);
+  }
 
  private:
   NodePtr input_;
@@ -338,6 +341,9 @@ class PrefetchNode : public Node {
   int64_t cardinality() const override { return input_->cardinality(); }
   // The buffer size is left out, as map's parallelism.
   std::string describe() const override { return input_->describe() + ".prefetch()"; }
+  NodePtr shard_files(FileShard& shard) const override {
+    return with_sharded_input(*this, &PrefetchNode::input_, shard);
+  }
 
  private:
   NodePtr input_;

@@ -172,6 +172,10 @@ class FileRecordsNode : public Node {
     return s + ")";
   }
 
+  NodePtr shard_files(FileShard& shard) const override {
+    return internal::with_sharded_input(*this, &FileRecordsNode::filenames_, shard);
+  }
+
  private:
   NodePtr filenames_;
   FileFormat format_;
@@ -184,7 +188,7 @@ Dataset names(const std::vector<std::string>& filenames) {
     elements.push_back({string_tensor(filenames[i])});
     description += (i ? ", " : "") + filenames[i];
   }
-  return Dataset(internal::make_elements_node(std::move(elements), description + "]"));
+  return Dataset(internal::make_elements_node(std::move(elements), description + "]", true));
 }
 
 }  // namespace
@@ -202,7 +206,8 @@ Dataset list_files(const std::string& pattern, bool shuffle, uint64_t seed) {
   std::sort(found.begin(), found.end());
   std::vector<Element> elements;
   for (const std::string& f : found) elements.push_back({string_tensor(f)});
-  Dataset ds(internal::make_elements_node(std::move(elements), "list_files(" + pattern + ")"));
+  Dataset ds(
+      internal::make_elements_node(std::move(elements), "list_files(" + pattern + ")", true));
   return shuffle ? ds.shuffle(static_cast<int64_t>(found.size()), seed) : ds;
 }
 

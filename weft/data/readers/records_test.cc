@@ -1,13 +1,15 @@
 // list_files, text_line_dataset, tfrecord_dataset and parse_example: a TFRecord file written by
 // an independent writer (scripts/write_tfrecord.py: its own CRC-32C and protobuf encoding) is
 // read back exactly; damaged and truncated files are refused naming the file and the offset;
-// iterators resume mid-file.
+// iterators resume mid-file; shard_by_file gives each worker its files and its rows of each
+// global batch, or says why it cannot.
 #include "weft/data/readers/records.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "weft/core/tfrecord.h"
+#include "weft/data/auto_shard.h"
 #include "weft/ops/cast.h"
 
 namespace weft::data {
@@ -237,6 +240,81 @@ TEST_F(RecordsTest, ParseExampleErrorsNameTheFeature) {
       ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("4 values")));
   EXPECT_TRUE(parse_example(record, {{"tags", VarLenFeature{kInt64}}})[0].numel() == 0);
   EXPECT_THROW(parse_example(string_tensor("\xff\xff\xff"), kSpec), DataLoss);
+}
+
+// tf.data's auto-shard by file: five files of three numbered lines (file k: 10k, 10k+1, 10k+2)
+// read as global batches of 4 by two workers with one replica each.
+class ShardByFileTest : public RecordsTest {
+ protected:
+  void SetUp() override {
+    RecordsTest::SetUp();
+    for (int k = 0; k < 5; ++k) {
+      write_text(path("part-" + std::to_string(k) + ".txt"),
+                 std::to_string(10 * k) + "\n" + std::to_string(10 * k + 1) + "\n" +
+                     std::to_string(10 * k + 2) + "\n");
+    }
+  }
+  static Element number(const Element& line) {
+    return {Tensor::scalar(std::stoll(as_string(line[0])), kInt64)};
+  }
+  // Worker w of 2's rows of a global batch of n (as the strategy cuts it: row_range).
+  static FileShard worker(int64_t w) {
+    return {.num_shards = 2, .index = w, .local_rows = [w](int64_t n) {
+              return n * (w + 1) / 2 - n * w / 2;
+            }};
+  }
+  static std::vector<std::vector<int64_t>> batches(const Dataset& ds) {
+    std::vector<std::vector<int64_t>> out;
+    for (const Element& b : ds) out.push_back(b[0].to_vector<int64_t>());
+    return out;
+  }
+};
+
+TEST_F(ShardByFileTest, EachWorkerReadsItsFilesInBatchesOfItsRows) {
+  Dataset global = text_line_dataset(list_files(path("*.txt"), /*shuffle=*/false))
+                       .map(number)
+                       .batch(4);
+  using Rows = std::vector<std::vector<int64_t>>;
+  FileShard w0 = worker(0), w1 = worker(1);
+  std::optional<Dataset> mine0 = shard_by_file(global, w0), mine1 = shard_by_file(global, w1);
+  ASSERT_TRUE(mine0 && mine1) << w0.unshardable << w1.unshardable;
+  EXPECT_EQ(w0.files, 5);
+  EXPECT_THAT(mine1->describe(), HasSubstr(".shard(2, 1))"));
+  EXPECT_THAT(mine1->describe(), HasSubstr(".batch(2)"));
+  // Files 0, 2, 4 and 1, 3: every line once, two rows of each global batch of 4 per worker.
+  EXPECT_EQ(batches(*mine0), (Rows{{0, 1}, {2, 20}, {21, 22}, {40, 41}, {42}}));
+  EXPECT_EQ(batches(*mine1), (Rows{{10, 11}, {12, 30}, {31, 32}}));
+  // The tf.data idiom: a file list flat-mapped into a reader per file; and a shuffled list, whose
+  // shuffle then draws among the worker's own files.
+  Dataset idiom =
+      list_files(path("*.txt"), /*shuffle=*/true, /*seed=*/3)
+          .flat_map([](const Element& f) { return text_line_dataset({as_string(f[0])}); })
+          .map(number)
+          .batch(4);
+  FileShard again = worker(1);
+  std::optional<Dataset> mine = shard_by_file(idiom, again);
+  ASSERT_TRUE(mine) << again.unshardable;
+  std::vector<int64_t> rows;
+  for (const auto& b : batches(*mine)) rows.insert(rows.end(), b.begin(), b.end());
+  std::sort(rows.begin(), rows.end());
+  EXPECT_THAT(rows, ElementsAre(10, 11, 12, 30, 31, 32));
+}
+
+TEST_F(ShardByFileTest, SaysWhyAPipelineCannotBeDivided) {
+  auto why = [](const Dataset& ds) {
+    FileShard shard = worker(0);
+    EXPECT_FALSE(shard_by_file(ds, shard).has_value()) << ds.describe();
+    return shard.unshardable;
+  };
+  EXPECT_THAT(why(Dataset::range(8).batch(4)), HasSubstr("from_tensor_slices"));
+  EXPECT_THAT(why(text_line_dataset({path("part-0.txt")}).batch(4)),
+              HasSubstr("has 1 files for 2 workers"));
+  EXPECT_THAT(why(text_line_dataset(list_files(path("*.txt")))), HasSubstr("no batch()"));
+  EXPECT_THAT(why(text_line_dataset(list_files(path("*.txt"))).batch(1)),
+              HasSubstr("global batch of 1 rows leaves worker 0 none"));
+  Dataset files = text_line_dataset(list_files(path("*.txt"))).map(number);
+  EXPECT_THAT(why(Dataset::sample_from_datasets({files, files}).batch(4)),
+              HasSubstr("sample_from_datasets"));
 }
 
 }  // namespace
