@@ -53,4 +53,12 @@ std::optional<Dataset> shard_by_file(const Dataset& dataset, FileShard& shard) {
   return Dataset(std::move(node)).with_options(dataset.options());
 }
 
+std::optional<Dataset> map_only_own_rows(
+    const Dataset& dataset, std::function<std::pair<int64_t, int64_t>(int64_t)> rows) {
+  std::shared_ptr<const Dataset::Node> node =
+      internal::own_rows_node(dataset.node(), std::move(rows));
+  if (!node) return std::nullopt;
+  return Dataset(std::move(node)).with_options(dataset.options());
+}
+
 }  // namespace weft::data

@@ -1,6 +1,7 @@
-// tf.data's auto-shard by file: the rewrite MultiWorkerMirroredStrategy applies to each worker's
-// copy of a pipeline that reads files (AutoShardPolicy FILE, and AUTO where it applies), so that
-// every worker reads only its own files.
+// The rewrites MultiWorkerMirroredStrategy applies to each worker's copy of a pipeline
+// (distribute::worker_input): tf.data's auto-shard by file for a pipeline that reads files
+// (AutoShardPolicy FILE, and AUTO where it applies), so that every worker reads only its own
+// files; and under DATA, a shard before the map, so that every worker maps only its own rows.
 //
 //   auto ds = weft::data::tfrecord_dataset(weft::data::list_files("train-*.tfrecord"))
 //                 .map(parse).shuffle(1000).batch(64);   // 64: the global batch
@@ -14,6 +15,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "weft/data/dataset.h"
 
@@ -42,5 +44,15 @@ struct FileShard {
 // follow (window, choose_from_datasets, sample_from_datasets), a file list has fewer files than
 // workers, or no batch stands above the file reader.
 std::optional<Dataset> shard_by_file(const Dataset& dataset, FileShard& shard);
+
+// Under DATA every worker reads every global batch and keeps its replicas' rows of it. Where the
+// pipeline's last stage is batch() over map()s, `dataset` as a worker that keeps rows
+// [rows(n).first, rows(n).second) of each global batch of n reads it: the maps run on those
+// elements only (a shard before the map), so preprocessing is not repeated on every worker. Each
+// element is this worker's rows of one global batch, then an int64 scalar: the global batch's
+// row count. Its iterator's state and describe() are the whole pipeline's, so a position saved on
+// any worker, or in one process, restores on any other. nullopt for any other pipeline.
+std::optional<Dataset> map_only_own_rows(
+    const Dataset& dataset, std::function<std::pair<int64_t, int64_t>(int64_t)> rows);
 
 }  // namespace weft::data

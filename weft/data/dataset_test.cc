@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "weft/data/auto_shard.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
@@ -507,6 +508,57 @@ TEST(Dataset, ThroughputSanityOverATrainingShapedPipeline) {
       ASSERT_EQ(seen[epoch][label], 1) << "example " << label << " in epoch " << epoch;
     }
   }
+}
+
+// Under DATA a worker keeps its rows of every global batch; over batch() over map()s it maps only
+// those. Worker 1 of 2 keeps the second half of each batch of range(10).map(x 10).batch(4); its
+// iterator's state restores in the whole pipeline's and the other way round (a parallel map's
+// elements mapped ahead included).
+TEST(MapOnlyOwnRows, MapsOnlyThisWorkersRowsAndSavesTheWholePipelinesState) {
+  std::atomic<int> calls{0};
+  auto times10 = [&calls](const Element& e) -> Element {
+    ++calls;
+    return {mul(e[0], int64_t{10})};
+  };
+  auto second_half = [](int64_t n) { return std::make_pair(n / 2, n); };
+  auto whole = [&](int64_t parallel) {
+    return Dataset::range(10).map(times10, parallel).batch(4);
+  };
+  std::optional<Dataset> own = map_only_own_rows(whole(1), second_half);
+  ASSERT_TRUE(own.has_value());
+  EXPECT_EQ(own->describe(), whole(1).describe());
+  EXPECT_EQ(own->cardinality(), 3);
+  std::vector<std::vector<int64_t>> rows, sizes;
+  for (const Element& e : *own) {
+    rows.push_back(e[0].to_vector<int64_t>());
+    sizes.push_back({e[1].item<int64_t>()});
+  }
+  EXPECT_EQ(rows, (std::vector<std::vector<int64_t>>{{20, 30}, {60, 70}, {90}}));
+  EXPECT_EQ(sizes, (std::vector<std::vector<int64_t>>{{4}, {4}, {2}}));
+  EXPECT_EQ(calls.load(), 5);  // of 10
+
+  // A position saved here restores in the whole pipeline, and one saved there (a parallel map
+  // with elements mapped ahead) restores here.
+  Dataset::Iterator mine = own->begin();
+  mine.next();
+  Dataset::Iterator all = whole(1).begin();
+  all.restore_state(mine.save_state());
+  EXPECT_EQ((*all.next())[0].to_vector<int64_t>(), (std::vector<int64_t>{40, 50, 60, 70}));
+  Dataset::Iterator ahead = whole(3).begin();
+  ahead.next();
+  ahead.next();  // the map has elements 8, 9 mapped ahead
+  Dataset::Iterator resumed = map_only_own_rows(whole(3), second_half)->begin();
+  resumed.restore_state(ahead.save_state());
+  EXPECT_EQ((*resumed.next())[0].to_vector<int64_t>(), (std::vector<int64_t>{90}));
+  EXPECT_FALSE(resumed.next().has_value());
+
+  // Only batch() directly over map()s.
+  EXPECT_FALSE(map_only_own_rows(Dataset::range(10).batch(4), second_half).has_value());
+  EXPECT_FALSE(
+      map_only_own_rows(Dataset::range(10).map(times10).batch(4).prefetch(), second_half));
+  EXPECT_FALSE(map_only_own_rows(
+      Dataset::range(10).map(times10).filter([](const Element&) { return true; }).batch(4),
+      second_half));
 }
 
 }  // namespace

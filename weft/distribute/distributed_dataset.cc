@@ -39,6 +39,35 @@ void place_slices(const StrategyImpl& strategy, const std::vector<int64_t>& rows
   }
 }
 
+// The rows [lo, hi) of a global batch of n rows that replicas [first, first + local) of
+// `replicas` take: one worker's.
+std::pair<int64_t, int64_t> worker_rows(int64_t n, int replicas, int first, int local) {
+  return {row_range(n, replicas, first).first, row_range(n, replicas, first + local - 1).second};
+}
+
+std::optional<data::Dataset> shard_by_file(const StrategyImpl& strategy,
+                                           const data::Dataset& dataset) {
+  const data::AutoShardPolicy policy = dataset.options().experimental_distribute.auto_shard_policy;
+  const int replicas = strategy.num_replicas_in_sync(), local = strategy.num_local_replicas();
+  const int first = strategy.first_local_replica(), workers = replicas / local;
+  if (workers == 1 ||
+      (policy != data::AutoShardPolicy::AUTO && policy != data::AutoShardPolicy::FILE)) {
+    return std::nullopt;
+  }
+  data::FileShard shard{.num_shards = workers,
+                        .index = first / local,
+                        .local_rows = [=](int64_t n) {
+                          auto [lo, hi] = worker_rows(n, replicas, first, local);
+                          return hi - lo;
+                        }};
+  std::optional<data::Dataset> mine = data::shard_by_file(dataset, shard);
+  WEFT_CHECK(mine || policy == data::AutoShardPolicy::AUTO, InvalidArgument)
+      << "distributed dataset: auto_shard_policy FILE divides the input files among the "
+      << workers << " workers, but this pipeline cannot be divided by file: " << shard.unshardable
+      << "; use DATA (or AUTO, which falls back to DATA) to cut each global batch's rows";
+  return mine;
+}
+
 }  // namespace
 
 DistributedElement split_batch(const data::Element& batch, int replicas, int64_t step, int first,
@@ -89,11 +118,8 @@ DistributedElement Strategy::split(const data::Element& batch, int64_t step,
 }
 
 DistributedDataset Strategy::experimental_distribute_dataset(const data::Dataset& dataset) const {
-  if (std::optional<data::Dataset> mine = shard_by_file(*impl_, dataset)) {
-    return DistributedDataset(std::move(*mine), impl_, DistributedDataset::Elements::kWorkerBatches,
-                              dataset);
-  }
-  return DistributedDataset(dataset, impl_, DistributedDataset::Elements::kGlobalBatches);
+  WorkerInput input = worker_input(*impl_, dataset);
+  return DistributedDataset(std::move(input.dataset), impl_, input.elements, dataset);
 }
 
 // In a cluster each worker's pipeline makes the elements of its own replicas: input pipeline k
@@ -179,6 +205,13 @@ std::optional<DistributedElement> DistributedDataset::Iterator::read() {
                           impl_->first_local_replica(), impl_->num_local_replicas(), policy_);
       }
       return out;
+    case Elements::kOwnRows:
+      if (std::optional<data::Element> rows = it_.next()) {
+        const int64_t global_rows = rows->back().item<int64_t>();
+        rows->pop_back();
+        out = split_own_rows(*impl_, *rows, global_rows, step_++);
+      }
+      return out;
     case Elements::kWorkerBatches: {
       out = split_worker_batch(*impl_, it_.next(), step_, like_, *whole_);
       if (out) {
@@ -251,27 +284,38 @@ std::optional<DistributedElement> DistributedDataset::Iterator::read_replica_bat
 }
 
 
-std::optional<data::Dataset> shard_by_file(const StrategyImpl& strategy,
-                                           const data::Dataset& dataset) {
+
+WorkerInput worker_input(const StrategyImpl& strategy, const data::Dataset& dataset) {
+  if (std::optional<data::Dataset> mine = shard_by_file(strategy, dataset)) {
+    return {std::move(*mine), DistributedDataset::Elements::kWorkerBatches};
+  }
   const data::AutoShardPolicy policy = dataset.options().experimental_distribute.auto_shard_policy;
   const int replicas = strategy.num_replicas_in_sync(), local = strategy.num_local_replicas();
-  const int first = strategy.first_local_replica(), workers = replicas / local;
-  if (workers == 1 ||
-      (policy != data::AutoShardPolicy::AUTO && policy != data::AutoShardPolicy::FILE)) {
-    return std::nullopt;
+  const int first = strategy.first_local_replica();
+  if (local < replicas &&
+      (policy == data::AutoShardPolicy::DATA || policy == data::AutoShardPolicy::AUTO)) {
+    std::optional<data::Dataset> own = data::map_only_own_rows(
+        dataset, [=](int64_t n) { return worker_rows(n, replicas, first, local); });
+    if (own) return {std::move(*own), DistributedDataset::Elements::kOwnRows};
   }
-  data::FileShard shard{.num_shards = workers,
-                        .index = first / local,
-                        .local_rows = [=](int64_t n) {
-                          return row_range(n, replicas, first + local - 1).second -
-                                 row_range(n, replicas, first).first;
-                        }};
-  std::optional<data::Dataset> mine = data::shard_by_file(dataset, shard);
-  WEFT_CHECK(mine || policy == data::AutoShardPolicy::AUTO, InvalidArgument)
-      << "distributed dataset: auto_shard_policy FILE divides the input files among the "
-      << workers << " workers, but this pipeline cannot be divided by file: " << shard.unshardable
-      << "; use DATA (or AUTO, which falls back to DATA) to cut each global batch's rows";
-  return mine;
+  return {dataset, DistributedDataset::Elements::kGlobalBatches};
+}
+
+DistributedElement split_own_rows(const StrategyImpl& strategy, const data::Element& rows,
+                                  int64_t global_rows, int64_t step) {
+  const int replicas = strategy.num_replicas_in_sync(), local = strategy.num_local_replicas();
+  const int first = strategy.first_local_replica();
+  const int64_t offset = worker_rows(global_rows, replicas, first, local).first;
+  std::vector<data::Element> parts;
+  std::vector<BatchSlice> slices;
+  for (int r = first; r < first + local; ++r) {
+    auto [lo, hi] = row_range(global_rows, replicas, r);
+    data::Element part;
+    for (const Tensor& t : rows) part.push_back(slice(t, {Slice{lo - offset, hi - offset}}));
+    parts.push_back(std::move(part));
+    slices.push_back({step, lo, hi - lo, global_rows});
+  }
+  return DistributedElement(std::move(parts), std::move(slices));
 }
 
 std::optional<DistributedElement> split_worker_batch(const StrategyImpl& strategy,

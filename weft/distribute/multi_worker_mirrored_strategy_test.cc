@@ -134,13 +134,19 @@ TEST(MultiWorkerMirroredStrategy, VariablesMadeOnReplicaThreadsStartWithTheChief
   EXPECT_EQ(values, (std::vector<std::vector<float>>{{100, 7, 7}, {100, 7, 7}}));
 }
 
-// Each worker's rows of global batches of range(8).batch(4), by auto-shard policy.
+// Each worker's rows of global batches of range(8).map(identity).batch(4), by auto-shard policy,
+// and how many elements the worker mapped.
 std::vector<std::string> rows_by_policy(data::AutoShardPolicy policy) {
   return on_workers<std::string>(2, 1, [policy](MultiWorkerMirroredStrategy& s, int) {
     data::Options options;
     options.experimental_distribute.auto_shard_policy = policy;
-    auto ds =
-        s.experimental_distribute_dataset(data::Dataset::range(8).batch(4).with_options(options));
+    int mapped = 0;
+    auto counted = [&mapped](const data::Element& e) {
+      ++mapped;
+      return e;
+    };
+    auto ds = s.experimental_distribute_dataset(
+        data::Dataset::range(8).map(counted).batch(4).with_options(options));
     std::string seen;
     for (auto it = ds.begin(); it != std::default_sentinel; ++it) {
       const DistributedElement& e = *it;
@@ -149,18 +155,18 @@ std::vector<std::string> rows_by_policy(data::AutoShardPolicy policy) {
       seen += "@" + std::to_string(slice.first_example) + "/" +
               std::to_string(slice.global_batch_size) + " ";
     }
-    return seen;
+    return seen + "mapped " + std::to_string(mapped);
   });
 }
 
 TEST(MultiWorkerMirroredStrategy, AutoShardPoliciesDivideTheDataAsTensorFlowDoes) {
-  // DATA (and AUTO): each worker keeps its rows of every global batch of 4.
-  std::vector<std::string> data = {"01@0/4 45@0/4 ", "23@2/4 67@2/4 "};
+  // DATA (and AUTO): each worker keeps its rows of every global batch of 4, and maps only them.
+  std::vector<std::string> data = {"01@0/4 45@0/4 mapped 4", "23@2/4 67@2/4 mapped 4"};
   EXPECT_EQ(rows_by_policy(data::AutoShardPolicy::DATA), data);
   EXPECT_EQ(rows_by_policy(data::AutoShardPolicy::AUTO), data);
   // OFF: every worker trains on every batch; together they make a global batch of 8.
   EXPECT_EQ(rows_by_policy(data::AutoShardPolicy::OFF),
-            (std::vector<std::string>{"0123@0/8 4567@0/8 ", "0123@4/8 4567@4/8 "}));
+            (std::vector<std::string>{"0123@0/8 4567@0/8 mapped 8", "0123@4/8 4567@4/8 mapped 8"}));
   try {
     rows_by_policy(data::AutoShardPolicy::FILE);
     FAIL() << "FILE was accepted";

@@ -189,6 +189,7 @@ class DistributedDataset {
   // What the dataset's elements are.
   enum class Elements {
     kGlobalBatches,   // global batches, each cut among all replicas (DATA, OFF)
+    kOwnRows,         // this worker's rows of every global batch, mapped here only (DATA)
     kWorkerBatches,   // this worker's rows of each global batch, from its files (FILE)
     kReplicaBatches,  // one batch per replica (distribute_datasets_from_function)
   };
@@ -219,7 +220,7 @@ class DistributedDataset {
     std::shared_ptr<StrategyImpl> impl_;
     Elements elements_ = Elements::kGlobalBatches;
     data::AutoShardPolicy policy_ = data::AutoShardPolicy::AUTO;
-    std::optional<data::Dataset> whole_;  // kWorkerBatches: the pipeline before it was divided
+    std::optional<data::Dataset> whole_;  // the pipeline before worker_input rewrote it
     int64_t step_ = 0;
     bool exhausted_ = false;  // the end was read (and agreed on)
     std::vector<data::TensorSpec> like_;  // kWorkerBatches: the last batch's structure
@@ -230,7 +231,7 @@ class DistributedDataset {
   };
   Iterator begin() const;
   std::default_sentinel_t end() const { return {}; }
-  // The pipeline read here (on a worker of a cluster under FILE, this worker's share).
+  // The pipeline read here (in a cluster, as worker_input rewrote it for this worker).
   const data::Dataset& dataset() const { return dataset_; }
   Elements elements() const { return elements_; }
 
@@ -245,7 +246,7 @@ class DistributedDataset {
   data::Dataset dataset_;
   std::shared_ptr<StrategyImpl> impl_;
   Elements elements_;
-  std::optional<data::Dataset> whole_;  // kWorkerBatches: the pipeline before it was divided
+  std::optional<data::Dataset> whole_;  // the pipeline before worker_input rewrote it
 };
 
 // Cuts one global batch into `replicas` contiguous row slices (row_range) and keeps `count` of
@@ -257,14 +258,25 @@ DistributedElement split_batch(const data::Element& batch, int replicas, int64_t
                                int first = 0, int count = 0,
                                data::AutoShardPolicy policy = data::AutoShardPolicy::AUTO);
 
-// tf.data's auto-shard by file, for this process's worker of a cluster: `dataset` as
-// data::shard_by_file rewrites it (its file lists divided among the workers, its outermost batch
-// made this worker's rows of each global batch) under FILE, and under AUTO when the rewrite
-// applies. nullopt where every worker reads the whole pipeline: one worker, DATA or OFF, or AUTO
-// over a pipeline the rewrite cannot divide (tf.data's fallback to DATA). FILE over such a
-// pipeline is InvalidArgument saying why.
-std::optional<data::Dataset> shard_by_file(const StrategyImpl& strategy,
-                                           const data::Dataset& dataset);
+// How this process's worker reads `dataset` in a cluster (experimental_distribute_dataset and
+// fit), by the dataset's auto-shard policy:
+//   kWorkerBatches: under FILE, and under AUTO where it applies, the pipeline divided by file
+//     (data::shard_by_file: its file lists divided among the workers, its outermost batch this
+//     worker's rows of each global batch). FILE over a pipeline that cannot be divided by file is
+//     InvalidArgument saying why.
+//   kOwnRows: under DATA (and AUTO otherwise) over batch() over map()s, every global batch with
+//     only this worker's rows mapped (data::map_only_own_rows).
+//   kGlobalBatches: otherwise (one worker, OFF, other pipelines): the pipeline as it is.
+struct WorkerInput {
+  data::Dataset dataset;
+  DistributedDataset::Elements elements = DistributedDataset::Elements::kGlobalBatches;
+};
+WorkerInput worker_input(const StrategyImpl& strategy, const data::Dataset& dataset);
+// kOwnRows: this worker's rows of a global batch of `global_rows` rows (an element of
+// map_only_own_rows without its last component), cut among its replicas as split_batch cuts the
+// whole batch.
+DistributedElement split_own_rows(const StrategyImpl& strategy, const data::Element& rows,
+                                  int64_t global_rows, int64_t step);
 // One step of a dataset divided by file: `batch` is this worker's (nullopt once its files are
 // read), cut among its replicas once the workers agree on the step's rows (one small all-gather,
 // as TensorFlow's "has data" all-reduce). Every worker's rows count in the global batch; a worker

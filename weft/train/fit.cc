@@ -4,9 +4,10 @@
 // (or steps_per_epoch), so the iterator's position, saved by BackupAndRestore, resumes training
 // exactly, even mid-epoch; the step number that keys training-time randomness (Dropout) is
 // derived from the epoch and step, so it resumes too. A dataset of unknown size gets a fresh pass
-// per epoch. In a cluster a pipeline that reads files is divided among the workers by file
-// (distribute::shard_by_file, tf.data's auto-shard): each worker reads its own files, the workers
-// agree on each step's rows, and its position is not saved (each worker's is its own).
+// per epoch. In a cluster each worker reads the dataset as distribute::worker_input says: a
+// pipeline that reads files divided by file (tf.data's auto-shard; the workers agree on each
+// step's rows, and its position is not saved, each worker's being its own), or every global batch
+// with only this worker's rows mapped.
 #include <xxhash.h>
 
 #include <cstdio>
@@ -105,9 +106,11 @@ try {
   WEFT_CHECK(!options.steps_per_epoch || *options.steps_per_epoch > 0, InvalidArgument)
       << "fit: steps_per_epoch must be positive, got " << *options.steps_per_epoch;
 
-  const std::optional<data::Dataset> by_file =
-      distribute::shard_by_file(m.strategy.extended(), training_data);
-  const data::Dataset& dataset = by_file ? *by_file : training_data;
+  using Elements = distribute::DistributedDataset::Elements;
+  const distribute::WorkerInput input =
+      distribute::worker_input(m.strategy.extended(), training_data);
+  const data::Dataset& dataset = input.dataset;
+  const bool by_file = input.elements == Elements::kWorkerBatches;
   std::vector<data::TensorSpec> like;  // by file: the structure of a 0-row batch
   std::optional<int64_t> steps = options.steps_per_epoch;
   int64_t cardinality = dataset.cardinality();
@@ -190,6 +193,11 @@ try {
       std::optional<data::Element> batch = pending ? std::move(pending) : it.next();
       pending.reset();
       const int64_t global_step = steps ? epoch * *steps + step : unsized_steps;
+      int64_t global_rows = 0;  // own rows: the global batch's
+      if (batch && input.elements == Elements::kOwnRows) {
+        global_rows = batch->back().item<int64_t>();
+        batch->pop_back();
+      }
       if (batch && !options.class_weight.empty()) {
         batch = with_class_weights(m, std::move(*batch), options.class_weight);
       }
@@ -197,6 +205,8 @@ try {
       if (by_file) {
         cut = distribute::split_worker_batch(m.strategy.extended(), batch, global_step, like,
                                              training_data);
+      } else if (batch && input.elements == Elements::kOwnRows) {
+        cut = distribute::split_own_rows(m.strategy.extended(), *batch, global_rows, global_step);
       } else if (batch) {
         cut = m.strategy.split(*batch, global_step,
                                dataset.options().experimental_distribute.auto_shard_policy);
@@ -211,8 +221,9 @@ try {
       for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
       logs = train_on_distributed(*cut);
       for (const train::Callback& c : callbacks) {
-        c.impl().set_batch_examples(by_file ? cut->slices.front().global_batch_size
-                                            : (*batch)[0].dim(0));
+        c.impl().set_batch_examples(input.elements == Elements::kGlobalBatches
+                                        ? (*batch)[0].dim(0)
+                                        : cut->slices.front().global_batch_size);
         c.impl().on_train_batch_end(step, logs);
       }
       ++step;

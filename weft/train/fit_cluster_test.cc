@@ -2,7 +2,7 @@
 // service and real collectives on 127.0.0.1: an error on one worker between the steps reaches the
 // others; workers that start from other weights are refused; a worker with no rows in a step
 // makes the same collectives as the others; a step's collectives are counted; a pipeline that
-// reads files is divided among the workers by file.
+// reads files is divided among the workers by file; otherwise each maps only its rows.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -23,6 +23,7 @@
 #include "weft/nn/model.h"
 #include "weft/nn/normalization.h"
 #include "weft/nn/pooling.h"
+#include "weft/ops/elementwise.h"
 #include "weft/ops/random.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
@@ -340,6 +341,60 @@ TEST(FitInACluster, AFilePipelineIsDividedAmongTheWorkersByFile) {
     EXPECT_NEAR(seen[0].weights[i], expected[i], 1e-5) << "weight element " << i;
   }
   EXPECT_EQ(seen[1].weights, seen[0].weights);
+}
+
+// Under DATA (AUTO over a pipeline without files) every worker reads every global batch and
+// keeps its rows; over batch() over map() it maps only those, so the map runs once per example
+// in the cluster, and the weights are those of one process with as many replicas.
+TEST(FitInACluster, UnderDataEachWorkerMapsOnlyItsRows) {
+  Tensor x = stateless_random_normal({12, 4}, {5, 3});
+  Tensor y = argmax(slice(x, {Slice{}, Slice{0, 3}}), -1);
+  auto train = [&](const distribute::Strategy& strategy, int* mapped) {
+    Sequential model;
+    {
+      auto scope = strategy.scope();
+      model = Sequential({Dense(3)});
+      model.compile(optim::SGD(0.1), losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                    std::vector<std::string>{});
+    }
+    auto counted = [mapped](const data::Element& e) {
+      ++*mapped;
+      return data::Element{mul(e[0], 2.0), e[1]};
+    };
+    model.fit(data::Dataset::from_tensor_slices({x, y}).map(counted).batch(4),
+              {.epochs = 2, .verbose = 0});
+    std::vector<float> all;
+    for (const Variable& w : model.variables()) {
+      std::vector<float> v = w.value().to_vector<float>();
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  };
+  distribute::MultiWorkerOptions options;
+  options.communication.timeout_seconds = 30;
+  struct Trained {
+    std::vector<float> weights;
+    int mapped = 0;
+  };
+  auto trained = weft::testing::on_local_workers<Trained>(
+      2, options, [&](distribute::MultiWorkerMirroredStrategy& strategy, int) {
+        Trained t;
+        t.weights = train(strategy, &t.mapped);
+        return t;
+      });
+  config::set_logical_cpu_devices(2);
+  int mapped_in_one_process = 0;
+  std::vector<float> one_process = train(distribute::MirroredStrategy(), &mapped_in_one_process);
+  config::set_logical_cpu_devices(1);
+  EXPECT_EQ(mapped_in_one_process, 24);  // 12 examples, 2 epochs
+  for (const Trained& t : trained) {
+    EXPECT_EQ(t.mapped, 12);  // its 6 rows of each epoch's 12
+    ASSERT_EQ(t.weights.size(), one_process.size());
+    for (size_t i = 0; i < one_process.size(); ++i) {
+      EXPECT_NEAR(t.weights[i], one_process[i], 1e-5) << "weight element " << i;
+    }
+  }
+  EXPECT_EQ(trained[1].weights, trained[0].weights);
 }
 
 }  // namespace

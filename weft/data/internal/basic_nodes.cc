@@ -166,6 +166,7 @@ class BatchNode : public Node {
       << ")";
     return s.str();
   }
+  BatchParts parts() const { return {input_, size_, drop_remainder_}; }
   NodePtr shard_files(FileShard& shard) const override {
     const int64_t size = sharded_batch_size(size_, !std::exchange(shard.rebatched, true), shard);
     NodePtr input = size > 0 ? input_->shard_files(shard) : nullptr;
@@ -383,6 +384,11 @@ class RepeatNode : public Node {
 };
 
 }  // namespace
+
+BatchParts batch_parts(const Node& node) {
+  const auto* batch = dynamic_cast<const BatchNode*>(&node);
+  return batch ? batch->parts() : BatchParts{};
+}
 
 NodePtr make_slices_node(std::shared_ptr<const RowSource> source) {
   return std::make_shared<SlicesNode>(std::move(source));

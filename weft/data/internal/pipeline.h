@@ -68,6 +68,17 @@ NodePtr with_sharded_input(const N& node, NodePtr N::*input, FileShard& shard) {
 // Node::shard_files of a stage with several inputs: every input rewritten (each as if it were the
 // only one), or none when one cannot be.
 std::vector<NodePtr> shard_every_input(const std::vector<NodePtr>& inputs, FileShard& shard);
+// The parts of a batch() stage, for a rewrite; a null input when `node` is another stage.
+struct BatchParts {
+  NodePtr input;
+  int64_t size = 0;
+  bool drop_remainder = false;
+};
+BatchParts batch_parts(const Node& node);
+// map_only_own_rows's rewrite (weft/data/auto_shard.h): `root` as a worker that keeps rows
+// rows(n) of each global batch of n reads it, or null unless `root` is batch() over map()s.
+NodePtr own_rows_node(const NodePtr& root,
+                      std::function<std::pair<int64_t, int64_t>(int64_t)> rows);
 // The batch size a file-sharded worker's batch(batch_size) takes: its rows of each global batch
 // for the outermost batch, batch_size for those below it; 0 (shard.unshardable says why) when
 // the worker would have no rows.

@@ -8,6 +8,7 @@
 
 #include "weft/core/config.h"
 #include "weft/data/internal/pipeline.h"
+#include "weft/ops/shape_ops.h"
 
 namespace weft::data::internal {
 namespace {
@@ -214,6 +215,8 @@ class MapNode : public Node {
   NodePtr shard_files(FileShard& shard) const override {
     return with_sharded_input(*this, &MapNode::input_, shard);
   }
+  const NodePtr& input() const { return input_; }
+  const std::shared_ptr<const MapFn>& fn() const { return f_; }
 
  private:
   NodePtr input_;
@@ -350,7 +353,147 @@ class PrefetchNode : public Node {
   int64_t buffer_size_;
 };
 
+// ---- batch over map, mapping only this worker's rows (map_only_own_rows) ----------------------
+
+using OwnRows = std::function<std::pair<int64_t, int64_t>(int64_t)>;
+
+// batch(size) over maps fs[0] (the outermost) ... fs[L-1] over `source`, where each global batch
+// of n elements keeps rows(n) only, and only those are mapped; its element is those rows
+// followed by an int64 scalar, n. Its state is written as the batch and map readers write theirs
+// (with what a restored map had mapped ahead kept per map, consumed first), so a state saved by
+// either restores in the other.
+class OwnRowsReader : public Reader {
+ public:
+  OwnRowsReader(std::unique_ptr<Reader> source, std::vector<std::shared_ptr<const MapFn>> fs,
+                int64_t size, bool drop_remainder, OwnRows rows)
+      : source_(std::move(source)),
+        fs_(std::move(fs)),
+        ahead_(fs_.size()),
+        size_(size),
+        drop_remainder_(drop_remainder),
+        rows_(std::move(rows)) {}
+
+  std::optional<Element> next() override {
+    std::vector<std::pair<Element, size_t>> pulled;  // (element, maps still to apply)
+    while (static_cast<int64_t>(pulled.size()) < size_) {
+      std::optional<std::pair<Element, size_t>> e = pull();
+      if (!e) break;
+      pulled.push_back(std::move(*e));
+    }
+    const auto n = static_cast<int64_t>(pulled.size());
+    if (n == 0 || (drop_remainder_ && n < size_)) return std::nullopt;
+    auto [lo, hi] = rows_(n);
+    std::vector<Element> mine;
+    for (int64_t i = lo; i < hi; ++i) mine.push_back(mapped(pulled[static_cast<size_t>(i)]));
+    Element out;
+    if (mine.empty()) {  // no rows here: the structure of a mapped element, with 0 rows
+      for (const Tensor& t : stack_elements({mapped(pulled[0])})) {
+        out.push_back(slice(t, {Slice{0, 0}}));
+      }
+    } else {
+      out = stack_elements(mine);
+    }
+    out.push_back(Tensor::scalar(n, kInt64));
+    return out;
+  }
+
+  void save(StateWriter& w) const override {
+    w.begin("batch");
+    for (size_t level = 0; level < fs_.size(); ++level) {
+      w.begin("map");
+      w.write_i64(static_cast<int64_t>(ahead_[level].size()));
+      for (const Result& r : ahead_[level]) r.save(w);
+      w.write_bool(source_done_ && level + 1 == fs_.size());
+    }
+    source_->save(w);
+  }
+  void restore(StateReader& r) override {
+    r.begin("batch");
+    for (std::deque<Result>& ahead : ahead_) {
+      r.begin("map");
+      ahead.clear();
+      int64_t n = r.read_i64("count of elements mapped ahead", 0);
+      for (int64_t i = 0; i < n; ++i) ahead.push_back(Result::restore(r));
+      source_done_ = r.read_bool("input-exhausted flag");
+    }
+    source_->restore(r);
+  }
+
+ private:
+  // The next element, and how many maps it still needs: what a restored map had mapped ahead
+  // first (the outermost map's), then the source's.
+  std::optional<std::pair<Element, size_t>> pull() {
+    for (size_t level = 0; level < ahead_.size(); ++level) {
+      if (ahead_[level].empty()) continue;
+      Result r = std::move(ahead_[level].front());
+      ahead_[level].pop_front();
+      std::optional<Element> e = r.take();
+      if (e) return std::make_pair(std::move(*e), level);
+    }
+    if (source_done_) return std::nullopt;
+    std::optional<Element> e = source_->next();
+    if (!e) {
+      source_done_ = true;
+      return std::nullopt;
+    }
+    return std::make_pair(std::move(*e), fs_.size());
+  }
+  Element mapped(const std::pair<Element, size_t>& e) const {
+    Element out = e.first;
+    for (size_t level = e.second; level-- > 0;) out = (*fs_[level])(out);
+    return out;
+  }
+
+  std::unique_ptr<Reader> source_;
+  std::vector<std::shared_ptr<const MapFn>> fs_;
+  std::vector<std::deque<Result>> ahead_;  // per map, what it had mapped ahead (restored)
+  bool source_done_ = false;
+  int64_t size_;
+  bool drop_remainder_;
+  OwnRows rows_;
+};
+
+class OwnRowsNode : public Node {
+ public:
+  OwnRowsNode(NodePtr whole, NodePtr source, std::vector<std::shared_ptr<const MapFn>> fs,
+              BatchParts batch, OwnRows rows)
+      : whole_(std::move(whole)),
+        source_(std::move(source)),
+        fs_(std::move(fs)),
+        batch_(std::move(batch)),
+        rows_(std::move(rows)) {}
+  std::unique_ptr<Reader> make_reader() const override {
+    return std::make_unique<OwnRowsReader>(source_->make_reader(), fs_, batch_.size,
+                                           batch_.drop_remainder, rows_);
+  }
+  int64_t cardinality() const override { return whole_->cardinality(); }
+  // The whole pipeline's: a state saved here restores there and the other way round.
+  std::string describe() const override { return whole_->describe(); }
+
+ private:
+  NodePtr whole_;  // batch(...) over the maps
+  NodePtr source_;
+  std::vector<std::shared_ptr<const MapFn>> fs_;  // the outermost first
+  BatchParts batch_;
+  OwnRows rows_;
+};
+
 }  // namespace
+
+NodePtr own_rows_node(const NodePtr& root, OwnRows rows) {
+  BatchParts batch = batch_parts(*root);
+  std::vector<std::shared_ptr<const MapFn>> fs;
+  NodePtr below = batch.input;
+  while (below) {
+    const auto* map = dynamic_cast<const MapNode*>(below.get());
+    if (map == nullptr) break;
+    fs.push_back(map->fn());
+    below = map->input();
+  }
+  if (fs.empty()) return nullptr;
+  return std::make_shared<OwnRowsNode>(root, below, std::move(fs), std::move(batch),
+                                       std::move(rows));
+}
 
 NodePtr make_map_node(NodePtr input, MapFn f, int64_t num_parallel_calls) {
   return std::make_shared<MapNode>(std::move(input), std::move(f), num_parallel_calls);

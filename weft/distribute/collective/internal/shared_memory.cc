@@ -95,6 +95,7 @@ SharedMemory::SharedMemory(coordination::CoordinationClient& client, int rank, i
           " bytes of shared memory (" + std::strerror(errno) + "; is /dev/shm large enough?)";
   }
   if (fd >= 0) ::close(fd);
+  if (fd >= 0 && !why.empty()) ::shm_unlink(name_.c_str());  // made, but not usable: no leftover
   if (why.empty()) {
     segments_[static_cast<size_t>(rank)] = static_cast<char*>(mine);
     auto* control = new (mine) Control{};
