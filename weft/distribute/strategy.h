@@ -136,11 +136,11 @@ class Strategy {
 
   // Each element of `dataset` is a global batch; each replica gets a contiguous slice of its
   // rows, cut as evenly as it goes (row_range), so a partial last batch is shared out too. In a
-  // cluster, by the dataset's auto-shard policy: under DATA every worker reads the same global
-  // batches and keeps its replicas' rows, so the position of the iterator is the same on every
-  // worker; under FILE (and AUTO over a pipeline that reads at least one file per worker) each
-  // worker reads only its share of the files and makes its rows of each global batch
-  // (shard_by_file below).
+  // cluster, by the dataset's auto-shard policy (worker_input below): under DATA every worker
+  // reads the same global batches and keeps its replicas' rows (mapping only those, over
+  // batch() over map()s), so the position of the iterator is the same on every worker; under
+  // FILE (and AUTO over a pipeline that reads at least one file per worker) each worker reads
+  // only its share of the files and makes its rows of each global batch.
   DistributedDataset experimental_distribute_dataset(const data::Dataset& dataset) const;
   // One global batch cut for this process's replicas (as experimental_distribute_dataset cuts
   // each element, by the dataset's auto-shard policy); `step` is the global batch's number.

@@ -245,8 +245,10 @@ class CacheNode : public Node {
   }
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string describe() const override { return input_->describe() + ".cache()"; }
+  // A cache of its own: this one's may already hold every worker's elements.
   NodePtr shard_files(FileShard& shard) const override {
-    return with_sharded_input(*this, &CacheNode::input_, shard);
+    NodePtr input = input_->shard_files(shard);
+    return input ? std::make_shared<CacheNode>(std::move(input)) : nullptr;
   }
 
  private:

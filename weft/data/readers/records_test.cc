@@ -284,6 +284,14 @@ TEST_F(ShardByFileTest, EachWorkerReadsItsFilesInBatchesOfItsRows) {
   // Files 0, 2, 4 and 1, 3: every line once, two rows of each global batch of 4 per worker.
   EXPECT_EQ(batches(*mine0), (Rows{{0, 1}, {2, 20}, {21, 22}, {40, 41}, {42}}));
   EXPECT_EQ(batches(*mine1), (Rows{{10, 11}, {12, 30}, {31, 32}}));
+  // A cache is the worker's own, even when the whole pipeline's is already filled.
+  Dataset cached = text_line_dataset(list_files(path("*.txt"), /*shuffle=*/false))
+                       .map(number)
+                       .cache()
+                       .batch(4);
+  EXPECT_EQ(batches(cached).size(), 4u);  // fills the whole pipeline's cache
+  FileShard again1 = worker(1);
+  EXPECT_EQ(batches(*shard_by_file(cached, again1)), (Rows{{10, 11}, {12, 30}, {31, 32}}));
   // The tf.data idiom: a file list flat-mapped into a reader per file; and a shuffled list, whose
   // shuffle then draws among the worker's own files.
   Dataset idiom =
