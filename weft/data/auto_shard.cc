@@ -32,12 +32,15 @@ std::vector<NodePtr> shard_every_input(const std::vector<NodePtr>& inputs, FileS
 
 int64_t sharded_batch_size(int64_t batch_size, bool outermost, FileShard& shard) {
   if (!outermost) return batch_size;
-  const int64_t rows = shard.local_rows(batch_size);
-  if (rows == 0) {
+  // The same test on every worker (some would have no rows), so that all of them divide the
+  // pipeline or none does.
+  if (batch_size < shard.num_shards) {
     shard.unshardable = "its global batch of " + std::to_string(batch_size) +
-                        " rows leaves worker " + std::to_string(shard.index) + " none";
+                        " rows is smaller than the " + std::to_string(shard.num_shards) +
+                        " workers";
+    return 0;
   }
-  return rows;
+  return shard.local_rows(batch_size);
 }
 
 }  // namespace internal

@@ -42,7 +42,8 @@ struct FileShard {
 // worker's files. nullopt, with shard.unshardable saying why, when a source is not a file list
 // (from_tensor_slices, range, a generator), a stage mixes its inputs in a way the rewrite cannot
 // follow (window, choose_from_datasets, sample_from_datasets), a file list has fewer files than
-// workers, or no batch stands above the file reader.
+// workers, no batch stands above the file reader, or its global batch has fewer rows than there
+// are workers. Every reason is the same on every worker, so all divide the pipeline or none.
 std::optional<Dataset> shard_by_file(const Dataset& dataset, FileShard& shard);
 
 // Under DATA every worker reads every global batch and keeps its replicas' rows of it. Where the

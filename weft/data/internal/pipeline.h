@@ -81,7 +81,7 @@ NodePtr own_rows_node(const NodePtr& root,
                       std::function<std::pair<int64_t, int64_t>(int64_t)> rows);
 // The batch size a file-sharded worker's batch(batch_size) takes: its rows of each global batch
 // for the outermost batch, batch_size for those below it; 0 (shard.unshardable says why) when
-// the worker would have no rows.
+// some worker would have no rows.
 int64_t sharded_batch_size(int64_t batch_size, bool outermost, FileShard& shard);
 
 NodePtr make_slices_node(std::shared_ptr<const RowSource> source);

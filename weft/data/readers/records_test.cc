@@ -319,7 +319,7 @@ TEST_F(ShardByFileTest, SaysWhyAPipelineCannotBeDivided) {
               HasSubstr("has 1 files for 2 workers"));
   EXPECT_THAT(why(text_line_dataset(list_files(path("*.txt")))), HasSubstr("no batch()"));
   EXPECT_THAT(why(text_line_dataset(list_files(path("*.txt"))).batch(1)),
-              HasSubstr("global batch of 1 rows leaves worker 0 none"));
+              HasSubstr("global batch of 1 rows is smaller than the 2 workers"));
   Dataset files = text_line_dataset(list_files(path("*.txt"))).map(number);
   EXPECT_THAT(why(Dataset::sample_from_datasets({files, files}).batch(4)),
               HasSubstr("sample_from_datasets"));
