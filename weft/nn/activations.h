@@ -1,5 +1,7 @@
-// Activations by Keras name, for layers' `activation` arguments: "relu", "sigmoid", "tanh",
-// "softmax", "log_softmax", "gelu", "linear" (or "", the identity).
+// Activations by Keras name, for layers' `activation` arguments (and an RNN's
+// `recurrent_activation`): "relu", "sigmoid", "tanh", "softmax", "log_softmax", "gelu", "elu",
+// "selu", "softplus", "softsign", "swish", "hard_sigmoid", "exponential", "linear" (or "", the
+// identity), as Keras 2.4 defines them, with their gradients.
 #pragma once
 
 #include <functional>

@@ -6,15 +6,22 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+
 #include "weft/nn/conv.h"
 #include "weft/nn/dense.h"
 #include "weft/nn/pooling.h"
+#include "weft/nn/recurrent.h"
 #include "weft/nn/saving.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/nn.h"
 #include "weft/ops/random.h"
 #include "weft/testing/error_message.h"
+#include "weft/testing/gradient_check.h"
 #include "weft/testing/nn_goldens.h"
 
 namespace weft::nn {
@@ -68,6 +75,56 @@ TEST(Activation, DtypeOptionCastsTheInputFirst) {
   Tensor y16 = Activation("softmax", {.dtype = "float32"})(cast(x, kBFloat16));
   EXPECT_EQ(y16.dtype(), kFloat32);
   EXPECT_EQ(Activation("softmax")(cast(x, kBFloat16)).dtype(), kBFloat16);
+}
+
+// Every Keras activation by name, against its float64 formula (keras/activations.py, TF's split
+// at 0 for elu and selu), with the tape's gradient against central differences, and its dtype
+// kept; an LSTM whose gates are hard_sigmoid (the TF 1.x default many saved configs carry)
+// builds and trains, on the step-by-step path (oneDNN's cells have sigmoid gates only).
+TEST(Activation, EveryKerasNameMatchesItsFormulaAndGradient) {
+  const double alpha = 1.6732632423543772848170429916717;
+  const double scale = 1.0507009873554804934193349852946;
+  const std::map<std::string, std::function<double(double)>> formulas = {
+      {"elu", [](double x) { return x < 0 ? std::expm1(x) : x; }},
+      {"selu", [&](double x) { return scale * (x < 0 ? alpha * std::expm1(x) : x); }},
+      {"softplus", [](double x) { return std::log1p(std::exp(x)); }},
+      {"softsign", [](double x) { return x / (std::fabs(x) + 1); }},
+      {"swish", [](double x) { return x / (1 + std::exp(-x)); }},
+      {"hard_sigmoid", [](double x) { return std::clamp(0.2 * x + 0.5, 0.0, 1.0); }},
+      {"exponential", [](double x) { return std::exp(x); }}};
+  const std::vector<double> xs = {-30, -3, -1, -0.5, -1e-3, 0, 1e-3, 0.5, 1, 3, 30};
+  for (const auto& [name, f] : formulas) {
+    SCOPED_TRACE(name);
+    std::vector<double> got =
+        Activation(name)(Tensor::from_vector(xs, {1, 11})).to_vector<double>();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double want = f(xs[i]);
+      EXPECT_NEAR(got[i], want, 1e-14 * std::max(1.0, std::fabs(want))) << "at " << xs[i];
+    }
+    activations::Activation fn = activations::get(name);
+    EXPECT_TRUE(testing::gradient_check([&](const std::vector<Tensor>& in) { return fn(in[0]); },
+                                        {testing::uniform({4, 5}, 11, -3.5, 3.5)}));
+    EXPECT_EQ(fn(ones({2}, kFloat32)).dtype(), kFloat32);
+  }
+  // d/dx at 0 as TensorFlow's kernels give it: elu 1, selu its scale, softplus 1/2.
+  for (const auto& [name, slope] :
+       std::vector<std::pair<std::string, double>>{
+           {"elu", 1}, {"selu", scale}, {"softplus", 0.5}}) {
+    Tensor zero = zeros({1}, kFloat64);
+    GradientTape tape;
+    tape.watch(zero);
+    Tensor y = activations::get(name)(zero);
+    EXPECT_DOUBLE_EQ(tape.gradient(y, zero).item<double>(), slope) << name;
+  }
+
+  Tensor x = stateless_random_normal({16, 5, 3}, {4, 2});
+  Tensor y = cast(greater(sum(x, {1, 2}), 0), kInt64);
+  Sequential model({LSTM(6, {.recurrent_activation = "hard_sigmoid"}), Dense(2)});
+  model.compile(optim::Adam(0.05), losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                std::vector<std::string>{});
+  train::History h = model.fit(data::Dataset::from_tensor_slices({x, y}).batch(8),
+                               {.epochs = 10, .verbose = 0});
+  EXPECT_LT(h.history["loss"].back(), 0.5 * h.history["loss"].front());
 }
 
 TEST(ActivationErrors, UnknownNameOrDtypeNamesTheLayer) {
