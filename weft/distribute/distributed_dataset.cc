@@ -68,6 +68,22 @@ std::optional<data::Dataset> shard_by_file(const StrategyImpl& strategy,
   return mine;
 }
 
+// Replicas [first, first + count)'s slices of a global batch of `global_rows` rows, cut from
+// `rows`, which holds the global batch's rows from `offset` on.
+DistributedElement cut_rows(const data::Element& rows, int64_t global_rows, int64_t offset,
+                            int replicas, int first, int count, int64_t step) {
+  std::vector<data::Element> parts;
+  std::vector<BatchSlice> slices;
+  for (int r = first; r < first + count; ++r) {
+    auto [lo, hi] = row_range(global_rows, replicas, r);
+    data::Element part;
+    for (const Tensor& t : rows) part.push_back(slice(t, {Slice{lo - offset, hi - offset}}));
+    parts.push_back(std::move(part));
+    slices.push_back({step, lo, hi - lo, global_rows});
+  }
+  return DistributedElement(std::move(parts), std::move(slices));
+}
+
 }  // namespace
 
 DistributedElement split_batch(const data::Element& batch, int replicas, int64_t step, int first,
@@ -99,16 +115,7 @@ DistributedElement split_batch(const data::Element& batch, int replicas, int64_t
         << "distributed dataset: components of one batch have " << rows << " and "
         << (t.rank() >= 1 ? t.dim(0) : 0) << " rows; every component is cut by rows";
   }
-  std::vector<data::Element> parts;
-  std::vector<BatchSlice> slices;
-  for (int r = first; r < first + count; ++r) {
-    auto [lo, hi] = row_range(rows, replicas, r);
-    data::Element part;
-    for (const Tensor& t : batch) part.push_back(slice(t, {Slice{lo, hi}}));
-    parts.push_back(std::move(part));
-    slices.push_back({step, lo, hi - lo, rows});
-  }
-  return DistributedElement(std::move(parts), std::move(slices));
+  return cut_rows(batch, rows, 0, replicas, first, count, step);
 }
 
 DistributedElement Strategy::split(const data::Element& batch, int64_t step,
@@ -207,8 +214,7 @@ std::optional<DistributedElement> DistributedDataset::Iterator::read() {
       return out;
     case Elements::kOwnRows:
       if (std::optional<data::Element> rows = it_.next()) {
-        const int64_t global_rows = rows->back().item<int64_t>();
-        rows->pop_back();
+        const int64_t global_rows = take_global_rows(*rows);
         out = split_own_rows(*impl_, *rows, global_rows, step_++);
       }
       return out;
@@ -301,21 +307,18 @@ WorkerInput worker_input(const StrategyImpl& strategy, const data::Dataset& data
   return {dataset, DistributedDataset::Elements::kGlobalBatches};
 }
 
+int64_t take_global_rows(data::Element& own_rows) {
+  const int64_t global_rows = own_rows.back().item<int64_t>();
+  own_rows.pop_back();
+  return global_rows;
+}
+
 DistributedElement split_own_rows(const StrategyImpl& strategy, const data::Element& rows,
                                   int64_t global_rows, int64_t step) {
   const int replicas = strategy.num_replicas_in_sync(), local = strategy.num_local_replicas();
   const int first = strategy.first_local_replica();
   const int64_t offset = worker_rows(global_rows, replicas, first, local).first;
-  std::vector<data::Element> parts;
-  std::vector<BatchSlice> slices;
-  for (int r = first; r < first + local; ++r) {
-    auto [lo, hi] = row_range(global_rows, replicas, r);
-    data::Element part;
-    for (const Tensor& t : rows) part.push_back(slice(t, {Slice{lo - offset, hi - offset}}));
-    parts.push_back(std::move(part));
-    slices.push_back({step, lo, hi - lo, global_rows});
-  }
-  return DistributedElement(std::move(parts), std::move(slices));
+  return cut_rows(rows, global_rows, offset, replicas, first, local, step);
 }
 
 std::optional<DistributedElement> split_worker_batch(const StrategyImpl& strategy,

@@ -233,7 +233,6 @@ class DistributedDataset {
   std::default_sentinel_t end() const { return {}; }
   // The pipeline read here (in a cluster, as worker_input rewrote it for this worker).
   const data::Dataset& dataset() const { return dataset_; }
-  Elements elements() const { return elements_; }
 
  private:
   friend class Strategy;
@@ -272,9 +271,10 @@ struct WorkerInput {
   DistributedDataset::Elements elements = DistributedDataset::Elements::kGlobalBatches;
 };
 WorkerInput worker_input(const StrategyImpl& strategy, const data::Dataset& dataset);
-// kOwnRows: this worker's rows of a global batch of `global_rows` rows (an element of
-// map_only_own_rows without its last component), cut among its replicas as split_batch cuts the
-// whole batch.
+// kOwnRows: an element of map_only_own_rows is this worker's rows, then the global batch's row
+// count, which take_global_rows removes and returns; split_own_rows cuts the rows among this
+// worker's replicas as split_batch cuts the whole batch.
+int64_t take_global_rows(data::Element& own_rows);
 DistributedElement split_own_rows(const StrategyImpl& strategy, const data::Element& rows,
                                   int64_t global_rows, int64_t step);
 // One step of a dataset divided by file: `batch` is this worker's (nullopt once its files are

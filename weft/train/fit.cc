@@ -195,8 +195,7 @@ try {
       const int64_t global_step = steps ? epoch * *steps + step : unsized_steps;
       int64_t global_rows = 0;  // own rows: the global batch's
       if (batch && input.elements == Elements::kOwnRows) {
-        global_rows = batch->back().item<int64_t>();
-        batch->pop_back();
+        global_rows = distribute::take_global_rows(*batch);
       }
       if (batch && !options.class_weight.empty()) {
         batch = with_class_weights(m, std::move(*batch), options.class_weight);
