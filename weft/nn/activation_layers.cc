@@ -19,6 +19,7 @@ class PReLUImpl : public LayerImpl {
       : LayerImpl("PReLU", o.name, o.dtype),
         o_(std::move(o)),
         init_(internal::initializer_for(*this, "alpha_initializer", o_.alpha_initializer)) {}
+  bool supports_masking() const override { return true; }
   void build(const Shape& input_shape) override {
     Shape shape(input_shape.begin() + 1, input_shape.end());
     for (int64_t axis : o_.shared_axes) {
@@ -50,7 +51,7 @@ LeakyReLU::LeakyReLU(double alpha, LayerOptions o)
     : Layer(std::make_shared<internal::FunctionLayerImpl>(
           "LeakyReLU", o.name, o.dtype, nullptr,
           [alpha](const Tensor& x) { return where(positive(x), x, mul(x, alpha)); },
-          [alpha](ConfigDict& c) { c.set("alpha", alpha); })) {}
+          [alpha](ConfigDict& c) { c.set("alpha", alpha); }, /*masking=*/true)) {}
 LeakyReLU LeakyReLU::from_config(const ConfigDict& c) {
   return internal::configured(LeakyReLU(c.get_double("alpha", 0.3)), c);
 }
@@ -59,7 +60,7 @@ ELU::ELU(double alpha, LayerOptions o)
     : Layer(std::make_shared<internal::FunctionLayerImpl>(
           "ELU", o.name, o.dtype, nullptr,
           [alpha](const Tensor& x) { return where(positive(x), x, mul(expm1(x), alpha)); },
-          [alpha](ConfigDict& c) { c.set("alpha", alpha); })) {}
+          [alpha](ConfigDict& c) { c.set("alpha", alpha); }, /*masking=*/true)) {}
 ELU ELU::from_config(const ConfigDict& c) {
   return internal::configured(ELU(c.get_double("alpha", 1.0)), c);
 }
@@ -76,7 +77,8 @@ ReLU::ReLU(ReLUOptions o)
           [o](ConfigDict& c) {
             c.set("max_value", o.max_value).set("negative_slope", o.negative_slope);
             c.set("threshold", o.threshold);
-          })) {
+          },
+          /*masking=*/true)) {
   WEFT_CHECK(!o.max_value || *o.max_value >= 0, InvalidArgument)
       << layer_label(impl()) << ": max_value must be non-negative, got " << *o.max_value;
   WEFT_CHECK(o.negative_slope >= 0, InvalidArgument)
@@ -93,8 +95,14 @@ ReLU ReLU::from_config(const ConfigDict& c) {
 Softmax::Softmax(int64_t axis, LayerOptions o)
     : Layer(std::make_shared<internal::FunctionLayerImpl>(
           "Softmax", o.name, o.dtype, nullptr,
-          [axis](const Tensor& x) { return softmax(x, static_cast<int>(axis)); },
-          [axis](ConfigDict& c) { c.set("axis", axis); })) {}
+          [axis](const Tensor& x) {
+            // A mask of the input's shape (scores over steps) hides the masked entries, as
+            // Keras's Softmax(inputs, mask); a (batch, steps) one of wider inputs is passed on.
+            Tensor mask = keras_mask(x);
+            bool hides = mask.defined() && mask.shape() == x.shape();
+            return softmax(hides ? internal::mask_scores(x, mask) : x, static_cast<int>(axis));
+          },
+          [axis](ConfigDict& c) { c.set("axis", axis); }, /*masking=*/true)) {}
 Softmax Softmax::from_config(const ConfigDict& c) {
   return internal::configured(Softmax(c.get_int("axis", -1)), c);
 }

@@ -18,6 +18,7 @@ namespace weft::nn {
 namespace {
 
 using internal::layer_label;
+using internal::mask_scores;
 
 // The arguments of a call that are not tensors. invoke passes tensors and `training` only, so
 // MultiHeadAttention::call and Attention::call set them on this thread for the length of theirs.
@@ -63,13 +64,6 @@ Tensor causal_mask(int64_t t, int64_t s) {
 
 Tensor both(const Tensor& mask, const Tensor& other) {
   return mask.defined() ? logical_and(mask, other) : other;
-}
-
-// Keras's masked scores: (1 - mask) times a large negative added (float16's lowest in float16),
-// not -inf, so a fully masked row comes out uniform rather than NaN.
-Tensor mask_scores(const Tensor& scores, const Tensor& mask) {
-  const double large = scores.dtype() == kFloat16 ? -65504.0 : -1e9;
-  return add(scores, mul(sub(1.0, cast(mask, scores.dtype())), large));
 }
 
 // What the two layers share: the input checks, a dropout rate and its keyed masks.

@@ -213,13 +213,18 @@ std::vector<Tensor> LayerImpl::invoke(const std::vector<Tensor>& xs, bool traini
     }
     ys = call_multi(cast_xs, training);
   }
-  if (supports_masking()) {
-    Tensor mask = keras_mask(xs[0]);
-    for (Tensor& y : ys) {
-      if (mask.defined() && y.defined() && !keras_mask(y).defined()) with_keras_mask(y, mask);
+  std::vector<Tensor> masks = compute_mask(xs);
+  for (size_t i = 0; i < std::min(masks.size(), ys.size()); ++i) {
+    if (masks[i].defined() && ys[i].defined() && !keras_mask(ys[i]).defined()) {
+      with_keras_mask(ys[i], masks[i]);
     }
   }
   return ys;
+}
+
+std::vector<Tensor> LayerImpl::compute_mask(const std::vector<Tensor>& xs) const {
+  if (!supports_masking() || xs.empty()) return {};
+  return {keras_mask(xs[0])};
 }
 
 Tensor keras_mask(const Tensor& x) {

@@ -96,9 +96,14 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // How many of the inputs are checked against the built shapes; the rest (a recurrent layer's
   // optional initial states) the layer checks itself, and their count may vary.
   virtual size_t checked_inputs() const { return SIZE_MAX; }
-  // Keras's supports_masking: the layer passes its first input's mask on to outputs that have
-  // none of their own (keras_mask below).
+  // Keras's supports_masking: the layer passes its first input's mask on (keras_mask below);
+  // a layer that does not drops it.
   virtual bool supports_masking() const { return false; }
+  // Keras's compute_mask: the masks of the first outputs of a call on `xs` (the inputs' masks are
+  // keras_mask(xs[i])); undefined or missing ones leave an output without. invoke() attaches
+  // each to its output unless call() attached one itself. By default, the first input's mask for
+  // the first output if the layer supports_masking, else none.
+  virtual std::vector<Tensor> compute_mask(const std::vector<Tensor>& xs) const;
   // Whether a training call makes collective calls across replicas (SyncBatchNormalization),
   // here or in a sublayer: then every replica must call it, the same number of times, each step.
   virtual bool synchronizes_replicas() const;

@@ -1,6 +1,9 @@
 #include "weft/nn/merging.h"
 
+#include <algorithm>
+
 #include "weft/nn/internal/layer_util.h"
+#include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/linalg.h"
 #include "weft/ops/nn.h"
@@ -17,6 +20,16 @@ class MergeImpl : public LayerImpl {
     WEFT_CHECK(shapes.size() >= 2, InvalidArgument)
         << class_name() << " \"" << name() << "\" merges at least 2 inputs, got " << shapes.size();
   }
+  // Keras's _Merge.compute_mask: a step is kept where every input that has a mask keeps it
+  // (none when no input has one).
+  std::vector<Tensor> compute_mask(const std::vector<Tensor>& xs) const override {
+    Tensor mask;
+    for (const Tensor& x : xs) {
+      Tensor m = keras_mask(x);
+      if (m.defined()) mask = mask.defined() ? logical_and(mask, m) : m;
+    }
+    return {mask};
+  }
 };
 
 class ConcatenateImpl : public MergeImpl {
@@ -25,6 +38,20 @@ class ConcatenateImpl : public MergeImpl {
       : MergeImpl("Concatenate", std::move(name)), axis_(axis) {}
   std::vector<Tensor> call_multi(const std::vector<Tensor>& xs, bool) override {
     return {concat(xs, axis_)};
+  }
+  // Keras's: each input's mask (all true for an input without) spread over its features and
+  // concatenated as the inputs are, then a step is kept where all its features are.
+  std::vector<Tensor> compute_mask(const std::vector<Tensor>& xs) const override {
+    if (std::none_of(xs.begin(), xs.end(), [](const Tensor& x) { return keras_mask(x).defined(); }))
+      return {};
+    std::vector<Tensor> masks;
+    for (const Tensor& x : xs) {
+      Tensor m = keras_mask(x);
+      if (!m.defined()) m = ones(x.shape(), kBool);
+      if (m.rank() < x.rank()) m = expand_dims(m, -1);
+      masks.push_back(broadcast_to(m, x.shape()));
+    }
+    return {all(concat(masks, axis_), {-1})};
   }
   ConfigDict get_config() const override { return LayerImpl::get_config().set("axis", axis_); }
 
@@ -69,6 +96,8 @@ class DotImpl : public MergeImpl {
  public:
   DotImpl(std::array<int64_t, 2> axes, bool normalize, std::string name)
       : MergeImpl("Dot", std::move(name)), axes_(axes), normalize_(normalize) {}
+  // Keras's Dot drops masks (its features axis is summed away).
+  std::vector<Tensor> compute_mask(const std::vector<Tensor>&) const override { return {}; }
   void build_multi(const std::vector<Shape>& shapes) override {
     WEFT_CHECK(shapes.size() == 2, InvalidArgument)
         << "Dot \"" << name() << "\" takes exactly 2 inputs, got " << shapes.size();

@@ -261,14 +261,19 @@ ElementParts split_element(const ModelImpl& m, const std::vector<Tensor>& e, boo
   return parts;
 }
 
-// Each example's loss: the compiled loss's per-example values, times their sample weights, as
-// one value per example (the mean over a sequence's steps), summed over the outputs.
+// Each example's loss: the compiled loss's per-example values, times their sample weights and
+// the output's mask (Keras's compile_utils.apply_mask: a masked step weighs 0), as one value per
+// example (the mean over a sequence's steps, masked ones included, as Keras's
+// SUM_OVER_BATCH_SIZE divides by every step), summed over the outputs.
 Tensor per_example_loss(const ModelImpl& m, const std::vector<Tensor>& outputs,
                         const std::vector<Tensor>& targets, const std::vector<Tensor>& weights) {
   Tensor total;
   for (size_t i = 0; i < outputs.size(); ++i) {
     Tensor l = m.loss->per_example(targets[i], outputs[i]);
     if (!weights.empty()) l = losses::apply_sample_weight(l, weights[i]);
+    if (Tensor mask = keras_mask(outputs[i]); mask.defined()) {
+      l = losses::apply_sample_weight(l, mask);
+    }
     if (l.rank() > 1) l = mean(reshape(l, {l.dim(0), -1}), {1});
     total = total.defined() ? add(total, l) : l;
   }
@@ -276,8 +281,8 @@ Tensor per_example_loss(const ModelImpl& m, const std::vector<Tensor>& outputs,
 }
 
 // The partial logs of some rows: the loss's sum and the number of examples (Keras reports the
-// loss weighted by examples: sum(l * w) / N), and each metric's partial (unweighted, as Keras's
-// compiled `metrics`).
+// loss weighted by examples: sum(l * w) / N), and each metric's partial (without the sample
+// weights, as Keras's compiled `metrics`, but weighted by the output's mask).
 PartialLogs partial_logs(const ModelImpl& m, const Tensor& per_example,
                          const std::vector<Tensor>& outputs, const std::vector<Tensor>& targets) {
   autodiff::NoRecordScope no_record;
@@ -285,7 +290,7 @@ PartialLogs partial_logs(const ModelImpl& m, const Tensor& per_example,
   logs["loss"] = {
       {sum(cast(per_example, kFloat64)).item<double>(), static_cast<double>(per_example.numel())}};
   for (const metrics::Metric& metric : m.compiled_metrics) {
-    logs[metric.name()] += metric.partial(targets[0], outputs[0]);
+    logs[metric.name()] += metric.partial(targets[0], outputs[0], keras_mask(outputs[0]));
   }
   return logs;
 }

@@ -45,6 +45,8 @@ class NormalizationBase : public LayerImpl {
         gamma_init_name_(gamma_init),
         beta_init_(internal::initializer_for(*this, "beta_initializer", beta_init)),
         gamma_init_(internal::initializer_for(*this, "gamma_initializer", gamma_init)) {}
+  // Keras passes masks through both normalizations (the statistics count masked steps too).
+  bool supports_masking() const override { return true; }
 
   // What both normalizations' configs hold.
   ConfigDict get_config() const override {

@@ -1,6 +1,8 @@
 #include "weft/nn/pooling.h"
 
 #include "weft/nn/internal/layer_util.h"
+#include "weft/ops/cast.h"
+#include "weft/ops/elementwise.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
 
@@ -85,12 +87,25 @@ class GlobalPoolingImpl : public LayerImpl {
   GlobalPoolingImpl(std::string class_name, bool max, bool one_d,
                     const GlobalPooling2DOptions& options)
       : LayerImpl(std::move(class_name), options.name, options.dtype), max_(max), one_d_(one_d) {}
+  // Steps (or height and width) may change from call to call, as Keras's InputSpec(ndim=...).
+  bool any_size(size_t axis) const override { return axis < (one_d_ ? 1u : 2u); }
   void build(const Shape& input_shape) override {
     if (one_d_) internal::check_rank(*this, input_shape, 3, "(batch, steps, channels)");
     if (!one_d_) internal::check_rank(*this, input_shape, 4, "(batch, height, width, channels)");
   }
   Tensor call(const Tensor& x, bool training) override {
     std::vector<int64_t> axes = one_d_ ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2};
+    Tensor mask = keras_mask(x);
+    if (one_d_ && !max_ && mask.defined()) {
+      // Keras's masked mean over the steps kept: sum(x * mask) / sum(mask) (NaN for a sequence
+      // with every step masked, as Keras's).
+      WEFT_CHECK(mask.shape() == Shape({x.dim(0), x.dim(1)}), InvalidArgument)
+          << internal::layer_label(*this) << ": the input's mask has shape "
+          << shape_str(mask.shape()) << "; expected (batch, steps) = (" << x.dim(0) << ", "
+          << x.dim(1) << ")";
+      Tensor m = expand_dims(cast(mask, x.dtype()), -1);
+      return div(sum(mul(x, m), axes), sum(m, axes));
+    }
     return max_ ? max(x, axes) : mean(x, axes);
   }
 

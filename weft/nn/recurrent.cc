@@ -312,6 +312,12 @@ class BidirectionalImpl : public LayerImpl {
     wrapped_config_ = rnn->get_config();
   }
   bool supports_masking() const override { return forward_->options().return_sequences; }
+  // The sequences carry the input's mask (both of them when not merged); the states none.
+  std::vector<Tensor> compute_mask(const std::vector<Tensor>& xs) const override {
+    std::vector<Tensor> masks = LayerImpl::compute_mask(xs);
+    if (merge_mode_ == "none" && !masks.empty()) masks.push_back(masks[0]);
+    return masks;
+  }
   bool any_size(size_t axis) const override { return axis == 0; }
   std::vector<std::shared_ptr<LayerImpl>> sublayers() const override {
     return {forward_, backward_};

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "weft/ops/cast.h"
+#include "weft/ops/elementwise.h"
 #include "weft/ops/random.h"
 
 namespace weft::nn::internal {
@@ -47,6 +49,11 @@ std::string op_padding(const LayerImpl& layer, const std::string& padding) {
   WEFT_CHECK(upper == "VALID" || upper == "SAME", InvalidArgument)
       << layer_label(layer) << ": padding must be \"valid\" or \"same\", got \"" << padding << "\"";
   return upper;
+}
+
+Tensor mask_scores(const Tensor& scores, const Tensor& mask) {
+  const double large = scores.dtype() == kFloat16 ? -65504.0 : -1e9;
+  return add(scores, mul(sub(1.0, cast(mask, scores.dtype())), large));
 }
 
 void check_rank(const LayerImpl& layer, const Shape& shape, size_t rank, const char* layout) {

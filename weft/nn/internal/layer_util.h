@@ -48,21 +48,24 @@ Tensor keyed_uniform(Seed base, std::atomic<uint64_t>& calls, const Shape& shape
                      int64_t example_size, uint64_t streams = 1, uint64_t stream = 0);
 
 // A layer without weights that is a function of its input: `check` (optional) validates the
-// input shape at build, `fn` computes, `config` adds the layer's options to its config.
+// input shape at build, `fn` computes, `config` adds the layer's options to its config;
+// `masking`: whether it passes its input's mask on (supports_masking).
 class FunctionLayerImpl : public LayerImpl {
  public:
   using Check = std::function<void(const LayerImpl&, const Shape&)>;
   using Fn = std::function<Tensor(const Tensor&)>;
   using Config = std::function<void(ConfigDict&)>;
   FunctionLayerImpl(std::string class_name, const std::string& name, const std::string& dtype,
-                    Check check, Fn fn, Config config)
+                    Check check, Fn fn, Config config, bool masking = false)
       : LayerImpl(std::move(class_name), name, dtype),
         check_(std::move(check)),
         fn_(std::move(fn)),
-        config_(std::move(config)) {}
+        config_(std::move(config)),
+        masking_(masking) {}
   void build(const Shape& input_shape) override {
     if (check_) check_(*this, input_shape);
   }
+  bool supports_masking() const override { return masking_; }
   Tensor call(const Tensor& x, bool training) override { return fn_(x); }
   ConfigDict get_config() const override {
     ConfigDict c = LayerImpl::get_config();
@@ -74,7 +77,12 @@ class FunctionLayerImpl : public LayerImpl {
   Check check_;
   Fn fn_;
   Config config_;
+  bool masking_;
 };
+
+// Keras's masked scores before a softmax: (1 - mask) times a large negative added (float16's
+// lowest in float16), not -inf, so a fully masked row comes out uniform rather than NaN.
+Tensor mask_scores(const Tensor& scores, const Tensor& mask);
 
 // Throws InvalidArgument naming the layer unless `shape` (batch included) has rank `rank`.
 void check_rank(const LayerImpl& layer, const Shape& shape, size_t rank, const char* layout);
