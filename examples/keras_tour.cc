@@ -88,5 +88,20 @@ int main() {
                  .class_weight = {{0, 1.0}, {1, 2.0}}});
   std::printf("trained: accuracy above 0.9: %s\n",
               h.history["accuracy"].back() > 0.9 ? "yes" : "no");
+
+  // Regularizers add to the loss fit minimises and reports; constraints project after each step.
+  nn::Dense hidden(16, "relu",
+                   {.kernel_regularizer = nn::regularizers::l2(1e-3),
+                    .kernel_constraint = nn::constraints::max_norm(0.5)});
+  nn::Sequential decayed({hidden, nn::Dense(2, "", {.bias_regularizer = "l1"})});
+  decayed.compile(weft::optim::SGD(0.5),
+                  nn::losses::SparseCategoricalCrossentropy({.from_logits = true}));
+  decayed.fit(data::Dataset::from_tensor_slices({x, y}).batch(32), {.epochs = 2, .verbose = 0});
+  double penalty = 0;
+  for (const weft::Tensor& loss : decayed.losses()) penalty += loss.item<double>();
+  weft::Tensor norms = weft::sqrt(weft::sum(weft::square(hidden.variables()[0]), {0}));
+  std::printf("regularized: penalty above 0: %s, kernel norms at most 0.5: %s\n",
+              penalty > 0 ? "yes" : "no",
+              weft::max(norms).item<double>() <= 0.5 + 1e-6 ? "yes" : "no");
   return 0;
 }

@@ -25,6 +25,7 @@ struct Variable::State {
   std::string name;
   bool trainable;
   VariableAggregation aggregation;
+  VariableConstraint constraint;
   Tensor value;
 };
 
@@ -36,6 +37,7 @@ Variable Variable::create(const VariableArgs& args) {
   v.state_->name = args.name;
   v.state_->trainable = args.trainable;
   v.state_->aggregation = args.aggregation;
+  v.state_->constraint = args.constraint;
   v.state_->value = Tensor::empty(args.initial_value.shape(), args.initial_value.dtype());
   assign_into(v.state_->value, args.initial_value);
   v.state_->value.impl()->trainable_variable = args.trainable;
@@ -51,7 +53,7 @@ Variable Variable::of(const Tensor& value) {
 
 Variable::Variable(const Tensor& initial_value, std::string name, bool trainable,
                    VariableAggregation aggregation)
-    : Variable(VariableArgs{initial_value, std::move(name), trainable, aggregation}) {}
+    : Variable(VariableArgs{initial_value, std::move(name), trainable, aggregation, {}}) {}
 
 Variable::Variable(const VariableArgs& args) {
   if (creators == nullptr || creators->empty()) {
@@ -98,6 +100,11 @@ bool Variable::trainable() const {
 VariableAggregation Variable::aggregation() const {
   value();
   return state_->aggregation;
+}
+
+const VariableConstraint& Variable::constraint() const {
+  value();
+  return state_->constraint;
 }
 
 bool Variable::records_change(const Tensor& change) const {

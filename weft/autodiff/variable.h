@@ -24,12 +24,17 @@ enum class VariableAggregation { NONE, SUM, MEAN, ONLY_FIRST_REPLICA };
 
 class Variable;
 
+// tf.Variable's constraint: a projection an optimizer applies to the variable after each update
+// (Keras's kernel_constraint; weft/nn/regularizers.h).
+using VariableConstraint = std::function<Tensor(const Tensor& value)>;
+
 // What a variable is made from, as a creator sees it.
 struct VariableArgs {
   Tensor initial_value;
   std::string name = "Variable";
   bool trainable = true;
   VariableAggregation aggregation = VariableAggregation::NONE;
+  VariableConstraint constraint{};
 };
 // A creator makes the variable, usually by calling `next` (the creators below it) with the
 // same or changed arguments.
@@ -54,6 +59,8 @@ class Variable {
   const std::string& name() const;
   bool trainable() const;
   VariableAggregation aggregation() const;
+  // Empty without one.
+  const VariableConstraint& constraint() const;
   DType dtype() const { return value().dtype(); }
   const Shape& shape() const { return value().shape(); }
 

@@ -21,6 +21,8 @@ struct Spec {
   std::string activation{};
   bool use_bias = true;
   std::string kernel_init{}, pointwise_init{}, bias_init{};
+  Regularizer kernel_reg{}, pointwise_reg{}, bias_reg{}, activity_reg{};
+  Constraint kernel_con{}, pointwise_con{}, bias_con{};
 };
 
 const char* class_of(Kind k) {
@@ -53,6 +55,7 @@ class ConvImpl : public LayerImpl {
                 ? internal::initializer_for(*this, "pointwise_initializer", s_.pointwise_init)
                 : Initializer()),
         bias_init_(internal::initializer_for(*this, "bias_initializer", s_.bias_init)) {
+    set_activity_regularizer(s_.activity_reg);
     const Size2& k = s_.kernel;
     const Size2& st = s_.strides;
     const Size2& d = s_.dilation;
@@ -95,27 +98,35 @@ class ConvImpl : public LayerImpl {
             << " is smaller than the kernel (dilated: " << reach << ") with \"valid\" padding";
       }
     }
+    auto weight = [&](const char* name, const Shape& shape, const Initializer& init,
+                      const Regularizer& r, const Constraint& k) {
+      return add_weight(name, shape, init, true, {}, VariableAggregation::NONE, r, k);
+    };
+    auto kernel = [&](const char* name, const Shape& shape) {
+      return weight(name, shape, kernel_init_, s_.kernel_reg, s_.kernel_con);
+    };
     switch (s_.kind) {
       case Kind::kConv1D:
-        kernel_ = add_weight("kernel", {kw, c / s_.groups, s_.filters}, kernel_init_);
+        kernel_ = kernel("kernel", {kw, c / s_.groups, s_.filters});
         break;
       case Kind::kConv2D:
-        kernel_ = add_weight("kernel", {kh, kw, c / s_.groups, s_.filters}, kernel_init_);
+        kernel_ = kernel("kernel", {kh, kw, c / s_.groups, s_.filters});
         break;
       case Kind::kTranspose:
-        kernel_ = add_weight("kernel", {kh, kw, s_.filters, c}, kernel_init_);
+        kernel_ = kernel("kernel", {kh, kw, s_.filters, c});
         break;
       case Kind::kDepthwise:
-        kernel_ = add_weight("depthwise_kernel", {kh, kw, c, m}, kernel_init_);
+        kernel_ = kernel("depthwise_kernel", {kh, kw, c, m});
         out_channels_ = c * m;
         break;
       case Kind::kSeparable:
-        kernel_ = add_weight("depthwise_kernel", {kh, kw, c, m}, kernel_init_);
-        pointwise_ = add_weight("pointwise_kernel", {1, 1, c * m, s_.filters}, pointwise_init_);
+        kernel_ = kernel("depthwise_kernel", {kh, kw, c, m});
+        pointwise_ = weight("pointwise_kernel", {1, 1, c * m, s_.filters}, pointwise_init_,
+                            s_.pointwise_reg, s_.pointwise_con);
         break;
     }
     if (s_.kind != Kind::kDepthwise) out_channels_ = s_.filters;
-    if (s_.use_bias) bias_ = add_weight("bias", {out_channels_}, bias_init_);
+    if (s_.use_bias) bias_ = weight("bias", {out_channels_}, bias_init_, s_.bias_reg, s_.bias_con);
   }
 
   Tensor call(const Tensor& x_in, bool training) override {
@@ -165,13 +176,22 @@ class ConvImpl : public LayerImpl {
     c.set(kernel_argument(), s_.kernel_init);
     if (s_.kind == Kind::kSeparable) c.set("pointwise_initializer", s_.pointwise_init);
     c.set("bias_initializer", s_.bias_init);
+    const std::string kernel = depthwise() ? "depthwise" : "kernel";
+    internal::set_config_fn(c, kernel + "_regularizer", s_.kernel_reg);
+    internal::set_config_fn(c, kernel + "_constraint", s_.kernel_con);
+    if (s_.kind == Kind::kSeparable) {
+      internal::set_config_fn(c, "pointwise_regularizer", s_.pointwise_reg);
+      internal::set_config_fn(c, "pointwise_constraint", s_.pointwise_con);
+    }
+    internal::set_config_fn(c, "bias_regularizer", s_.bias_reg);
+    internal::set_config_fn(c, "bias_constraint", s_.bias_con);
     return c;
   }
 
  private:
+  bool depthwise() const { return s_.kind == Kind::kDepthwise || s_.kind == Kind::kSeparable; }
   const char* kernel_argument() const {
-    return s_.kind == Kind::kDepthwise || s_.kind == Kind::kSeparable ? "depthwise_initializer"
-                                                                      : "kernel_initializer";
+    return depthwise() ? "depthwise_initializer" : "kernel_initializer";
   }
 
   Spec s_;
@@ -194,7 +214,12 @@ Spec spec_2d(Kind kind, int64_t filters, Size2 kernel, const Conv2DOptions& o) {
           .activation = o.activation,
           .use_bias = o.use_bias,
           .kernel_init = o.kernel_initializer,
-          .bias_init = o.bias_initializer};
+          .bias_init = o.bias_initializer,
+          .kernel_reg = o.kernel_regularizer,
+          .bias_reg = o.bias_regularizer,
+          .activity_reg = o.activity_regularizer,
+          .kernel_con = o.kernel_constraint,
+          .bias_con = o.bias_constraint};
 }
 
 Spec spec_depthwise(Kind kind, int64_t filters, Size2 kernel, const DepthwiseConv2DOptions& o) {
@@ -209,7 +234,14 @@ Spec spec_depthwise(Kind kind, int64_t filters, Size2 kernel, const DepthwiseCon
           .use_bias = o.use_bias,
           .kernel_init = o.depthwise_initializer,
           .pointwise_init = o.pointwise_initializer,
-          .bias_init = o.bias_initializer};
+          .bias_init = o.bias_initializer,
+          .kernel_reg = o.depthwise_regularizer,
+          .pointwise_reg = o.pointwise_regularizer,
+          .bias_reg = o.bias_regularizer,
+          .activity_reg = o.activity_regularizer,
+          .kernel_con = o.depthwise_constraint,
+          .pointwise_con = o.pointwise_constraint,
+          .bias_con = o.bias_constraint};
 }
 
 Conv2DOptions conv2d_options(const ConfigDict& c) {
@@ -222,6 +254,10 @@ Conv2DOptions conv2d_options(const ConfigDict& c) {
   o.use_bias = c.get_bool("use_bias", true);
   o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
   o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
+  o.kernel_regularizer = internal::config_regularizer(c, "kernel_regularizer");
+  o.bias_regularizer = internal::config_regularizer(c, "bias_regularizer");
+  o.kernel_constraint = internal::config_constraint(c, "kernel_constraint");
+  o.bias_constraint = internal::config_constraint(c, "bias_constraint");
   return o;
 }
 
@@ -236,6 +272,12 @@ DepthwiseConv2DOptions depthwise_options(const ConfigDict& c) {
   o.depthwise_initializer = c.get_string("depthwise_initializer", o.depthwise_initializer);
   o.pointwise_initializer = c.get_string("pointwise_initializer", o.pointwise_initializer);
   o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
+  o.depthwise_regularizer = internal::config_regularizer(c, "depthwise_regularizer");
+  o.pointwise_regularizer = internal::config_regularizer(c, "pointwise_regularizer");
+  o.bias_regularizer = internal::config_regularizer(c, "bias_regularizer");
+  o.depthwise_constraint = internal::config_constraint(c, "depthwise_constraint");
+  o.pointwise_constraint = internal::config_constraint(c, "pointwise_constraint");
+  o.bias_constraint = internal::config_constraint(c, "bias_constraint");
   return o;
 }
 
@@ -263,7 +305,12 @@ Conv1D::Conv1D(int64_t filters, int64_t kernel_size, Conv1DOptions o)
                                             .activation = o.activation,
                                             .use_bias = o.use_bias,
                                             .kernel_init = o.kernel_initializer,
-                                            .bias_init = o.bias_initializer},
+                                            .bias_init = o.bias_initializer,
+                                            .kernel_reg = o.kernel_regularizer,
+                                            .bias_reg = o.bias_regularizer,
+                                            .activity_reg = o.activity_regularizer,
+                                            .kernel_con = o.kernel_constraint,
+                                            .bias_con = o.bias_constraint},
                                        o.name, o.dtype)) {}
 
 Conv1D Conv1D::from_config(const ConfigDict& c) {
@@ -276,6 +323,10 @@ Conv1D Conv1D::from_config(const ConfigDict& c) {
   o.use_bias = c.get_bool("use_bias", true);
   o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
   o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
+  o.kernel_regularizer = internal::config_regularizer(c, "kernel_regularizer");
+  o.bias_regularizer = internal::config_regularizer(c, "bias_regularizer");
+  o.kernel_constraint = internal::config_constraint(c, "kernel_constraint");
+  o.bias_constraint = internal::config_constraint(c, "bias_constraint");
   return internal::configured(
       Conv1D(c.get_int("filters"), internal::config_size1(c, "kernel_size", 0), o), c);
 }

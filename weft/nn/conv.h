@@ -13,6 +13,7 @@
 #include <string>
 
 #include "weft/nn/layer.h"
+#include "weft/nn/regularizers.h"
 #include "weft/ops/conv.h"
 
 namespace weft::nn {
@@ -28,6 +29,11 @@ struct Conv2DOptions {
   bool use_bias = true;
   std::string kernel_initializer = "glorot_uniform";
   std::string bias_initializer = "zeros";
+  Regularizer kernel_regularizer{};  // weft/nn/regularizers.h
+  Regularizer bias_regularizer{};
+  Regularizer activity_regularizer{};
+  Constraint kernel_constraint{};
+  Constraint bias_constraint{};
   std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};
 };
@@ -49,6 +55,11 @@ struct Conv1DOptions {
   bool use_bias = true;
   std::string kernel_initializer = "glorot_uniform";
   std::string bias_initializer = "zeros";
+  Regularizer kernel_regularizer{};  // weft/nn/regularizers.h
+  Regularizer bias_regularizer{};
+  Regularizer activity_regularizer{};
+  Constraint kernel_constraint{};
+  Constraint bias_constraint{};
   std::string dtype{};
   std::string name{};
 };
@@ -79,6 +90,13 @@ struct DepthwiseConv2DOptions {
   std::string depthwise_initializer = "glorot_uniform";
   std::string pointwise_initializer = "glorot_uniform";  // SeparableConv2D's 1x1 kernel
   std::string bias_initializer = "zeros";
+  Regularizer depthwise_regularizer{};  // weft/nn/regularizers.h
+  Regularizer pointwise_regularizer{};  // SeparableConv2D's
+  Regularizer bias_regularizer{};
+  Regularizer activity_regularizer{};
+  Constraint depthwise_constraint{};
+  Constraint pointwise_constraint{};
+  Constraint bias_constraint{};
   std::string dtype{};
   std::string name{};
 };

@@ -213,21 +213,27 @@ class EmbeddingImpl : public LayerImpl {
         init_name_(options.embeddings_initializer),
         mask_zero_(options.mask_zero),
         init_(internal::initializer_for(*this, "embeddings_initializer",
-                                        options.embeddings_initializer)) {
+                                        options.embeddings_initializer)),
+        regularizer_(options.embeddings_regularizer),
+        constraint_(options.embeddings_constraint) {
     WEFT_CHECK(input_dim > 0 && output_dim > 0, InvalidArgument)
         << layer_label(*this) << ": input_dim and output_dim must be positive, got " << input_dim
         << " and " << output_dim;
+    set_activity_regularizer(options.activity_regularizer);
   }
 
   bool any_size(size_t) const override { return true; }  // ids of any shape
   ConfigDict get_config() const override {
     ConfigDict c = LayerImpl::get_config();
     c.set("input_dim", input_dim_).set("output_dim", output_dim_);
-    return c.set("embeddings_initializer", init_name_).set("mask_zero", mask_zero_);
+    c.set("embeddings_initializer", init_name_).set("mask_zero", mask_zero_);
+    internal::set_config_fn(c, "embeddings_regularizer", regularizer_);
+    return internal::set_config_fn(c, "embeddings_constraint", constraint_);
   }
 
   void build(const Shape& input_shape) override {
-    embeddings_ = add_weight("embeddings", {input_dim_, output_dim_}, init_);
+    embeddings_ = add_weight("embeddings", {input_dim_, output_dim_}, init_, true, {},
+                             VariableAggregation::NONE, regularizer_, constraint_);
   }
 
   Tensor call(const Tensor& x, bool training) override {
@@ -248,6 +254,8 @@ class EmbeddingImpl : public LayerImpl {
   std::string init_name_;
   bool mask_zero_;
   Initializer init_;
+  Regularizer regularizer_;
+  Constraint constraint_;
   Variable embeddings_;
 };
 
@@ -354,6 +362,8 @@ Embedding Embedding::from_config(const ConfigDict& c) {
   EmbeddingOptions o;
   o.embeddings_initializer = c.get_string("embeddings_initializer", o.embeddings_initializer);
   o.mask_zero = c.get_bool("mask_zero", false);
+  o.embeddings_regularizer = internal::config_regularizer(c, "embeddings_regularizer");
+  o.embeddings_constraint = internal::config_constraint(c, "embeddings_constraint");
   return internal::configured(Embedding(c.get_int("input_dim"), c.get_int("output_dim"), o), c);
 }
 

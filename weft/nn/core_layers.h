@@ -13,6 +13,7 @@
 #include <string>
 
 #include "weft/nn/layer.h"
+#include "weft/nn/regularizers.h"
 
 namespace weft::nn {
 
@@ -108,6 +109,9 @@ struct EmbeddingOptions {
   // Id 0 is padding: the output carries a mask of the ids that are not 0 (keras_mask), which
   // recurrent layers skip.
   bool mask_zero = false;
+  Regularizer embeddings_regularizer{};  // weft/nn/regularizers.h
+  Regularizer activity_regularizer{};
+  Constraint embeddings_constraint{};
   std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};
 };

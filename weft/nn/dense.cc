@@ -24,15 +24,21 @@ class DenseImpl : public LayerImpl {
         bias_init_(
             internal::initializer_for(*this, "bias_initializer", options_.bias_initializer)) {
     WEFT_CHECK(units > 0, InvalidArgument) << "Dense: units must be positive, got " << units;
+    set_activity_regularizer(options_.activity_regularizer);
   }
   void build(const Shape& input_shape) override {
     WEFT_CHECK(input_shape.size() >= 2, InvalidArgument)
         << "Dense \"" << name() << "\": expected an input of rank >= 2 (batch, features), got "
         << shape_str(input_shape);
     kernel_ = add_weight("kernel", {input_shape.back(), units_},
-                         initializers::get(options_.kernel_initializer));
-    if (options_.use_bias)
-      bias_ = add_weight("bias", {units_}, initializers::get(options_.bias_initializer));
+                         initializers::get(options_.kernel_initializer), true, {},
+                         VariableAggregation::NONE, options_.kernel_regularizer,
+                         options_.kernel_constraint);
+    if (options_.use_bias) {
+      bias_ = add_weight("bias", {units_}, initializers::get(options_.bias_initializer), true, {},
+                         VariableAggregation::NONE, options_.bias_regularizer,
+                         options_.bias_constraint);
+    }
   }
   Tensor call(const Tensor& x, bool training) override {
     Tensor y = matmul(x, cast_variable(kernel_));
@@ -45,6 +51,10 @@ class DenseImpl : public LayerImpl {
     c.set("units", units_).set("activation", activation_name_).set("use_bias", options_.use_bias);
     c.set("kernel_initializer", options_.kernel_initializer);
     c.set("bias_initializer", options_.bias_initializer);
+    internal::set_config_fn(c, "kernel_regularizer", options_.kernel_regularizer);
+    internal::set_config_fn(c, "bias_regularizer", options_.bias_regularizer);
+    internal::set_config_fn(c, "kernel_constraint", options_.kernel_constraint);
+    internal::set_config_fn(c, "bias_constraint", options_.bias_constraint);
     return c;
   }
 
@@ -67,6 +77,10 @@ Dense Dense::from_config(const ConfigDict& c) {
   o.use_bias = c.get_bool("use_bias", true);
   o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
   o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
+  o.kernel_regularizer = internal::config_regularizer(c, "kernel_regularizer");
+  o.bias_regularizer = internal::config_regularizer(c, "bias_regularizer");
+  o.kernel_constraint = internal::config_constraint(c, "kernel_constraint");
+  o.bias_constraint = internal::config_constraint(c, "bias_constraint");
   return internal::configured(Dense(c.get_int("units"), c.get_string("activation", ""), o), c);
 }
 

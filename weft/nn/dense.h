@@ -2,11 +2,13 @@
 //
 //   weft::nn::Dense hidden(700, "relu");
 //   weft::nn::Dense logits(10, "", {.kernel_initializer = "he_normal"});
+//   weft::nn::Dense decayed(10, "", {.kernel_regularizer = weft::nn::regularizers::l2(1e-4)});
 #pragma once
 
 #include <string>
 
 #include "weft/nn/layer.h"
+#include "weft/nn/regularizers.h"
 
 namespace weft::nn {
 
@@ -14,6 +16,11 @@ struct DenseOptions {
   bool use_bias = true;
   std::string kernel_initializer = "glorot_uniform";
   std::string bias_initializer = "zeros";
+  Regularizer kernel_regularizer{};  // weft/nn/regularizers.h; by name or object
+  Regularizer bias_regularizer{};
+  Regularizer activity_regularizer{};
+  Constraint kernel_constraint{};
+  Constraint bias_constraint{};
   std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};
 };

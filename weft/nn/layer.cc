@@ -8,6 +8,7 @@
 #include "weft/checkpoint/trackable.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
+#include "weft/ops/elementwise.h"
 #include "weft/ops/random.h"
 
 namespace weft::nn {
@@ -76,6 +77,9 @@ ConfigDict LayerImpl::get_config() const {
   } else {
     c.set("dtype", nullptr);
   }
+  if (activity_regularizer_.defined()) {
+    c.set("activity_regularizer", activity_regularizer_.serialize());
+  }
   return c;
 }
 
@@ -97,6 +101,9 @@ void LayerImpl::restore_base_config(const ConfigDict& config) {
         WEFT_FAIL(InvalidArgument) << class_name_ << " \"" << name_ << "\": dtype: " << e.message();
       }
     }
+  }
+  if (!config.is_null("activity_regularizer")) {
+    activity_regularizer_ = Regularizer::deserialize(config.get_dict("activity_regularizer"));
   }
 }
 
@@ -213,6 +220,20 @@ std::vector<Tensor> LayerImpl::invoke(const std::vector<Tensor>& xs, bool traini
     }
     ys = call_multi(cast_xs, training);
   }
+  if (activity_regularizer_.defined()) {
+    std::vector<Tensor> penalties;
+    for (const Tensor& y : ys) {
+      if (!y.defined() || !is_floating(y.dtype()) || y.rank() == 0 || y.dim(0) == 0) continue;
+      Tensor y32 = y.dtype() == kFloat64 ? y : cast(y, kFloat32);
+      penalties.push_back(div(activity_regularizer_(y32), static_cast<double>(y.dim(0))));
+    }
+    if (ActivityLossScope* scope = ActivityLossScope::current()) {
+      for (const Tensor& p : penalties) scope->add(p);
+    } else {
+      std::lock_guard lock(activity_mu_);
+      last_activity_losses_ = std::move(penalties);
+    }
+  }
   std::vector<Tensor> masks = compute_mask(xs);
   for (size_t i = 0; i < std::min(masks.size(), ys.size()); ++i) {
     if (masks[i].defined() && ys[i].defined() && !keras_mask(ys[i]).defined()) {
@@ -240,13 +261,49 @@ Tensor with_keras_mask(const Tensor& x, const Tensor& mask) {
 
 Variable LayerImpl::add_weight(const std::string& name, const Shape& shape, const Initializer& init,
                                bool trainable, std::optional<DType> dtype,
-                               VariableAggregation aggregation) {
-  Variable v(init(shape, dtype.value_or(dtype_policy().variable_dtype())), name_ + "/" + name,
-             trainable, aggregation);
+                               VariableAggregation aggregation, const Regularizer& regularizer,
+                               const Constraint& constraint) {
+  Variable v(VariableArgs{init(shape, dtype.value_or(dtype_policy().variable_dtype())),
+                          name_ + "/" + name, trainable, aggregation, constraint.function()});
   weights_.push_back(v);
   weight_trainable_.push_back(trainable);
+  if (regularizer.defined()) weight_regularizers_.emplace_back(v, regularizer);
   return v;
 }
+
+std::vector<Tensor> LayerImpl::weight_penalties() const {
+  std::vector<Tensor> out;
+  for (const auto& [v, regularizer] : weight_regularizers_) out.push_back(regularizer(v.value()));
+  for (const auto& sub : sublayers()) {
+    for (const Tensor& t : sub->weight_penalties()) out.push_back(t);
+  }
+  return out;
+}
+
+void LayerImpl::add_last_activity_losses(std::vector<Tensor>& out) const {
+  {
+    std::lock_guard lock(activity_mu_);
+    out.insert(out.end(), last_activity_losses_.begin(), last_activity_losses_.end());
+  }
+  for (const auto& sub : sublayers()) sub->add_last_activity_losses(out);
+}
+
+std::vector<Tensor> LayerImpl::losses() const {
+  std::vector<Tensor> out;
+  add_last_activity_losses(out);
+  for (const Tensor& t : weight_penalties()) out.push_back(t);
+  return out;
+}
+
+namespace {
+thread_local ActivityLossScope* current_activity_scope = nullptr;
+}  // namespace
+
+ActivityLossScope::ActivityLossScope() : previous_(current_activity_scope) {
+  current_activity_scope = this;
+}
+ActivityLossScope::~ActivityLossScope() { current_activity_scope = previous_; }
+ActivityLossScope* ActivityLossScope::current() { return current_activity_scope; }
 
 std::vector<Variable> LayerImpl::variables() const {
   std::vector<Variable> out = weights_;

@@ -21,6 +21,7 @@
 #include "weft/core/config_dict.h"
 #include "weft/core/tensor.h"
 #include "weft/nn/initializers.h"
+#include "weft/nn/regularizers.h"
 #include "weft/precision/policy.h"
 
 namespace weft::nn {
@@ -104,6 +105,19 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // each to its output unless call() attached one itself. By default, the first input's mask for
   // the first output if the layer supports_masking, else none.
   virtual std::vector<Tensor> compute_mask(const std::vector<Tensor>& xs) const;
+  // Keras's layer.losses: the penalties of the weights' regularizers (computed now, so a tape
+  // records them) and the activity-regularization losses of the layer's last call outside a
+  // training step, this layer's and its sublayers'.
+  std::vector<Tensor> losses() const;
+  // Only the weights' penalties (what fit adds to each step's loss, with the step's activity
+  // losses from an ActivityLossScope).
+  std::vector<Tensor> weight_penalties() const;
+  // Keras's activity_regularizer: a penalty on each output, activity_regularizer(y) / batch size,
+  // recorded at every call. Any layer takes one; its config then holds it.
+  void set_activity_regularizer(Regularizer regularizer) {
+    activity_regularizer_ = std::move(regularizer);
+  }
+  const Regularizer& activity_regularizer() const { return activity_regularizer_; }
   // Whether a training call makes collective calls across replicas (SyncBatchNormalization),
   // here or in a sublayer: then every replica must call it, the same number of times, each step.
   virtual bool synchronizes_replicas() const;
@@ -112,9 +126,11 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // A weight named "<layer name>/<name>", initialised now; dtype defaults to the policy's
   // variable dtype. `aggregation`: how replicas' assignments in one step combine (Keras's
   // add_weight; BatchNormalization's moving statistics are MEAN).
+  // `regularizer` adds its penalty to losses(); `constraint` becomes the variable's.
   Variable add_weight(const std::string& name, const Shape& shape, const Initializer& init,
                       bool trainable = true, std::optional<DType> dtype = {},
-                      VariableAggregation aggregation = VariableAggregation::NONE);
+                      VariableAggregation aggregation = VariableAggregation::NONE,
+                      const Regularizer& regularizer = {}, const Constraint& constraint = {});
   // A weight as call() uses it: cast to the policy's compute dtype (recorded, so gradients reach
   // the float32 variable), or as it is without a policy.
   Tensor cast_variable(const Variable& v) const;
@@ -124,6 +140,9 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   std::vector<Shape> built_shapes_;
 
  private:
+  // The activity losses of this layer's and its sublayers' last calls outside a training step.
+  void add_last_activity_losses(std::vector<Tensor>& out) const;
+
   std::string class_name_;
   std::string name_;
   bool default_name_;
@@ -134,6 +153,28 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   std::optional<mixed_precision::Policy> policy_;
   std::vector<Variable> weights_;
   std::vector<bool> weight_trainable_;
+  std::vector<std::pair<Variable, Regularizer>> weight_regularizers_;
+  Regularizer activity_regularizer_;
+  mutable std::mutex activity_mu_;
+  std::vector<Tensor> last_activity_losses_;
+};
+
+// While one lives on a thread, the activity-regularization losses of the layer calls made there
+// are gathered in it (a training step's forward pass, per replica) instead of being kept by each
+// layer for losses().
+class ActivityLossScope {
+ public:
+  ActivityLossScope();
+  ~ActivityLossScope();
+  ActivityLossScope(const ActivityLossScope&) = delete;
+  ActivityLossScope& operator=(const ActivityLossScope&) = delete;
+  const std::vector<Tensor>& losses() const { return losses_; }
+  static ActivityLossScope* current();
+  void add(const Tensor& loss) { losses_.push_back(loss); }
+
+ private:
+  ActivityLossScope* previous_;
+  std::vector<Tensor> losses_;
 };
 
 class Layer {

@@ -218,14 +218,15 @@ TEST(Masking, OtherLayersDropIt) {
     EXPECT_FALSE(keras_mask(layer(masked_features())).defined()) << name;
   }
   // A recurrent layer's states carry none; Bidirectional's two unmerged sequences both do.
-  std::vector<Tensor> with_states =
-      LSTM(2, {.return_sequences = true, .return_state = true})(std::vector<Tensor>{masked_features()});
+  std::vector<Tensor> with_states = LSTM(
+      2, {.return_sequences = true, .return_state = true})(std::vector<Tensor>{masked_features()});
   ASSERT_EQ(with_states.size(), 3u);
   EXPECT_TRUE(keras_mask(with_states[0]).defined());
   EXPECT_FALSE(keras_mask(with_states[1]).defined());
   EXPECT_FALSE(keras_mask(with_states[2]).defined());
-  std::vector<Tensor> unmerged = Bidirectional(LSTM(2, {.return_sequences = true}),
-                                               {.merge_mode = "none"})(std::vector<Tensor>{masked_features()});
+  std::vector<Tensor> unmerged =
+      Bidirectional(LSTM(2, {.return_sequences = true}),
+                    {.merge_mode = "none"})(std::vector<Tensor>{masked_features()});
   ASSERT_EQ(unmerged.size(), 2u);
   for (const Tensor& y : unmerged) {
     ASSERT_TRUE(keras_mask(y).defined());
@@ -257,8 +258,7 @@ TEST(Masking, MergingLayersCombineMasks) {
     EXPECT_EQ(keras_mask(y).to_vector<bool>(), both) << merge.name();
     Tensor half = merge(std::vector<Tensor>{a, plain})[0];
     EXPECT_EQ(keras_mask(half).to_vector<bool>(), step_mask().to_vector<bool>()) << merge.name();
-    EXPECT_FALSE(keras_mask(merge(std::vector<Tensor>{plain, plain})[0]).defined())
-        << merge.name();
+    EXPECT_FALSE(keras_mask(merge(std::vector<Tensor>{plain, plain})[0]).defined()) << merge.name();
   }
   // Along the steps, the steps' masks follow one another.
   Tensor steps = Concatenate(1)(std::vector<Tensor>{a, plain})[0];
@@ -292,8 +292,8 @@ TEST(Masking, GlobalAveragePooling1DAveragesTheStepsKept) {
   for (double v : as_doubles(GlobalAveragePooling1D()(none_kept))) EXPECT_TRUE(std::isnan(v));
 
   random::set_seed(2);
-  Sequential model({Embedding(kVocab, kDim, {.mask_zero = true}), GlobalAveragePooling1D(),
-                    Dense(2)});
+  Sequential model(
+      {Embedding(kVocab, kDim, {.mask_zero = true}), GlobalAveragePooling1D(), Dense(2)});
   Tensor short_ids = Tensor::from_vector(std::vector<int64_t>{3, 1, 4, 5, 2, 6}, {2, 3});
   Tensor padded = Tensor::from_vector(std::vector<int64_t>{3, 1, 4, 0, 0, 5, 2, 6, 0, 0}, {2, 5});
   std::vector<double> a = as_doubles(model(short_ids)), b = as_doubles(model(padded));

@@ -280,15 +280,32 @@ Tensor per_example_loss(const ModelImpl& m, const std::vector<Tensor>& outputs,
   return total;
 }
 
+// The regularization losses of a forward pass (Keras's model.losses): the weights' penalties and
+// the activity losses `activity` gathered, summed in a fixed order in the per-example losses'
+// dtype; undefined when the model has none.
+Tensor regularization_loss(const ModelImpl& m, const ActivityLossScope& activity, DType dtype) {
+  std::vector<Tensor> terms = m.weight_penalties();
+  for (const Tensor& t : activity.losses()) terms.push_back(t);
+  Tensor total;
+  for (const Tensor& t : terms) {
+    Tensor c = t.dtype() == dtype ? t : cast(t, dtype);
+    total = total.defined() ? add(total, c) : c;
+  }
+  return total;
+}
+
 // The partial logs of some rows: the loss's sum and the number of examples (Keras reports the
-// loss weighted by examples: sum(l * w) / N), and each metric's partial (without the sample
-// weights, as Keras's compiled `metrics`, but weighted by the output's mask).
-PartialLogs partial_logs(const ModelImpl& m, const Tensor& per_example,
+// loss weighted by examples: sum(l * w) / N, plus the regularization loss `penalty`, if defined,
+// which each row carries), and each metric's partial (without the sample weights, as Keras's
+// compiled `metrics`, but weighted by the output's mask).
+PartialLogs partial_logs(const ModelImpl& m, const Tensor& per_example, const Tensor& penalty,
                          const std::vector<Tensor>& outputs, const std::vector<Tensor>& targets) {
   autodiff::NoRecordScope no_record;
   PartialLogs logs;
-  logs["loss"] = {
-      {sum(cast(per_example, kFloat64)).item<double>(), static_cast<double>(per_example.numel())}};
+  const auto rows = static_cast<double>(per_example.numel());
+  double total = sum(cast(per_example, kFloat64)).item<double>();
+  if (penalty.defined()) total += cast(penalty, kFloat64).item<double>() * rows;
+  logs["loss"] = {{total, rows}};
   for (const metrics::Metric& metric : m.compiled_metrics) {
     logs[metric.name()] += metric.partial(targets[0], outputs[0], keras_mask(outputs[0]));
   }
@@ -386,9 +403,16 @@ PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
     std::vector<Tensor> part_targets = rows_of(targets, lo, hi);
     std::vector<Tensor> part_weights = rows_of(weights, lo, hi);
     GradientTape tape;
+    ActivityLossScope activity;
     std::vector<Tensor> outputs = m.invoke(rows_of(inputs, lo, hi), /*training=*/true);
     Tensor per_example = per_example_loss(m, outputs, part_targets, part_weights);
     Tensor loss = distribute::compute_average_loss(per_example, where.global_batch_size);
+    // The regularization loss counts once per global batch: each part adds its share by rows
+    // (Keras divides it among the replicas).
+    Tensor penalty = regularization_loss(m, activity, per_example.dtype());
+    if (penalty.defined()) {
+      loss = add(loss, mul(penalty, static_cast<double>(hi - lo) / where.global_batch_size));
+    }
     if (packs) {
       m.optimizer.compute_gradients(loss, vars, tape,
                                     [&](size_t i, const Tensor& g) { packs->ready(i, g); });
@@ -397,7 +421,7 @@ PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
       for (size_t i = 0; i < vars.size(); ++i) grads[i].push_back(gv[i].first);
     }
     updates.push_back(collector.updates());
-    for (const auto& [name, part] : partial_logs(m, per_example, outputs, part_targets)) {
+    for (const auto& [name, part] : partial_logs(m, per_example, penalty, outputs, part_targets)) {
       logs[name] += part;
     }
   }
@@ -443,8 +467,11 @@ PartialLogs Model::test_step(const std::vector<Tensor>& batch) {
   autodiff::NoRecordScope no_record;
   auto [inputs, targets, weights] = split_element(m, batch, true);
   if (inputs[0].dim(0) == 0) return {};
+  ActivityLossScope activity;
   std::vector<Tensor> outputs = m.invoke(inputs, /*training=*/false);
-  return partial_logs(m, per_example_loss(m, outputs, targets, weights), outputs, targets);
+  Tensor per_example = per_example_loss(m, outputs, targets, weights);
+  return partial_logs(m, per_example, regularization_loss(m, activity, per_example.dtype()),
+                      outputs, targets);
 }
 
 std::vector<Tensor> Model::predict_step(const std::vector<Tensor>& batch) {
@@ -504,7 +531,18 @@ void check_replicas_keep_the_bits(const ModelImpl& m) {
 
 }  // namespace
 
+void ModelImpl::build_on(const std::vector<Tensor>& element) {
+  if (built()) return;
+  WEFT_CHECK(element.size() >= num_inputs(), InvalidArgument)
+      << "Model \"" << name() << "\": a dataset element has " << element.size()
+      << " components; expected " << num_inputs() << " input(s) first";
+  autodiff::NoRecordScope no_record;
+  auto scope = strategy.scope();
+  invoke(std::vector<Tensor>(element.begin(), element.begin() + num_inputs()), false);
+}
+
 std::map<std::string, double> Model::train_on_batch(const std::vector<Tensor>& batch) {
+  model().build_on(batch);
   return train_on_distributed(model().strategy.split(
       batch,
       model().optimizer.defined() ? model().optimizer.iterations().value().item<int64_t>() : 0));

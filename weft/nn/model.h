@@ -58,6 +58,10 @@ class ModelImpl : public LayerImpl {
   // Names the model's layers that have default names uniquely within it, in layer order, and
   // makes it their parent (LayerImpl::adopt). Models call it when their layers change.
   void adopt_layers();
+  // Builds an unbuilt model by calling it, unrecorded, on the inputs of a dataset element (x, y,
+  // ...), in its strategy's scope (in a cluster the variables start with the chief's values);
+  // nothing for a built one.
+  void build_on(const std::vector<Tensor>& element);
 
   optim::Optimizer optimizer;
   std::optional<losses::Loss> loss;
@@ -140,6 +144,8 @@ class Model : public Layer, public Trackable {
   // Keras's table: each layer's name and class, output shape and parameter count, then totals.
   void summary(std::ostream& os = std::cout) const;
   std::vector<Layer> layers() const { return model().layers(); }
+  // Keras's model.losses: every layer's regularization penalties (weft/nn/layer.h).
+  std::vector<Tensor> losses() const { return model().losses(); }
   const optim::Optimizer& optimizer() const { return model().optimizer; }
   bool compiled() const { return model().loss.has_value(); }
   // Set by a callback (EarlyStopping, TerminateOnNaN) or the user's code to end fit() after the

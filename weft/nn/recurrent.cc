@@ -56,6 +56,7 @@ class RNNImpl : public LayerImpl {
         InvalidArgument)
         << layer_label(*this) << ": dropout (" << o_.dropout << ") and recurrent_dropout ("
         << o_.recurrent_dropout << ") must be in [0, 1)";
+    set_activity_regularizer(o_.activity_regularizer);
   }
 
   const RNNOptions& options() const { return o_; }
@@ -71,8 +72,11 @@ class RNNImpl : public LayerImpl {
   void build_multi(const std::vector<Shape>& shapes) override {
     internal::check_rank(*this, shapes[0], 3, "(batch, steps, features)");
     const int64_t g = rnn_gates(cell_) * units_;
-    kernel_ = add_weight("kernel", {shapes[0][2], g}, kernel_init_);
-    recurrent_kernel_ = add_weight("recurrent_kernel", {units_, g}, recurrent_init_);
+    constexpr auto kNone = VariableAggregation::NONE;
+    kernel_ = add_weight("kernel", {shapes[0][2], g}, kernel_init_, true, {}, kNone,
+                         o_.kernel_regularizer, o_.kernel_constraint);
+    recurrent_kernel_ = add_weight("recurrent_kernel", {units_, g}, recurrent_init_, true, {},
+                                   kNone, o_.recurrent_regularizer, o_.recurrent_constraint);
     if (o_.use_bias) {
       Initializer init = bias_init_;
       Shape shape{g};
@@ -84,7 +88,8 @@ class RNNImpl : public LayerImpl {
         };
       }
       if (cell_ == Cell::kGRU && o_.reset_after) shape = {2, g};
-      bias_ = add_weight("bias", shape, init);
+      bias_ =
+          add_weight("bias", shape, init, true, {}, kNone, o_.bias_regularizer, o_.bias_constraint);
     }
     if (!o_.seed) seed_ = random::next_seed();
   }
@@ -174,6 +179,12 @@ class RNNImpl : public LayerImpl {
     c.set("use_bias", o_.use_bias).set("kernel_initializer", o_.kernel_initializer);
     c.set("recurrent_initializer", o_.recurrent_initializer);
     c.set("bias_initializer", o_.bias_initializer);
+    internal::set_config_fn(c, "kernel_regularizer", o_.kernel_regularizer);
+    internal::set_config_fn(c, "recurrent_regularizer", o_.recurrent_regularizer);
+    internal::set_config_fn(c, "bias_regularizer", o_.bias_regularizer);
+    internal::set_config_fn(c, "kernel_constraint", o_.kernel_constraint);
+    internal::set_config_fn(c, "recurrent_constraint", o_.recurrent_constraint);
+    internal::set_config_fn(c, "bias_constraint", o_.bias_constraint);
     if (cell_ == Cell::kLSTM) c.set("unit_forget_bias", o_.unit_forget_bias);
     if (cell_ == Cell::kGRU) c.set("reset_after", o_.reset_after);
     c.set("dropout", o_.dropout).set("recurrent_dropout", o_.recurrent_dropout);
@@ -273,6 +284,13 @@ RNNOptions options_from_config(const ConfigDict& c) {
   o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
   o.recurrent_initializer = c.get_string("recurrent_initializer", o.recurrent_initializer);
   o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
+  o.kernel_regularizer = internal::config_regularizer(c, "kernel_regularizer");
+  o.recurrent_regularizer = internal::config_regularizer(c, "recurrent_regularizer");
+  o.bias_regularizer = internal::config_regularizer(c, "bias_regularizer");
+  o.activity_regularizer = internal::config_regularizer(c, "activity_regularizer");
+  o.kernel_constraint = internal::config_constraint(c, "kernel_constraint");
+  o.recurrent_constraint = internal::config_constraint(c, "recurrent_constraint");
+  o.bias_constraint = internal::config_constraint(c, "bias_constraint");
   o.unit_forget_bias = c.get_bool("unit_forget_bias", o.unit_forget_bias);
   o.reset_after = c.get_bool("reset_after", o.reset_after);
   o.dropout = c.get_double("dropout", 0);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "weft/nn/layer.h"
+#include "weft/nn/regularizers.h"
 
 namespace weft::nn {
 
@@ -30,6 +31,13 @@ struct RNNOptions {
   std::string kernel_initializer = "glorot_uniform";
   std::string recurrent_initializer = "orthogonal";
   std::string bias_initializer = "zeros";
+  Regularizer kernel_regularizer{};  // weft/nn/regularizers.h
+  Regularizer recurrent_regularizer{};
+  Regularizer bias_regularizer{};
+  Regularizer activity_regularizer{};
+  Constraint kernel_constraint{};
+  Constraint recurrent_constraint{};
+  Constraint bias_constraint{};
   bool unit_forget_bias = true;  // LSTM
   bool reset_after = true;       // GRU
   double dropout = 0;            // of the inputs, one mask per sequence

@@ -134,6 +134,14 @@ void check_clip(const std::string& name, const char* what, const std::optional<d
       << name << ": " << what << " must be finite and > 0, got " << *v;
 }
 
+// Projects each updated variable that has a constraint, once all of it is updated (Keras's
+// optimizer does it after each variable's update).
+void apply_constraints(const GradsAndVars& gv) {
+  for (const auto& [g, v] : gv) {
+    if (v.constraint()) assign_into(v.value(), v.constraint()(v.value()));
+  }
+}
+
 // Drops pairs with an undefined gradient and checks the rest: a defined floating variable and a
 // floating gradient of its shape. `where` says which stage produced the gradients.
 GradsAndVars checked(const std::string& name, const char* where, GradsAndVars gv) {
@@ -312,6 +320,7 @@ void Optimizer::apply_aggregated(GradsAndVars gv,
     return;
   }
   s.apply(s.updates_for(gv), s.step_now(), 0, 1);
+  apply_constraints(gv);
   ++*s.iterations.value().data<int64_t>();
 }
 
@@ -336,6 +345,7 @@ void Optimizer::apply_in_parts(const GradsAndVars& gv) {
       },
       [&] {
         std::lock_guard lock(s.mu);
+        apply_constraints(gv);
         ++*s.iterations.value().data<int64_t>();
       });
 }

@@ -132,9 +132,7 @@ try {
     if (!kept) first_pass = dataset.begin();
     pending = (kept ? *kept : *first_pass).next();
     WEFT_CHECK(pending.has_value(), InvalidArgument) << "fit: the training dataset is empty";
-    autodiff::NoRecordScope no_record;
-    auto scope = m.strategy.scope();  // in a cluster the variables start with the chief's values
-    m.invoke(std::vector<Tensor>(pending->begin(), pending->begin() + m.num_inputs()), false);
+    m.build_on(*pending);
   }
   m.optimizer.build(m.trainable_variables());
 

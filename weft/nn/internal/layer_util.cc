@@ -51,6 +51,26 @@ std::string op_padding(const LayerImpl& layer, const std::string& padding) {
   return upper;
 }
 
+namespace {
+template <typename F>
+ConfigDict& set_fn(ConfigDict& config, const std::string& key, const F& f) {
+  return f.defined() ? config.set(key, f.serialize()) : config.set(key, nullptr);
+}
+}  // namespace
+
+ConfigDict& set_config_fn(ConfigDict& config, const std::string& key, const Regularizer& r) {
+  return set_fn(config, key, r);
+}
+ConfigDict& set_config_fn(ConfigDict& config, const std::string& key, const Constraint& c) {
+  return set_fn(config, key, c);
+}
+Regularizer config_regularizer(const ConfigDict& config, const std::string& key) {
+  return config.is_null(key) ? Regularizer() : Regularizer::deserialize(config.get_dict(key));
+}
+Constraint config_constraint(const ConfigDict& config, const std::string& key) {
+  return config.is_null(key) ? Constraint() : Constraint::deserialize(config.get_dict(key));
+}
+
 Tensor mask_scores(const Tensor& scores, const Tensor& mask) {
   const double large = scores.dtype() == kFloat16 ? -65504.0 : -1e9;
   return add(scores, mul(sub(1.0, cast(mask, scores.dtype())), large));

@@ -80,6 +80,13 @@ class FunctionLayerImpl : public LayerImpl {
   bool masking_;
 };
 
+// A regularizer or constraint as a layer's config holds it under `key` (null for none), and
+// back.
+ConfigDict& set_config_fn(ConfigDict& config, const std::string& key, const Regularizer& r);
+ConfigDict& set_config_fn(ConfigDict& config, const std::string& key, const Constraint& c);
+Regularizer config_regularizer(const ConfigDict& config, const std::string& key);
+Constraint config_constraint(const ConfigDict& config, const std::string& key);
+
 // Keras's masked scores before a softmax: (1 - mask) times a large negative added (float16's
 // lowest in float16), not -inf, so a fully masked row comes out uniform rather than NaN.
 Tensor mask_scores(const Tensor& scores, const Tensor& mask);
