@@ -15,6 +15,8 @@
 #include "weft/autodiff/tape.h"
 #include "weft/core/parallel.h"
 #include "weft/ops/cast.h"
+#include "weft/ops/creation.h"
+#include "weft/ops/elementwise.h"
 #include "weft/ops/internal/axis_perms.h"
 #include "weft/ops/shape_ops.h"
 
@@ -278,6 +280,48 @@ Tensor sort(const Tensor& x, int64_t axis) {
 Tensor argsort(const Tensor& x, int64_t axis) {
   Rows r = rows_of("argsort", x, axis);
   return in_layout(row_order(r), x, r);
+}
+
+TopK top_k(const Tensor& x, int64_t k, bool sorted) {
+  WEFT_CHECK(x.defined() && x.rank() >= 1, InvalidArgument)
+      << "top_k: the input must have at least one axis, got "
+      << (x.defined() ? "a scalar" : "an undefined tensor");
+  const int64_t n = x.dim(-1);
+  WEFT_CHECK(k >= 0 && k <= n, InvalidArgument)
+      << "top_k: k must be in [0, " << n << "] (the last axis of " << shape_str(x.shape())
+      << "), got " << k;
+  Tensor rows = contiguous(reshape(x, {-1, n}));
+  const int64_t count = rows.dim(0);
+  Tensor positions = Tensor::empty({count, k}, kInt64);
+  int64_t* pos = positions.data<int64_t>();
+  dispatch_dtype(rows.dtype(), [&]<typename T>() {
+    using C = compute_t<T>;
+    const T* v = rows.data<T>();
+    parallel_for(count, std::max<int64_t>(1, 65536 / std::max<int64_t>(n, 1)),
+                 [&](int64_t begin, int64_t end) {
+                   std::vector<int64_t> order(static_cast<size_t>(n));
+                   for (int64_t r = begin; r < end; ++r) {
+                     const T* row = v + r * n;
+                     std::iota(order.begin(), order.end(), int64_t{0});
+                     // Larger first, NaN largest; equal values by position: a total order.
+                     std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                                       [row](int64_t a, int64_t b) {
+                                         C x = static_cast<C>(row[a]), y = static_cast<C>(row[b]);
+                                         if (before(y, x)) return true;
+                                         if (before(x, y)) return false;
+                                         return a < b;
+                                       });
+                     std::copy(order.begin(), order.begin() + k, pos + r * k);
+                   }
+                 });
+  });
+  // The values by a gather, whose gradient scatters into the chosen positions.
+  Tensor flat = add(positions, reshape(mul(arange(0, count, 1, kInt64), n), {count, 1}));
+  Shape out_shape = x.shape();
+  out_shape.back() = k;
+  Tensor values = reshape(gather(reshape(rows, {-1}), reshape(flat, {-1}), 0), out_shape);
+  (void)sorted;
+  return {values, reshape(cast(positions, kInt32), out_shape)};
 }
 
 }  // namespace weft
