@@ -53,6 +53,9 @@ class Metric {
   double result() const;
   void reset_state();
   const std::string& name() const { return impl_->spec.name; }
+  // Renames the metric (every handle on it): compile names a weighted metric "weighted_<name>"
+  // when its name is taken, as Keras does.
+  void set_name(const std::string& name) { impl_->spec.name = name; }
   size_t state_size() const { return impl_->spec.state_size; }
 
  private:

@@ -199,10 +199,14 @@ Model::Model(const KerasTensor& input, const KerasTensor& output, const std::str
 ModelImpl& Model::model() const { return static_cast<ModelImpl&>(impl()); }
 
 void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
-                    const std::vector<std::string>& metric_names) {
-  std::vector<metrics::Metric> ms;
+                    const std::vector<std::string>& metric_names,
+                    const std::vector<std::string>& weighted_names) {
+  std::vector<metrics::Metric> ms, weighted;
   for (const std::string& name : metric_names) ms.push_back(metrics::get(name, loss.name()));
-  compile(optimizer, loss, ms);
+  for (const std::string& name : weighted_names) {
+    weighted.push_back(metrics::get(name, loss.name()));
+  }
+  compile(optimizer, loss, ms, weighted);
 }
 
 void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
@@ -211,14 +215,20 @@ void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
 }
 
 void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
-                    const std::vector<metrics::Metric>& ms) {
+                    const std::vector<metrics::Metric>& ms,
+                    const std::vector<metrics::Metric>& weighted) {
   WEFT_CHECK(optimizer.defined(), InvalidArgument) << "Model::compile: the optimizer is undefined";
   // Logs, and the partial logs replicas merge, are keyed by name.
   std::set<std::string> names{"loss"};
-  for (const metrics::Metric& metric : ms) {
-    WEFT_CHECK(names.insert(metric.name()).second, InvalidArgument)
-        << "Model::compile: two metrics (or a metric and the loss) are named \"" << metric.name()
+  auto add_name = [&](const std::string& name) {
+    WEFT_CHECK(names.insert(name).second, InvalidArgument)
+        << "Model::compile: two metrics (or a metric and the loss) are named \"" << name
         << "\"; give each metric its own name";
+  };
+  for (const metrics::Metric& metric : ms) add_name(metric.name());
+  for (metrics::Metric metric : weighted) {
+    if (names.count(metric.name())) metric.set_name("weighted_" + metric.name());
+    add_name(metric.name());
   }
   model().optimizer = optimizer;
   // Keras: under mixed_float16, compile wraps the optimizer in a dynamic LossScaleOptimizer.
@@ -227,6 +237,8 @@ void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
   }
   model().loss = loss;
   model().compiled_metrics = ms;
+  model().compiled_metrics.insert(model().compiled_metrics.end(), weighted.begin(), weighted.end());
+  model().first_weighted_metric = ms.size();
   if (distribute::has_strategy()) model().strategy = distribute::get_strategy();
 }
 
@@ -299,15 +311,25 @@ Tensor regularization_loss(const ModelImpl& m, const ActivityLossScope& activity
 // which each row carries), and each metric's partial (without the sample weights, as Keras's
 // compiled `metrics`, but weighted by the output's mask).
 PartialLogs partial_logs(const ModelImpl& m, const Tensor& per_example, const Tensor& penalty,
-                         const std::vector<Tensor>& outputs, const std::vector<Tensor>& targets) {
+                         const std::vector<Tensor>& outputs, const std::vector<Tensor>& targets,
+                         const std::vector<Tensor>& weights) {
   autodiff::NoRecordScope no_record;
   PartialLogs logs;
   const auto rows = static_cast<double>(per_example.numel());
   double total = sum(cast(per_example, kFloat64)).item<double>();
   if (penalty.defined()) total += cast(penalty, kFloat64).item<double>() * rows;
   logs["loss"] = {{total, rows}};
-  for (const metrics::Metric& metric : m.compiled_metrics) {
-    logs[metric.name()] += metric.partial(targets[0], outputs[0], keras_mask(outputs[0]));
+  // Keras's apply_mask: the weighted metrics' weights are the sample weights times the mask.
+  Tensor mask = keras_mask(outputs[0]), weighted = mask;
+  if (!weights.empty()) {
+    weighted = mask.defined()
+                   ? losses::apply_sample_weight(cast(mask, kFloat32), weights[0])
+                   : weights[0];
+  }
+  for (size_t i = 0; i < m.compiled_metrics.size(); ++i) {
+    const metrics::Metric& metric = m.compiled_metrics[i];
+    logs[metric.name()] += metric.partial(targets[0], outputs[0],
+                                          i < m.first_weighted_metric ? mask : weighted);
   }
   return logs;
 }
@@ -421,7 +443,7 @@ PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
       for (size_t i = 0; i < vars.size(); ++i) grads[i].push_back(gv[i].first);
     }
     updates.push_back(collector.updates());
-    for (const auto& [name, part] : partial_logs(m, per_example, penalty, outputs, part_targets)) {
+    for (const auto& [name, part] : partial_logs(m, per_example, penalty, outputs, part_targets, part_weights)) {
       logs[name] += part;
     }
   }
@@ -471,7 +493,7 @@ PartialLogs Model::test_step(const std::vector<Tensor>& batch) {
   std::vector<Tensor> outputs = m.invoke(inputs, /*training=*/false);
   Tensor per_example = per_example_loss(m, outputs, targets, weights);
   return partial_logs(m, per_example, regularization_loss(m, activity, per_example.dtype()),
-                      outputs, targets);
+                      outputs, targets, weights);
 }
 
 std::vector<Tensor> Model::predict_step(const std::vector<Tensor>& batch) {

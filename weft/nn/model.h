@@ -65,7 +65,9 @@ class ModelImpl : public LayerImpl {
 
   optim::Optimizer optimizer;
   std::optional<losses::Loss> loss;
+  // compile's `metrics`, then its `weighted_metrics` (from first_weighted_metric on).
   std::vector<metrics::Metric> compiled_metrics;
+  size_t first_weighted_metric = 0;
   metrics::Mean train_loss{"loss"}, test_loss{"loss"};
   bool stop_training = false;
   // The strategy fit/evaluate/predict run through: the one in scope when the model was made,
@@ -87,10 +89,15 @@ class Model : public Layer, public Trackable {
   Model(const KerasTensor& input, const KerasTensor& output, const std::string& name = "");
 
   // metrics by Keras name ("accuracy", ...); or Metric objects with the other overload.
+  // `metrics` are weighted by the outputs' masks only, `weighted_metrics` also by the sample
+  // weights (and fit's class_weight), as Keras's; a weighted metric whose name a metric already
+  // has is renamed "weighted_<name>" (Keras's rule), and any other repeated name is refused.
   void compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
-               const std::vector<std::string>& metrics = {});
+               const std::vector<std::string>& metrics = {},
+               const std::vector<std::string>& weighted_metrics = {});
   void compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
-               const std::vector<metrics::Metric>& metrics);
+               const std::vector<metrics::Metric>& metrics,
+               const std::vector<metrics::Metric>& weighted_metrics = {});
   // compile(optimizer, loss, {"accuracy", "AUC"}): names in braces.
   void compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
                std::initializer_list<const char*> metrics);

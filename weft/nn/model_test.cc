@@ -3,11 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "weft/nn/core_layers.h"
 #include "weft/nn/dense.h"
 #include "weft/nn/merging.h"
+#include "weft/nn/saving.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
@@ -165,6 +168,51 @@ TEST(Model, BadInputNamesTheProblem) {
                       std::vector<std::string>{"accuracy", "accuracy"});
       },
       testing::ThrowsMessage<InvalidArgument>(testing::HasSubstr("are named \"accuracy\"")));
+}
+
+// Keras's compile(weighted_metrics=...): `metrics` ignore the sample weights, weighted metrics
+// weigh each example by its weight; a weighted metric named as an unweighted one is logged as
+// "weighted_<name>", alone it keeps its name; a saved model compiles back with the same names.
+TEST(Model, WeightedMetricsTakeTheSampleWeights) {
+  random::set_seed(4);
+  Tensor x = stateless_random_normal({40, 4}, {8, 1});
+  Tensor y = cast(greater(sum(x, {1}), 0.0), kInt64);
+  Tensor w = add(stateless_random_uniform({40}, {8, 2}), 0.1);
+  data::Dataset ds = data::Dataset::from_tensor_slices({x, y, w}).batch(16);
+  Sequential model({Dense(2)});
+  model.compile(optim::SGD(0.1), losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                std::vector<std::string>{"accuracy"}, std::vector<std::string>{"accuracy"});
+  std::map<std::string, double> logs = model.evaluate(ds);
+  std::vector<int64_t> predicted = argmax(model(x), 1).to_vector<int64_t>();
+  std::vector<int64_t> labels = y.to_vector<int64_t>();
+  std::vector<float> weights = w.to_vector<float>();
+  double hits = 0, weighted_hits = 0, weight_sum = 0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    double hit = predicted[i] == labels[i] ? 1.0 : 0.0;
+    hits += hit;
+    weighted_hits += hit * weights[i];
+    weight_sum += weights[i];
+  }
+  ASSERT_EQ(logs.count("weighted_accuracy"), 1u);
+  EXPECT_NEAR(logs["accuracy"], hits / 40, 1e-12);
+  EXPECT_NEAR(logs["weighted_accuracy"], weighted_hits / weight_sum, 1e-6);
+  EXPECT_NE(logs["accuracy"], logs["weighted_accuracy"]);
+
+  const std::string dir = ::testing::TempDir() + "/weft_weighted_metrics_model";
+  model.save(dir);
+  std::map<std::string, double> loaded = load_model(dir).evaluate(ds);
+  EXPECT_EQ(loaded, logs);
+  std::filesystem::remove_all(dir);
+
+  Sequential alone({Dense(2)});
+  alone.compile(optim::SGD(0.1), losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                std::vector<std::string>{}, std::vector<std::string>{"accuracy"});
+  alone(x);
+  for (size_t i = 0; i < 2; ++i)
+    alone.layers()[0].variables()[i].assign(model.layers()[0].variables()[i]);
+  std::map<std::string, double> only = alone.evaluate(ds);
+  EXPECT_EQ(only.count("weighted_accuracy"), 0u);
+  EXPECT_NEAR(only["accuracy"], weighted_hits / weight_sum, 1e-6);
 }
 
 }  // namespace

@@ -349,23 +349,33 @@ ConfigDict model_file(const Model& model, const Model::SaveOptions& options) {
       << "Model::save: loss \"" << m.loss->name()
       << "\" is a function, which cannot be saved; save with include_optimizer = false and "
          "compile the loaded model yourself";
-  std::vector<std::string> metric_names;
-  for (const metrics::Metric& metric : m.compiled_metrics) {
-    try {
-      metrics::get(metric.name(), m.loss->name());
-    } catch (const InvalidArgument&) {
-      WEFT_FAIL(InvalidArgument) << "Model::save: metric \"" << metric.name()
-                                 << "\" has no Keras name weft knows, so it cannot be saved; "
-                                    "save with include_optimizer = false";
-    }
-    metric_names.push_back(metric.name());
+  // Weighted metrics by the names compile was given (without the "weighted_" it may have added).
+  std::vector<std::string> metric_names, weighted_names;
+  for (size_t i = 0; i < m.compiled_metrics.size(); ++i) {
+    const bool weighted = i >= m.first_weighted_metric;
+    std::string name = m.compiled_metrics[i].name();
+    auto known = [&](const std::string& n) {
+      try {
+        metrics::get(n, m.loss->name());
+        return true;
+      } catch (const InvalidArgument&) {
+        return false;
+      }
+    };
+    if (weighted && !known(name) && name.rfind("weighted_", 0) == 0) name = name.substr(9);
+    WEFT_CHECK(known(name), InvalidArgument)
+        << "Model::save: metric \"" << m.compiled_metrics[i].name()
+        << "\" has no Keras name weft knows, so it cannot be saved; save with include_optimizer "
+           "= false";
+    (weighted ? weighted_names : metric_names).push_back(name);
   }
   ConfigDict loss;
   loss.set("name", m.loss->name()).set("config", *m.loss->get_config());
   return file.set("compile", ConfigDict()
                                  .set("optimizer", m.optimizer.get_config())
                                  .set("loss", loss)
-                                 .set("metrics", metric_names));
+                                 .set("metrics", metric_names)
+                                 .set("weighted_metrics", weighted_names));
 }
 
 void write_saved_model(const Model& model, const std::string& dir,
@@ -459,7 +469,9 @@ Model load_model(const std::string& dir, const LoadOptions& options) {
       ConfigDict loss = c.get_dict("loss");
       model.compile(optim::deserialize(c.get_dict("optimizer")),
                     losses::from_config(loss.get_string("name"), loss.get_dict("config")),
-                    c.get_strings("metrics"));
+                    c.get_strings("metrics"),
+                    c.has("weighted_metrics") ? c.get_strings("weighted_metrics")
+                                              : std::vector<std::string>{});
       optim::Optimizer optimizer = model.optimizer();
       if (has_slots) optimizer.build(model.trainable_variables());  // slots to restore into
     }
