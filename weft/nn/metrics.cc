@@ -369,17 +369,60 @@ namespace {
 Metric::Spec auc_spec(const std::string& name, AUCOptions o) {
   WEFT_CHECK(o.num_thresholds > 1, InvalidArgument)
       << "AUC: num_thresholds must be greater than 1, got " << o.num_thresholds;
+  WEFT_CHECK(!o.multi_label || o.num_labels > 0, InvalidArgument)
+      << "AUC: multi_label needs num_labels (the number of label columns), got " << o.num_labels;
+  const bool weighted = !o.label_weights.empty();
+  WEFT_CHECK(!weighted || std::all_of(o.label_weights.begin(), o.label_weights.end(),
+                                      [](double w) { return w >= 0; }),
+             InvalidArgument)
+      << "AUC: label_weights must be non-negative";
+  WEFT_CHECK(
+      !weighted || !o.multi_label || o.label_weights.size() == static_cast<size_t>(o.num_labels),
+      InvalidArgument)
+      << "AUC: " << o.label_weights.size() << " label_weights for " << o.num_labels << " labels";
   constexpr double kEpsilon = 1e-7;
   const int n = o.num_thresholds;
   std::vector<double> thresholds{-kEpsilon};
   for (int i = 1; i + 1 < n; ++i) thresholds.push_back(static_cast<double>(i) / (n - 1));
   thresholds.push_back(1 + kEpsilon);
-  return {
-      name, 4 * static_cast<size_t>(n),
-      [name, thresholds](const Tensor& y_true, const Tensor& y_pred, const Tensor& w) {
-        return confusion(name, y_true, y_pred, w, thresholds, -1);
-      },
-      [o, n](const std::vector<double>& s) { return auc_of(s, n, o.curve, o.summation_method); }};
+  const int labels = o.multi_label ? o.num_labels : 1;
+  return {name, 4 * static_cast<size_t>(n) * labels,
+          [name, thresholds, o](const Tensor& y_true, const Tensor& y_pred, const Tensor& w) {
+            if (!o.multi_label) {
+              Tensor weights = w;
+              if (!o.label_weights.empty()) {
+                // Each column's values weigh its label weight (times the sample weight).
+                WEFT_CHECK(y_pred.rank() >= 1 && y_pred.dim(-1) == std::ssize(o.label_weights),
+                           InvalidArgument)
+                    << name << ": " << o.label_weights.size()
+                    << " label_weights do not fit predictions of shape "
+                    << shape_str(y_pred.shape());
+                Tensor lw = Tensor::from_vector(o.label_weights);
+                Tensor base = ones_like(cast(y_pred, kFloat64));
+                weights = mul(w.defined() ? losses::apply_sample_weight(base, w) : base, lw);
+              }
+              return confusion(name, y_true, y_pred, weights, thresholds, -1);
+            }
+            WEFT_CHECK(y_pred.rank() == 2 && y_pred.dim(1) == o.num_labels, InvalidArgument)
+                << name << ": multi_label predictions must be (batch, " << o.num_labels << "), got "
+                << shape_str(y_pred.shape());
+            std::vector<double> out;
+            for (int label = 0; label < o.num_labels; ++label) {
+              std::vector<double> c = confusion(name, y_true, y_pred, w, thresholds, label);
+              out.insert(out.end(), c.begin(), c.end());
+            }
+            return out;
+          },
+          [o, n, labels](const std::vector<double>& s) {
+            double total = 0, weights = 0;
+            for (int label = 0; label < labels; ++label) {
+              std::vector<double> block(s.begin() + 4 * n * label, s.begin() + 4 * n * (label + 1));
+              double w = o.multi_label && !o.label_weights.empty() ? o.label_weights[label] : 1.0;
+              total += w * auc_of(block, n, o.curve, o.summation_method);
+              weights += w;
+            }
+            return div_no_nan(total, weights);
+          }};
 }
 
 }  // namespace

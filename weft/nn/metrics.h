@@ -196,6 +196,14 @@ struct AUCOptions {
   int num_thresholds = 200;
   AUCCurve curve = AUCCurve::ROC;
   AUCSummation summation_method = AUCSummation::INTERPOLATION;
+  // Multi-label data, (batch, num_labels) labels and predictions: one curve per label and the
+  // mean of their areas (weighted by label_weights when given), as Keras's multi_label = True.
+  // num_labels is Keras 2.5's argument (2.4 learns it from the first batch); weft needs it, since
+  // a metric's state has a fixed size. Without multi_label, every value is one point of one
+  // curve, and label_weights (one per column) weigh the columns' values.
+  bool multi_label = false;
+  int num_labels = 0;
+  std::vector<double> label_weights{};
 };
 struct AUC : Metric {
   explicit AUC(AUCOptions options = {}, const std::string& name = "auc");

@@ -6,6 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "weft/ops/cast.h"
+#include "weft/ops/elementwise.h"
+#include "weft/ops/random.h"
 #include "weft/ops/shape_ops.h"
 #include "weft/testing/nn_goldens.h"
 
@@ -356,6 +359,49 @@ TEST(Metrics, EveryKerasName) {
     std::vector<Batch> batches = batches_of(c.inputs);
     EXPECT_DOUBLE_EQ(result_over(from_name, batches), result_over(c.direct, batches));
   }
+}
+
+// Keras's AUC(multi_label=True): one curve per label column, the result the mean of their areas
+// (weighted by label_weights); each column's area is the single-label AUC of that column, sample
+// weights applying to every label of their row. Without multi_label, label_weights weigh each
+// column's points of the one curve.
+TEST(Metrics, MultiLabelAUCAveragesEachLabelsArea) {
+  Tensor p = stateless_random_uniform({64, 3}, {9, 1});
+  Tensor y =
+      cast(greater(add(p, stateless_random_uniform({64, 3}, {9, 2}, -0.5, 0.5)), 0.5), kFloat32);
+  Tensor w = stateless_random_uniform({64}, {9, 3});
+  for (AUCCurve curve : {AUCCurve::ROC, AUCCurve::PR}) {
+    std::vector<double> per_label;
+    for (int64_t j = 0; j < 3; ++j) {
+      AUC one({.curve = curve});
+      one.update_state(slice(y, {Slice{}, Slice{j, j + 1}}), slice(p, {Slice{}, Slice{j, j + 1}}),
+                       w);
+      per_label.push_back(one.result());
+    }
+    AUC multi({.curve = curve, .multi_label = true, .num_labels = 3});
+    multi.update_state(slice(y, {Slice{0, 40}}), slice(p, {Slice{0, 40}}),
+                       slice(w, {Slice{0, 40}}));
+    multi.update_state(slice(y, {Slice{40, 64}}), slice(p, {Slice{40, 64}}),
+                       slice(w, {Slice{40, 64}}));
+    EXPECT_NEAR(multi.result(), (per_label[0] + per_label[1] + per_label[2]) / 3, 1e-12);
+    AUC weighted(
+        {.curve = curve, .multi_label = true, .num_labels = 3, .label_weights = {1, 0, 3}});
+    weighted.update_state(y, p, w);
+    EXPECT_NEAR(weighted.result(), (per_label[0] + 3 * per_label[2]) / 4, 1e-12);
+  }
+  // One curve over every value, the columns weighted: as sample weights of that shape.
+  AUC columns({.label_weights = {1, 0.5, 2}});
+  columns.update_state(y, p, w);
+  AUC reference;
+  Tensor lw = Tensor::from_vector(std::vector<double>{1, 0.5, 2});
+  reference.update_state(y, p, mul(expand_dims(cast(w, kFloat64), -1), lw));
+  EXPECT_NEAR(columns.result(), reference.result(), 1e-12);
+  EXPECT_THAT([] { AUC({.multi_label = true}); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  ::testing::HasSubstr("multi_label needs num_labels")));
+  EXPECT_THAT([&] { AUC({.multi_label = true, .num_labels = 2}).update_state(y, p); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  ::testing::HasSubstr("multi_label predictions must be (batch, 2), got (64, 3)")));
 }
 
 TEST(MetricsErrors, ProbabilitiesOutOfRangeAndBadClassIds) {
