@@ -203,12 +203,16 @@ class ConvImpl : public LayerImpl {
   int64_t out_channels_ = 0;
 };
 
-Spec spec_2d(Kind kind, int64_t filters, Size2 kernel, const Conv2DOptions& o) {
+// A convolution with one kernel (Conv1D, Conv2D, Conv2DTranspose): their options share these
+// fields' names; the sizes come as {height, width} (1-D: height 1).
+template <typename Options>
+Spec spec_of(Kind kind, int64_t filters, Size2 kernel, Size2 strides, Size2 dilation,
+             const Options& o) {
   return {.kind = kind,
           .filters = filters,
           .kernel = kernel,
-          .strides = o.strides,
-          .dilation = o.dilation_rate,
+          .strides = strides,
+          .dilation = dilation,
           .padding = o.padding,
           .groups = o.groups,
           .activation = o.activation,
@@ -220,6 +224,25 @@ Spec spec_2d(Kind kind, int64_t filters, Size2 kernel, const Conv2DOptions& o) {
           .activity_reg = o.activity_regularizer,
           .kernel_con = o.kernel_constraint,
           .bias_con = o.bias_constraint};
+}
+
+Spec spec_2d(Kind kind, int64_t filters, Size2 kernel, const Conv2DOptions& o) {
+  return spec_of(kind, filters, kernel, o.strides, o.dilation_rate, o);
+}
+
+// The fields Conv1D's and Conv2D's configs share, read into their options.
+template <typename Options>
+void read_kernel_options(const ConfigDict& c, Options& o) {
+  o.padding = c.get_string("padding", o.padding);
+  o.groups = c.get_int("groups", 1);
+  o.activation = c.get_string("activation", "");
+  o.use_bias = c.get_bool("use_bias", true);
+  o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
+  o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
+  o.kernel_regularizer = internal::config_regularizer(c, "kernel_regularizer");
+  o.bias_regularizer = internal::config_regularizer(c, "bias_regularizer");
+  o.kernel_constraint = internal::config_constraint(c, "kernel_constraint");
+  o.bias_constraint = internal::config_constraint(c, "bias_constraint");
 }
 
 Spec spec_depthwise(Kind kind, int64_t filters, Size2 kernel, const DepthwiseConv2DOptions& o) {
@@ -247,17 +270,8 @@ Spec spec_depthwise(Kind kind, int64_t filters, Size2 kernel, const DepthwiseCon
 Conv2DOptions conv2d_options(const ConfigDict& c) {
   Conv2DOptions o;
   o.strides = internal::config_size2(c, "strides", o.strides);
-  o.padding = c.get_string("padding", o.padding);
   o.dilation_rate = internal::config_size2(c, "dilation_rate", o.dilation_rate);
-  o.groups = c.get_int("groups", 1);
-  o.activation = c.get_string("activation", "");
-  o.use_bias = c.get_bool("use_bias", true);
-  o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
-  o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
-  o.kernel_regularizer = internal::config_regularizer(c, "kernel_regularizer");
-  o.bias_regularizer = internal::config_regularizer(c, "bias_regularizer");
-  o.kernel_constraint = internal::config_constraint(c, "kernel_constraint");
-  o.bias_constraint = internal::config_constraint(c, "bias_constraint");
+  read_kernel_options(c, o);
   return o;
 }
 
@@ -295,38 +309,15 @@ Conv2D Conv2D::from_config(const ConfigDict& c) {
 }
 
 Conv1D::Conv1D(int64_t filters, int64_t kernel_size, Conv1DOptions o)
-    : Layer(std::make_shared<ConvImpl>(Spec{.kind = Kind::kConv1D,
-                                            .filters = filters,
-                                            .kernel = {1, kernel_size},
-                                            .strides = {1, o.strides},
-                                            .dilation = {1, o.dilation_rate},
-                                            .padding = o.padding,
-                                            .groups = o.groups,
-                                            .activation = o.activation,
-                                            .use_bias = o.use_bias,
-                                            .kernel_init = o.kernel_initializer,
-                                            .bias_init = o.bias_initializer,
-                                            .kernel_reg = o.kernel_regularizer,
-                                            .bias_reg = o.bias_regularizer,
-                                            .activity_reg = o.activity_regularizer,
-                                            .kernel_con = o.kernel_constraint,
-                                            .bias_con = o.bias_constraint},
+    : Layer(std::make_shared<ConvImpl>(spec_of(Kind::kConv1D, filters, {1, kernel_size},
+                                               {1, o.strides}, {1, o.dilation_rate}, o),
                                        o.name, o.dtype)) {}
 
 Conv1D Conv1D::from_config(const ConfigDict& c) {
   Conv1DOptions o;
   o.strides = internal::config_size1(c, "strides", 1);
-  o.padding = c.get_string("padding", o.padding);
   o.dilation_rate = internal::config_size1(c, "dilation_rate", 1);
-  o.groups = c.get_int("groups", 1);
-  o.activation = c.get_string("activation", "");
-  o.use_bias = c.get_bool("use_bias", true);
-  o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
-  o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
-  o.kernel_regularizer = internal::config_regularizer(c, "kernel_regularizer");
-  o.bias_regularizer = internal::config_regularizer(c, "bias_regularizer");
-  o.kernel_constraint = internal::config_constraint(c, "kernel_constraint");
-  o.bias_constraint = internal::config_constraint(c, "bias_constraint");
+  read_kernel_options(c, o);
   return internal::configured(
       Conv1D(c.get_int("filters"), internal::config_size1(c, "kernel_size", 0), o), c);
 }

@@ -443,9 +443,8 @@ PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
       for (size_t i = 0; i < vars.size(); ++i) grads[i].push_back(gv[i].first);
     }
     updates.push_back(collector.updates());
-    for (const auto& [name, part] : partial_logs(m, per_example, penalty, outputs, part_targets, part_weights)) {
-      logs[name] += part;
-    }
+    PartialLogs part = partial_logs(m, per_example, penalty, outputs, part_targets, part_weights);
+    for (const auto& [name, sums] : part) logs[name] += sums;
   }
   if (parts.empty()) {
     // No rows here (a short last batch): the layers still run forward, on none, so that this
