@@ -239,10 +239,7 @@ void read_kernel_options(const ConfigDict& c, Options& o) {
   o.use_bias = c.get_bool("use_bias", true);
   o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
   o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
-  o.kernel_regularizer = internal::config_regularizer(c, "kernel_regularizer");
-  o.bias_regularizer = internal::config_regularizer(c, "bias_regularizer");
-  o.kernel_constraint = internal::config_constraint(c, "kernel_constraint");
-  o.bias_constraint = internal::config_constraint(c, "bias_constraint");
+  internal::read_kernel_bias_rules(c, o);
 }
 
 Spec spec_depthwise(Kind kind, int64_t filters, Size2 kernel, const DepthwiseConv2DOptions& o) {

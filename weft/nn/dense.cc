@@ -77,10 +77,7 @@ Dense Dense::from_config(const ConfigDict& c) {
   o.use_bias = c.get_bool("use_bias", true);
   o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
   o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
-  o.kernel_regularizer = internal::config_regularizer(c, "kernel_regularizer");
-  o.bias_regularizer = internal::config_regularizer(c, "bias_regularizer");
-  o.kernel_constraint = internal::config_constraint(c, "kernel_constraint");
-  o.bias_constraint = internal::config_constraint(c, "bias_constraint");
+  internal::read_kernel_bias_rules(c, o);
   return internal::configured(Dense(c.get_int("units"), c.get_string("activation", ""), o), c);
 }
 

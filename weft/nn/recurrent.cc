@@ -284,13 +284,10 @@ RNNOptions options_from_config(const ConfigDict& c) {
   o.kernel_initializer = c.get_string("kernel_initializer", o.kernel_initializer);
   o.recurrent_initializer = c.get_string("recurrent_initializer", o.recurrent_initializer);
   o.bias_initializer = c.get_string("bias_initializer", o.bias_initializer);
-  o.kernel_regularizer = internal::config_regularizer(c, "kernel_regularizer");
+  internal::read_kernel_bias_rules(c, o);
   o.recurrent_regularizer = internal::config_regularizer(c, "recurrent_regularizer");
-  o.bias_regularizer = internal::config_regularizer(c, "bias_regularizer");
-  o.activity_regularizer = internal::config_regularizer(c, "activity_regularizer");
-  o.kernel_constraint = internal::config_constraint(c, "kernel_constraint");
   o.recurrent_constraint = internal::config_constraint(c, "recurrent_constraint");
-  o.bias_constraint = internal::config_constraint(c, "bias_constraint");
+  o.activity_regularizer = internal::config_regularizer(c, "activity_regularizer");
   o.unit_forget_bias = c.get_bool("unit_forget_bias", o.unit_forget_bias);
   o.reset_after = c.get_bool("reset_after", o.reset_after);
   o.dropout = c.get_double("dropout", 0);

@@ -86,6 +86,15 @@ ConfigDict& set_config_fn(ConfigDict& config, const std::string& key, const Regu
 ConfigDict& set_config_fn(ConfigDict& config, const std::string& key, const Constraint& c);
 Regularizer config_regularizer(const ConfigDict& config, const std::string& key);
 Constraint config_constraint(const ConfigDict& config, const std::string& key);
+// The kernel's and bias's regularizers and constraints a config holds, into options with Keras's
+// field names (Dense, Conv1D, Conv2D, the recurrent layers).
+template <typename Options>
+void read_kernel_bias_rules(const ConfigDict& config, Options& o) {
+  o.kernel_regularizer = config_regularizer(config, "kernel_regularizer");
+  o.bias_regularizer = config_regularizer(config, "bias_regularizer");
+  o.kernel_constraint = config_constraint(config, "kernel_constraint");
+  o.bias_constraint = config_constraint(config, "bias_constraint");
+}
 
 // Keras's masked scores before a softmax: (1 - mask) times a large negative added (float16's
 // lowest in float16), not -inf, so a fully masked row comes out uniform rather than NaN.
