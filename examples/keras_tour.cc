@@ -25,6 +25,14 @@ int main() {
   auc.update_state(labels, scores);
   precision.update_state(labels, scores);
   std::printf("auc %.3f, precision %.3f\n", auc.result(), precision.result());
+  // Keras's thresholds, top_k and class_id: one value per threshold.
+  nn::metrics::Precision at_two({.thresholds = {0.3, 0.65}});
+  nn::metrics::Recall of_top_two({.top_k = 2});
+  at_two.update_state(labels, scores);
+  of_top_two.update_state(labels, scores);
+  std::vector<double> at = at_two.results();
+  std::printf("precision above 0.3 and 0.65: %.2f %.2f, recall of the top 2: %.3f\n", at[0], at[1],
+              of_top_two.result());
 
   // The everyday layers.
   weft::Tensor seq = weft::ones({2, 10, 3});

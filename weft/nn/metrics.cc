@@ -110,19 +110,55 @@ Tensor in_top_k(const Tensor& labels, const Tensor& y_pred, int k) {
 
 // ---- counts at thresholds -----------------------------------------------------------------
 
-// Weighted counts, for each threshold (ascending), of true positives, false positives, true
-// negatives and false negatives, in that order (4 × thresholds sums).
+// Which predictions may count as positive: with top_k > 0, each row's (the last axis's) k highest,
+// the lower index first on ties (tf.math.top_k's order), as Keras's _filter_top_k.
+std::vector<char> in_top_k(const std::string& metric, const std::vector<double>& preds,
+                           const Shape& shape, int top_k) {
+  std::vector<char> kept(preds.size(), 1);
+  if (top_k <= 0 || preds.empty()) return kept;
+  const size_t width = static_cast<size_t>(shape.empty() ? 1 : shape.back());
+  WEFT_CHECK(static_cast<size_t>(top_k) <= width, InvalidArgument)
+      << metric << ": top_k " << top_k << " is more than the " << width
+      << " predictions per row of shape " << shape_str(shape);
+  std::vector<size_t> order(width);
+  for (size_t row = 0; row < preds.size(); row += width) {
+    for (size_t j = 0; j < width; ++j) order[j] = row + j;
+    std::partial_sort(order.begin(), order.begin() + top_k, order.end(), [&](size_t a, size_t b) {
+      return preds[a] > preds[b] || (preds[a] == preds[b] && a < b);
+    });
+    for (size_t j = 0; j < width; ++j) kept[row + j] = 0;
+    for (int j = 0; j < top_k; ++j) kept[order[j]] = 1;
+  }
+  return kept;
+}
+
+// Weighted counts, for each threshold (in the order given), of true positives, false positives,
+// true negatives and false negatives, in that order (4 × thresholds sums). A prediction is
+// positive when strictly above the threshold and, with top_k > 0, among its row's top_k.
 std::vector<double> confusion(const std::string& metric, const Tensor& y_true, const Tensor& y_pred,
                               const Tensor& sample_weight, const std::vector<double>& thresholds,
-                              int class_id) {
+                              int class_id, int top_k = 0) {
   auto [t, p] = losses::match_label_shape(y_true, y_pred);
   check_same_shape(metric.c_str(), "labels", t, p);
   std::vector<double> labels = cast(t, kFloat64).to_vector<double>();
   std::vector<double> preds = cast(p, kFloat64).to_vector<double>();
-  // Keras compares float32 predictions with float32 thresholds.
-  std::vector<double> at = thresholds;
-  if (p.dtype() != kFloat64) {
-    for (double& v : at) v = static_cast<double>(static_cast<float>(v));
+  for (size_t i = 0; i < preds.size(); ++i) {
+    WEFT_CHECK(preds[i] >= 0 && preds[i] <= 1, InvalidArgument)
+        << metric << ": predictions must be in [0, 1] (probabilities), got " << preds[i]
+        << " at flat index " << i;
+  }
+  std::vector<char> kept = in_top_k(metric, preds, y_pred.shape(), top_k);
+  // The thresholds ascending (at[j] is thresholds[order[j]]); Keras compares float32 predictions
+  // with float32 thresholds.
+  const size_t n = thresholds.size();
+  std::vector<size_t> order(n);
+  for (size_t j = 0; j < n; ++j) order[j] = j;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return thresholds[a] < thresholds[b]; });
+  std::vector<double> at(n);
+  for (size_t j = 0; j < n; ++j) {
+    at[j] = p.dtype() == kFloat64 ? thresholds[order[j]]
+                                  : static_cast<double>(static_cast<float>(thresholds[order[j]]));
   }
   std::vector<double> weights =
       sample_weight.defined()
@@ -137,48 +173,60 @@ std::vector<double> confusion(const std::string& metric, const Tensor& y_true, c
     stride = static_cast<size_t>(p.dim(-1));
     first = static_cast<size_t>(class_id);
   }
-  const size_t n = thresholds.size();
-  // hist[k]: weight of the values above exactly k thresholds.
+  // pos[k], negs[k]: weight of the positive (negative) labels whose prediction is above exactly
+  // the k lowest thresholds (none when outside the top_k).
   std::vector<double> pos(n + 1, 0.0), negs(n + 1, 0.0);
   for (size_t i = first; i < preds.size(); i += stride) {
-    WEFT_CHECK(preds[i] >= 0 && preds[i] <= 1, InvalidArgument)
-        << metric << ": predictions must be in [0, 1] (probabilities), got " << preds[i]
-        << " at flat index " << i;
-    size_t k = std::lower_bound(at.begin(), at.end(), preds[i]) - at.begin();
+    size_t k = kept[i] ? std::lower_bound(at.begin(), at.end(), preds[i]) - at.begin() : 0;
     (labels[i] != 0 ? pos : negs)[k] += weights[i];
   }
-  // Above threshold i: the values above more than i thresholds, summed from the top (so that
+  // Above threshold j: the values above more than j thresholds, summed from the top (so that
   // counts above every value are exactly 0, not the remainder of a subtraction).
   std::vector<double> out(4 * n);
   double tp = 0, fp = 0, tn = 0, fn = 0;
-  for (size_t i = n; i-- > 0;) {
-    tp += pos[i + 1];
-    fp += negs[i + 1];
-    out[i] = tp;
-    out[n + i] = fp;
+  for (size_t j = n; j-- > 0;) {
+    tp += pos[j + 1];
+    fp += negs[j + 1];
+    out[order[j]] = tp;
+    out[n + order[j]] = fp;
   }
-  for (size_t i = 0; i < n; ++i) {
-    tn += negs[i];
-    fn += pos[i];
-    out[2 * n + i] = tn;
-    out[3 * n + i] = fn;
+  for (size_t j = 0; j < n; ++j) {
+    tn += negs[j];
+    fn += pos[j];
+    out[2 * n + order[j]] = tn;
+    out[3 * n + order[j]] = fn;
   }
   return out;
 }
 
 enum Count { kTP, kFP, kTN, kFN };
 
+// A metric of the four counts at each of the options' thresholds: value(tp, fp, tn, fn) per
+// threshold.
 Metric::Spec counts(const std::string& name, ThresholdOptions o,
-                    std::function<double(const std::vector<double>&)> result) {
-  return {name, 4,
+                    std::function<double(const double* count, size_t stride)> value) {
+  WEFT_CHECK(o.top_k >= 0, InvalidArgument)
+      << name << ": top_k must be positive (or 0 for none), got " << o.top_k;
+  for (double t : o.thresholds) {
+    WEFT_CHECK(t >= 0 && t <= 1, InvalidArgument)
+        << name << ": thresholds must be in [0, 1], got " << t;
+  }
+  if (o.thresholds.empty()) o.thresholds = {o.top_k > 0 ? -1e10 : 0.5};
+  const size_t n = o.thresholds.size();
+  return {name, 4 * n,
           [name, o](const Tensor& y_true, const Tensor& y_pred, const Tensor& w) {
-            return confusion(name, y_true, y_pred, w, {o.threshold}, o.class_id);
+            return confusion(name, y_true, y_pred, w, o.thresholds, o.class_id, o.top_k);
           },
-          std::move(result)};
+          nullptr,
+          [n, value = std::move(value)](const std::vector<double>& s) {
+            std::vector<double> out(n);
+            for (size_t j = 0; j < n; ++j) out[j] = value(s.data() + j, n);
+            return out;
+          }};
 }
 
 Metric::Spec one_count(const std::string& name, ThresholdOptions o, Count c) {
-  return counts(name, o, [c](const std::vector<double>& s) { return s[c]; });
+  return counts(name, std::move(o), [c](const double* s, size_t stride) { return s[c * stride]; });
 }
 
 double div_no_nan(double a, double b) { return b != 0 ? a / b : 0.0; }
@@ -222,7 +270,7 @@ double auc_of(const std::vector<double>& s, int n, AUCCurve curve, AUCSummation 
 }  // namespace
 
 Metric::Metric(Spec spec) : impl_(std::make_shared<Impl>()) {
-  if (!spec.result) spec.result = ratio;
+  if (!spec.result && !spec.results) spec.result = ratio;
   impl_->sums.assign(spec.state_size, 0.0);
   impl_->spec = std::move(spec);
 }
@@ -248,7 +296,18 @@ void Metric::merge_state(const Partial& partial) {
 
 double Metric::result() const {
   std::lock_guard lock(impl_->mu);
-  return impl_->spec.result(impl_->sums);
+  if (!impl_->spec.results) return impl_->spec.result(impl_->sums);
+  std::vector<double> all = impl_->spec.results(impl_->sums);
+  WEFT_CHECK(all.size() == 1, InvalidArgument)
+      << "metric \"" << name() << "\" has " << all.size()
+      << " values (one per threshold): read them with results()";
+  return all[0];
+}
+
+std::vector<double> Metric::results() const {
+  std::lock_guard lock(impl_->mu);
+  if (impl_->spec.results) return impl_->spec.results(impl_->sums);
+  return {impl_->spec.result(impl_->sums)};
 }
 
 void Metric::reset_state() {
@@ -356,12 +415,12 @@ FalsePositives::FalsePositives(ThresholdOptions o, const std::string& name)
 FalseNegatives::FalseNegatives(ThresholdOptions o, const std::string& name)
     : Metric(one_count(name, o, kFN)) {}
 Precision::Precision(ThresholdOptions o, const std::string& name)
-    : Metric(counts(name, o, [](const std::vector<double>& s) {
-        return div_no_nan(s[kTP], s[kTP] + s[kFP]);
+    : Metric(counts(name, std::move(o), [](const double* s, size_t n) {
+        return div_no_nan(s[kTP * n], s[kTP * n] + s[kFP * n]);
       })) {}
 Recall::Recall(ThresholdOptions o, const std::string& name)
-    : Metric(counts(name, o, [](const std::vector<double>& s) {
-        return div_no_nan(s[kTP], s[kTP] + s[kFN]);
+    : Metric(counts(name, std::move(o), [](const double* s, size_t n) {
+        return div_no_nan(s[kTP * n], s[kTP * n] + s[kFN * n]);
       })) {}
 
 namespace {

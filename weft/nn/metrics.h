@@ -43,6 +43,8 @@ class Metric {
         batch;
     // The metric's value from its sums; by default sums[0] / sums[1] (0 while sums[1] is 0).
     std::function<double(const std::vector<double>& sums)> result;
+    // Instead of result, for a metric with several values: every value from the sums.
+    std::function<std::vector<double>(const std::vector<double>& sums)> results{};
   };
   explicit Metric(Spec spec);
   void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight = {});
@@ -50,7 +52,12 @@ class Metric {
   Partial partial(const Tensor& y_true, const Tensor& y_pred,
                   const Tensor& sample_weight = {}) const;
   void merge_state(const Partial& partial);
+  // The metric's value; a metric with several values (Precision and Recall with a list of
+  // thresholds) refuses, naming results().
   double result() const;
+  // Every value: one per threshold for the counts at thresholds, Precision and Recall; one for
+  // every other metric.
+  std::vector<double> results() const;
   void reset_state();
   const std::string& name() const { return impl_->spec.name; }
   // Renames the metric (every handle on it): compile names a weighted metric "weighted_<name>"
@@ -161,9 +168,16 @@ struct CategoricalHinge : Metric {
 
 // ---- counts at thresholds: labels are positive when non-zero, predictions in [0, 1] ----------
 
+// As Keras's `thresholds`, `top_k` and `class_id`. A prediction counts as positive when it is
+// above a threshold (strictly); with several thresholds the metric has one value per threshold,
+// in the order given (results(); fit logs them as "<name>[i]"), with one it has one value. Each
+// threshold must be in [0, 1]; none means 0.5, or with top_k every value (-1e10, Keras's NEG_INF).
+// top_k keeps only the k highest predictions of each row (the last axis; on ties the lower index
+// first), the rest count as negative; class_id then takes one column.
 struct ThresholdOptions {
-  double threshold = 0.5;  // a prediction above it counts as positive
-  int class_id = -1;       // >= 0: only that column of (batch, classes) labels and predictions
+  std::vector<double> thresholds{};
+  int top_k = 0;      // > 0: only each row's k highest predictions can be positive
+  int class_id = -1;  // >= 0: only that column of (batch, classes) labels and predictions
 };
 struct TruePositives : Metric {
   explicit TruePositives(ThresholdOptions options = {}, const std::string& name = "true_positives");

@@ -404,6 +404,111 @@ TEST(Metrics, MultiLabelAUCAveragesEachLabelsArea) {
                   ::testing::HasSubstr("multi_label predictions must be (batch, 2), got (64, 3)")));
 }
 
+// Keras's Precision/Recall(thresholds, top_k, class_id) as metrics_utils computes them, in
+// float64: entries outside each row's top_k become NEG_INF (-1e10; ties: the lower index stays),
+// then class_id takes a column, and a prediction is positive when strictly above a threshold.
+std::vector<double> keras_precision_recall(const std::vector<double>& y,
+                                           const std::vector<double>& p,
+                                           const std::vector<double>& w, int64_t width,
+                                           std::vector<double> thresholds, int top_k, int class_id,
+                                           bool recall) {
+  std::vector<double> filtered = p;
+  if (top_k > 0) {
+    for (size_t row = 0; row < p.size(); row += width) {
+      for (int64_t j = 0; j < width; ++j) {
+        int64_t better = 0;  // entries that tf.math.top_k puts before this one
+        for (int64_t i = 0; i < width; ++i)
+          better += p[row + i] > p[row + j] || (p[row + i] == p[row + j] && i < j);
+        if (better >= top_k) filtered[row + j] = -1e10;
+      }
+    }
+  }
+  if (thresholds.empty()) thresholds = {top_k > 0 ? -1e10 : 0.5};
+  std::vector<double> out;
+  for (double t : thresholds) {
+    double tp = 0, other = 0;
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (class_id >= 0 && static_cast<int64_t>(i) % width != class_id) continue;
+      bool positive = filtered[i] > t, label = y[i] != 0;
+      tp += label && positive ? w[i / width] : 0;
+      other += (recall ? label && !positive : !label && positive) ? w[i / width] : 0;
+    }
+    out.push_back(tp + other > 0 ? tp / (tp + other) : 0);
+  }
+  return out;
+}
+
+TEST(Metrics, PrecisionAndRecallAtThresholdsTopKAndClassId) {
+  // Keras's documented example: top_k=2 over four tied scores keeps the first two.
+  Precision doc_example({.top_k = 2});
+  doc_example.update_state(Tensor::from_vector(std::vector<float>{0, 0, 1, 1}),
+                           Tensor::from_vector(std::vector<float>{1, 1, 1, 1}));
+  EXPECT_EQ(doc_example.result(), 0.0);
+  // (6, 4) scores with ties, in float64 so that thresholds compare exactly.
+  const std::vector<double> p = {0.9, 0.1, 0.4, 0.4, 0.2, 0.2, 0.2, 0.7, 0.5,  0.5,  0.5, 0.5,
+                                 0.0, 0.3, 0.8, 0.6, 1.0, 0.9, 0.1, 0.3, 0.25, 0.75, 0.6, 0.2};
+  const std::vector<double> y = {1, 0, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1,
+                                 0, 1, 1, 0, 1, 0, 0, 0, 0, 1, 1, 0};
+  const std::vector<double> w = {1, 0.5, 2, 1, 0.25, 3};
+  Tensor scores = reshape(Tensor::from_vector(p), {6, 4});
+  Tensor labels = reshape(Tensor::from_vector(y), {6, 4});
+  Tensor weights = Tensor::from_vector(w);
+  struct Case {
+    std::vector<double> thresholds;
+    int top_k, class_id;
+  };
+  for (const Case& c : std::vector<Case>{{{}, 0, -1},
+                                         {{0.7, 0.2, 0.5, 0.0, 1.0}, 0, -1},
+                                         {{}, 1, -1},
+                                         {{}, 2, -1},
+                                         {{0.45, 0.1}, 2, -1},
+                                         {{}, 2, 3},
+                                         {{0.3, 0.6}, 3, 0},
+                                         {{0.5}, 0, 2}}) {
+    SCOPED_TRACE(::testing::Message() << "thresholds " << c.thresholds.size() << " top_k "
+                                      << c.top_k << " class_id " << c.class_id);
+    ThresholdOptions o{.thresholds = c.thresholds, .top_k = c.top_k, .class_id = c.class_id};
+    Precision precision(o);
+    Recall recall(o);
+    // Two batches: the sums carry over.
+    for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 4}, {4, 6}}) {
+      Slice rows{begin, end};
+      precision.update_state(slice(labels, {rows}), slice(scores, {rows}), slice(weights, {rows}));
+      recall.update_state(slice(labels, {rows}), slice(scores, {rows}), slice(weights, {rows}));
+    }
+    std::vector<double> want_p =
+        keras_precision_recall(y, p, w, 4, c.thresholds, c.top_k, c.class_id, false);
+    std::vector<double> want_r =
+        keras_precision_recall(y, p, w, 4, c.thresholds, c.top_k, c.class_id, true);
+    ASSERT_EQ(precision.results().size(), std::max<size_t>(1, c.thresholds.size()));
+    for (size_t i = 0; i < want_p.size(); ++i) {
+      EXPECT_NEAR(precision.results()[i], want_p[i], 1e-12) << "threshold " << i;
+      EXPECT_NEAR(recall.results()[i], want_r[i], 1e-12) << "threshold " << i;
+    }
+    if (want_p.size() == 1) {
+      EXPECT_EQ(precision.result(), precision.results()[0]);
+    }
+  }
+  // Several values: result() names results(); thresholds outside [0, 1] and a top_k wider than
+  // the rows are refused.
+  EXPECT_THAT(
+      [] {
+        Precision({.thresholds = {0.2, 0.8}}).result();
+      },
+      ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr(
+          "metric \"precision\" has 2 values (one per threshold): read them with "
+          "results()")));
+  EXPECT_THAT(
+      [] {
+        Recall({.thresholds = {0.5, 1.5}});
+      },
+      ::testing::ThrowsMessage<InvalidArgument>(
+          ::testing::HasSubstr("recall: thresholds must be in [0, 1], got 1.5")));
+  EXPECT_THAT([&] { Precision({.top_k = 5}).update_state(labels, scores); },
+              ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr(
+                  "precision: top_k 5 is more than the 4 predictions per row of shape (6, 4)")));
+}
+
 TEST(MetricsErrors, ProbabilitiesOutOfRangeAndBadClassIds) {
   Tensor labels = Tensor::from_vector(std::vector<double>{0, 1});
   try {

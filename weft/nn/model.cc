@@ -372,7 +372,11 @@ std::map<std::string, double> merge_logs(ModelImpl& m, metrics::Mean& loss_track
   std::map<std::string, double> logs{{"loss", loss_tracker.result()}};
   for (metrics::Metric& metric : m.compiled_metrics) {
     metric.merge_state(total[metric.name()]);
-    logs[metric.name()] = metric.result();
+    std::vector<double> values = metric.results();
+    if (values.size() == 1) logs[metric.name()] = values[0];
+    // A metric with a value per threshold logs "<name>[i]" (Keras logs one array).
+    for (size_t i = 0; values.size() > 1 && i < values.size(); ++i)
+      logs[metric.name() + "[" + std::to_string(i) + "]"] = values[i];
   }
   return logs;
 }

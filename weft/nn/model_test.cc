@@ -215,5 +215,28 @@ TEST(Model, WeightedMetricsTakeTheSampleWeights) {
   EXPECT_NEAR(only["accuracy"], weighted_hits / weight_sum, 1e-6);
 }
 
+// A metric with a value per threshold logs each as "<name>[i]" (Keras logs one array), and the
+// values are the metric's over the whole evaluation.
+TEST(Model, PrecisionAtSeveralThresholdsLogsEachValue) {
+  random::set_seed(5);
+  Tensor x = stateless_random_normal({30, 3}, {8, 3});
+  Tensor y = cast(greater(sum(x, {1}), 0.0), kFloat32);
+  data::Dataset ds = data::Dataset::from_tensor_slices({x, y}).batch(8);
+  Sequential model({Dense(1, "sigmoid")});
+  model.compile(optim::SGD(0.1), losses::BinaryCrossentropy(),
+                std::vector<metrics::Metric>{metrics::Precision({.thresholds = {0.3, 0.6}}),
+                                             metrics::Recall({.thresholds = {0.5}})});
+  std::map<std::string, double> logs = model.evaluate(ds);
+  metrics::Precision reference({.thresholds = {0.3, 0.6}});
+  reference.update_state(reshape(y, {30, 1}), model(x));
+  EXPECT_EQ(logs.count("precision"), 0u);
+  ASSERT_EQ(logs.count("precision[0]"), 1u);
+  ASSERT_EQ(logs.count("precision[1]"), 1u);
+  EXPECT_NEAR(logs["precision[0]"], reference.results()[0], 1e-12);
+  EXPECT_NEAR(logs["precision[1]"], reference.results()[1], 1e-12);
+  EXPECT_NE(logs["precision[0]"], logs["precision[1]"]);
+  EXPECT_EQ(logs.count("recall"), 1u);
+}
+
 }  // namespace
 }  // namespace weft::nn
