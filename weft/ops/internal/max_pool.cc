@@ -37,7 +37,7 @@ struct Window {
   int64_t top, left;
 };
 
-Window window(const Pool2DParams& p, int64_t oy, int64_t ox) {
+Window window(const PoolParams& p, int64_t oy, int64_t ox) {
   int64_t top = oy * p.stride_h - p.pad_top, left = ox * p.stride_w - p.pad_left;
   return {std::max<int64_t>(top, 0),
           std::min(top + p.kh, p.h),
@@ -58,7 +58,7 @@ inline bool takes_over(C v, C best) {
 // at[ch] = its tap in the window (ky * kw + kx, counting the taps of the unclipped window). N > 0
 // fixes the count at compile time, so that best and at stay in registers across the taps.
 template <int64_t N, typename T, typename C>
-void window_max(const Pool2DParams& p, const T* image, const Window& win, int64_t n,
+void window_max(const PoolParams& p, const T* image, const Window& win, int64_t n,
                 C* __restrict best, int32_t* __restrict at) {
   if constexpr (N > 0) n = N;
   bool first = true;
@@ -101,7 +101,7 @@ inline T exact_narrow(C v) {
 }  // namespace
 
 template <typename T>
-void max_pool2d_nhwc_forward(const Pool2DParams& p, const T* x, T* y, int32_t* argmax) {
+void max_pool2d_nhwc_forward(const PoolParams& p, const T* x, T* y, int32_t* argmax) {
   using C = compute_t<T>;
   // Channels go in blocks of two AVX-512 registers' worth, whose maxima and taps stay in
   // registers over the window (faster than in memory; figures in docs/benchmarks.md).
@@ -141,7 +141,7 @@ void max_pool2d_nhwc_forward(const Pool2DParams& p, const T* x, T* y, int32_t* a
 }
 
 template <typename T>
-void max_pool2d_nhwc_backward(const Pool2DParams& p, const int32_t* argmax, const T* dy, T* dx) {
+void max_pool2d_nhwc_backward(const PoolParams& p, const int32_t* argmax, const T* dy, T* dx) {
   using C = compute_t<T>;
   using Bits = UnsignedOfSize<sizeof(T)>;
   int64_t image_size = p.h * p.w * p.c;
@@ -191,9 +191,9 @@ void max_pool2d_nhwc_backward(const Pool2DParams& p, const int32_t* argmax, cons
   });
 }
 
-#define WEFT_INSTANTIATE(T)                                                              \
-  template void max_pool2d_nhwc_forward<T>(const Pool2DParams&, const T*, T*, int32_t*); \
-  template void max_pool2d_nhwc_backward<T>(const Pool2DParams&, const int32_t*, const T*, T*);
+#define WEFT_INSTANTIATE(T)                                                            \
+  template void max_pool2d_nhwc_forward<T>(const PoolParams&, const T*, T*, int32_t*); \
+  template void max_pool2d_nhwc_backward<T>(const PoolParams&, const int32_t*, const T*, T*);
 WEFT_INSTANTIATE(float)
 WEFT_INSTANTIATE(double)
 WEFT_INSTANTIATE(bfloat16)

@@ -14,9 +14,9 @@ namespace weft::ops::internal {
 
 // T: float, double, bfloat16, float16 (half types compare in float). argmax: y's shape.
 template <typename T>
-void max_pool2d_nhwc_forward(const Pool2DParams& p, const T* x, T* y, int32_t* argmax);
+void max_pool2d_nhwc_forward(const PoolParams& p, const T* x, T* y, int32_t* argmax);
 // argmax: from the forward pass. dx is fully overwritten.
 template <typename T>
-void max_pool2d_nhwc_backward(const Pool2DParams& p, const int32_t* argmax, const T* dy, T* dx);
+void max_pool2d_nhwc_backward(const PoolParams& p, const int32_t* argmax, const T* dy, T* dx);
 
 }  // namespace weft::ops::internal

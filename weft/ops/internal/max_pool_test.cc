@@ -47,7 +47,7 @@ std::vector<double> sample(int64_t count, uint32_t seed, bool with_nans) {
 
 template <typename T>
 void expect_matches_reference(const Case& k, bool with_nans) {
-  Pool2DParams p =
+  PoolParams p =
       make_pool2d_params("max_pool2d", k.n, k.h, k.w, k.c, k.kh, k.kw, k.sh, k.sw, k.padding);
   std::vector<double> xd = sample(k.n * k.h * k.w * k.c, 1, with_nans);
   std::vector<double> gd = sample(k.n * p.oh * p.ow * k.c, 2, false);
@@ -57,8 +57,8 @@ void expect_matches_reference(const Case& k, bool with_nans) {
   max_pool2d_nhwc_forward<T>(p, x.data(), y.data(), argmax.data());
   max_pool2d_nhwc_backward<T>(p, argmax.data(), dy.data(), dx.data());
   std::vector<double> y_ref(gd.size()), dx_ref(xd.size());
-  max_pool2d_forward<double>(p, xd.data(), y_ref.data());
-  max_pool2d_backward<double>(p, xd.data(), gd.data(), dx_ref.data());
+  max_pool_forward<double>(p, xd.data(), y_ref.data());
+  max_pool_backward<double>(p, xd.data(), gd.data(), dx_ref.data());
   std::string what = describe(k) + " " + std::string(dtype_name(dtype_of<T>()));
   for (size_t i = 0; i < y.size(); ++i) {
     double v = static_cast<double>(static_cast<compute_t<T>>(y[i]));

@@ -499,28 +499,42 @@ struct ConvGeometry {
   memory::dims strides, dilates, pad_l, pad_r;
 };
 
-ConvGeometry conv_geometry(DType dtype, const ops::internal::Conv2DParams& p) {
+// The spatial sizes {d, h, w} of a 3-D problem, {h, w} of a 2-D one.
+memory::dims spatial(int spatial_dims, int64_t d, int64_t h, int64_t w) {
+  return spatial_dims == 3 ? memory::dims{d, h, w} : memory::dims{h, w};
+}
+
+ConvGeometry conv_geometry(DType dtype, const ops::internal::ConvParams& p) {
   auto dt = data_type(dtype);
+  const int sd = p.spatial_dims;
+  auto join = [](memory::dims head, const memory::dims& tail) {
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
   ConvGeometry g;
-  memory::dims src = {p.n, p.c, p.h, p.w}, weights = {p.oc, p.c, p.kh, p.kw},
-               dst = {p.n, p.oc, p.oh, p.ow};
-  g.src = memory::desc(src, dt, tag::nhwc);
-  g.weights = memory::desc(weights, dt, tag::hwio);
-  if (p.groups > 1) {  // weft's (kh, kw, c / groups, oc) is oneDNN's hwigo
-    weights = {p.groups, p.oc / p.groups, p.c / p.groups, p.kh, p.kw};
-    g.weights = memory::desc(weights, dt, tag::hwigo);
+  memory::dims src = join({p.n, p.c}, spatial(sd, p.d, p.h, p.w));
+  memory::dims weights = join({p.oc, p.c}, spatial(sd, p.kd, p.kh, p.kw));
+  memory::dims dst = join({p.n, p.oc}, spatial(sd, p.od, p.oh, p.ow));
+  g.src = memory::desc(src, dt, sd == 3 ? tag::ndhwc : tag::nhwc);
+  g.weights = memory::desc(weights, dt, sd == 3 ? tag::dhwio : tag::hwio);
+  if (p.groups > 1) {  // weft's (kh, kw, c / groups, oc) is oneDNN's hwigo (dhwigo in 3-D)
+    weights = join({p.groups, p.oc / p.groups, p.c / p.groups}, spatial(sd, p.kd, p.kh, p.kw));
+    g.weights = memory::desc(weights, dt, sd == 3 ? tag::dhwigo : tag::hwigo);
   }
-  g.dst = memory::desc(dst, dt, tag::nhwc);
+  g.dst = memory::desc(dst, dt, sd == 3 ? tag::ndhwc : tag::nhwc);
   g.any_weights = memory::desc(weights, dt, tag::any);
-  g.strides = {p.stride_h, p.stride_w};
-  g.dilates = {p.dilation_h - 1, p.dilation_w - 1};  // oneDNN counts the gaps
-  g.pad_l = {p.pad_top, p.pad_left};
-  g.pad_r = {pad_after(p.h, p.oh, p.stride_h, (p.kh - 1) * p.dilation_h + 1, p.pad_top),
-             pad_after(p.w, p.ow, p.stride_w, (p.kw - 1) * p.dilation_w + 1, p.pad_left)};
+  g.strides = spatial(sd, p.stride_d, p.stride_h, p.stride_w);
+  // oneDNN counts the gaps
+  g.dilates = spatial(sd, p.dilation_d - 1, p.dilation_h - 1, p.dilation_w - 1);
+  g.pad_l = spatial(sd, p.pad_front, p.pad_top, p.pad_left);
+  g.pad_r =
+      spatial(sd, pad_after(p.d, p.od, p.stride_d, (p.kd - 1) * p.dilation_d + 1, p.pad_front),
+              pad_after(p.h, p.oh, p.stride_h, (p.kh - 1) * p.dilation_h + 1, p.pad_top),
+              pad_after(p.w, p.ow, p.stride_w, (p.kw - 1) * p.dilation_w + 1, p.pad_left));
   return g;
 }
 
-Key conv_key(int kind, DType dtype, const ops::internal::Conv2DParams& p, int threads) {
+Key conv_key(int kind, DType dtype, const ops::internal::ConvParams& p, int threads) {
   return {kind,         static_cast<int64_t>(dtype),
           threads,      p.n,
           p.h,          p.w,
@@ -530,7 +544,10 @@ Key conv_key(int kind, DType dtype, const ops::internal::Conv2DParams& p, int th
           p.stride_h,   p.stride_w,
           p.dilation_h, p.dilation_w,
           p.pad_top,    p.pad_left,
-          p.groups};
+          p.groups,     p.spatial_dims,
+          p.d,          p.kd,
+          p.od,         p.stride_d,
+          p.dilation_d, p.pad_front};
 }
 
 dnnl::convolution_forward::primitive_desc conv_forward_pd(const ConvGeometry& g) {
@@ -568,8 +585,8 @@ void run_conv(const ConvPrimitive& c, const void* in0, const void* in1, void* ou
 
 }  // namespace
 
-void conv2d_forward(DType dtype, const ops::internal::Conv2DParams& p, const void* x, const void* w,
-                    void* y) {
+void conv_forward(DType dtype, const ops::internal::ConvParams& p, const void* x, const void* w,
+                  void* y) {
   thread_local Cache<ConvPrimitive> cache;
   const auto& c = cache.get(conv_key(0, dtype, p, use_configured_threads()), [&] {
     ConvGeometry g = conv_geometry(dtype, p);
@@ -581,8 +598,8 @@ void conv2d_forward(DType dtype, const ops::internal::Conv2DParams& p, const voi
   run_conv(c, x, w, y);
 }
 
-void conv2d_backward_input(DType dtype, const ops::internal::Conv2DParams& p, const void* dy,
-                           const void* w, void* dx) {
+void conv_backward_input(DType dtype, const ops::internal::ConvParams& p, const void* dy,
+                         const void* w, void* dx) {
   thread_local Cache<ConvPrimitive> cache;
   const auto& c = cache.get(conv_key(1, dtype, p, use_configured_threads()), [&] {
     ConvGeometry g = conv_geometry(dtype, p);
@@ -597,8 +614,8 @@ void conv2d_backward_input(DType dtype, const ops::internal::Conv2DParams& p, co
   run_conv(c, dy, w, dx);
 }
 
-void conv2d_backward_filter(DType dtype, const ops::internal::Conv2DParams& p, const void* x,
-                            const void* dy, void* dw) {
+void conv_backward_filter(DType dtype, const ops::internal::ConvParams& p, const void* x,
+                          const void* dy, void* dw) {
   thread_local Cache<ConvPrimitive> cache;
   // The filter gradient sums over the batch, which oneDNN splits across threads and adds back in
   // an order that follows the thread count; under op determinism it runs on one thread.
@@ -626,8 +643,7 @@ struct PoolEntry {
   memory src, dst;
 };
 
-const PoolEntry& pool_entry(DType dtype, const ops::internal::Pool2DParams& p,
-                            dnnl::algorithm alg) {
+const PoolEntry& pool_entry(DType dtype, const ops::internal::PoolParams& p, dnnl::algorithm alg) {
   thread_local Cache<PoolEntry> cache;
   int threads = use_configured_threads();
   Key key = {static_cast<int64_t>(alg),
@@ -644,15 +660,27 @@ const PoolEntry& pool_entry(DType dtype, const ops::internal::Pool2DParams& p,
              p.stride_h,
              p.stride_w,
              p.pad_top,
-             p.pad_left};
+             p.pad_left,
+             p.spatial_dims,
+             p.d,
+             p.kd,
+             p.od,
+             p.stride_d,
+             p.pad_front};
   return cache.get(key, [&] {
     auto dt = data_type(dtype);
-    memory::desc src({p.n, p.c, p.h, p.w}, dt, tag::nhwc);
-    memory::desc dst({p.n, p.c, p.oh, p.ow}, dt, tag::nhwc);
-    memory::dims strides = {p.stride_h, p.stride_w}, kernel = {p.kh, p.kw};
-    memory::dims pad_l = {p.pad_top, p.pad_left};
-    memory::dims pad_r = {pad_after(p.h, p.oh, p.stride_h, p.kh, p.pad_top),
-                          pad_after(p.w, p.ow, p.stride_w, p.kw, p.pad_left)};
+    const int sd = p.spatial_dims;
+    memory::dims src_dims = spatial(sd, p.d, p.h, p.w), dst_dims = spatial(sd, p.od, p.oh, p.ow);
+    src_dims.insert(src_dims.begin(), {p.n, p.c});
+    dst_dims.insert(dst_dims.begin(), {p.n, p.c});
+    memory::desc src(src_dims, dt, sd == 3 ? tag::ndhwc : tag::nhwc);
+    memory::desc dst(dst_dims, dt, sd == 3 ? tag::ndhwc : tag::nhwc);
+    memory::dims strides = spatial(sd, p.stride_d, p.stride_h, p.stride_w);
+    memory::dims kernel = spatial(sd, p.kd, p.kh, p.kw);
+    memory::dims pad_l = spatial(sd, p.pad_front, p.pad_top, p.pad_left);
+    memory::dims pad_r = spatial(sd, pad_after(p.d, p.od, p.stride_d, p.kd, p.pad_front),
+                                 pad_after(p.h, p.oh, p.stride_h, p.kh, p.pad_top),
+                                 pad_after(p.w, p.ow, p.stride_w, p.kw, p.pad_left));
     dnnl::pooling_forward::desc fdesc(dnnl::prop_kind::forward_training, alg, src, dst, strides,
                                       kernel, pad_l, pad_r);
     dnnl::pooling_forward::primitive_desc fpd(fdesc, engine());
@@ -665,13 +693,12 @@ const PoolEntry& pool_entry(DType dtype, const ops::internal::Pool2DParams& p,
 
 }  // namespace
 
-void avg_pool2d_forward(DType dtype, const ops::internal::Pool2DParams& p, const void* x, void* y) {
+void avg_pool_forward(DType dtype, const ops::internal::PoolParams& p, const void* x, void* y) {
   const PoolEntry& e = pool_entry(dtype, p, dnnl::algorithm::pooling_avg_exclude_padding);
   run(e.forward, {bind(DNNL_ARG_SRC, e.src, x), bind(DNNL_ARG_DST, e.dst, y)});
 }
 
-void avg_pool2d_backward(DType dtype, const ops::internal::Pool2DParams& p, const void* dy,
-                         void* dx) {
+void avg_pool_backward(DType dtype, const ops::internal::PoolParams& p, const void* dy, void* dx) {
   const PoolEntry& e = pool_entry(dtype, p, dnnl::algorithm::pooling_avg_exclude_padding);
   run(e.backward, {bind(DNNL_ARG_DIFF_DST, e.dst, dy), bind(DNNL_ARG_DIFF_SRC, e.src, dx)});
 }

@@ -55,17 +55,16 @@ struct MatmulOperand {
 // c = a @ b with NumPy batch broadcasting (batch dims of a and b are 1 or equal to c's).
 void matmul(DType dtype, const MatmulOperand& a, const MatmulOperand& b, const MatmulOperand& c);
 
-void conv2d_forward(DType dtype, const ops::internal::Conv2DParams& p, const void* x, const void* w,
-                    void* y);
-void conv2d_backward_input(DType dtype, const ops::internal::Conv2DParams& p, const void* dy,
-                           const void* w, void* dx);
-void conv2d_backward_filter(DType dtype, const ops::internal::Conv2DParams& p, const void* x,
-                            const void* dy, void* dw);
+void conv_forward(DType dtype, const ops::internal::ConvParams& p, const void* x, const void* w,
+                  void* y);
+void conv_backward_input(DType dtype, const ops::internal::ConvParams& p, const void* dy,
+                         const void* w, void* dx);
+void conv_backward_filter(DType dtype, const ops::internal::ConvParams& p, const void* x,
+                          const void* dy, void* dw);
 
 // Average pooling (max pooling is weft's own kernel, weft/ops/internal/max_pool.h).
-void avg_pool2d_forward(DType dtype, const ops::internal::Pool2DParams& p, const void* x, void* y);
-void avg_pool2d_backward(DType dtype, const ops::internal::Pool2DParams& p, const void* dy,
-                         void* dx);
+void avg_pool_forward(DType dtype, const ops::internal::PoolParams& p, const void* x, void* y);
+void avg_pool_backward(DType dtype, const ops::internal::PoolParams& p, const void* dy, void* dx);
 
 // Softmax over the rows of a dense (rows, cols) matrix: y from x, and dx from y and dy.
 void softmax_forward(DType dtype, int64_t rows, int64_t cols, const void* x, void* y);
