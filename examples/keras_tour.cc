@@ -42,6 +42,13 @@ int main() {
   weft::Tensor sep = nn::SeparableConv2D(6, {3, 3}, {.depth_multiplier = 2})(image);
   std::printf("conv1d %s, transpose %s, separable %s\n", weft::shape_str(causal.shape()).c_str(),
               weft::shape_str(up.shape()).c_str(), weft::shape_str(sep.shape()).c_str());
+  // Volumes (batch, depth, height, width, channels): video clips, scans.
+  weft::Tensor clip = weft::ones({2, 8, 16, 16, 3});
+  weft::Tensor features = nn::Conv3D(4, {3, 3, 3}, {.padding = "same", .activation = "relu"})(clip);
+  weft::Tensor pooled = nn::MaxPooling3D({2, 2, 2})(features);
+  weft::Tensor summary = nn::GlobalAveragePooling3D()(pooled);
+  std::printf("conv3d %s, pooled %s, summary %s\n", weft::shape_str(features.shape()).c_str(),
+              weft::shape_str(pooled.shape()).c_str(), weft::shape_str(summary.shape()).c_str());
 
   // Sequences: padding id 0 masked by the embedding, skipped by the LSTM.
   weft::Tensor ids = weft::Tensor::from_vector<int64_t>({4, 8, 15, 0, 0, 16, 23, 42, 7, 1}, {2, 5});

@@ -42,8 +42,6 @@ REFERENCE = "docs/reference/tf24-api.md"
 # when one of them becomes covered, so that this list cannot go stale: remove the name here and
 # run `scripts/api_coverage.py --write`.
 EXPECTED_GAPS = {
-    "layers": ["Conv3D", "MaxPooling3D", "AveragePooling3D", "GlobalAveragePooling3D",
-               "GlobalMaxPooling3D", "SpatialDropout3D"],
     "tf.data": ["interleave", "bucket_by_sequence_length", "group_by_window", "snapshot",
                 "save / load"],
     "tape": ["custom_gradient", "ForwardAccumulator"],

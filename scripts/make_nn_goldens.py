@@ -4,16 +4,19 @@
   make_nn_goldens.py OUT_DIR [GROUP ...]
 
 GROUPs: dense conv pooling core normalization losses metrics more_losses more_metrics more_layers
-recurrent attention (default: all). Each case writes <case>.<array>.npy into OUT_DIR/<group>. A
-layer case holds its input `x`, its weights `w0`, `w1`, ... in the layer's creation order, the
-upstream gradient `dy`, and what NumPy computes for the layer: the output `y` and (most groups) the
-gradients of sum(y * dy) with respect to x (`dx`) and each weight (`dw0`, ...); more_layers has
-outputs only, its tests check gradients by finite differences; attention's cases have several inputs
-(`query`, `value`, `key`, masks) and their gradients (`dquery`, ...), and the attention `scores`.
+recurrent attention layers_3d (default: all). Each case writes <case>.<array>.npy into
+OUT_DIR/<group>. A layer case holds its input `x`, its weights `w0`, `w1`, ... in the layer's
+creation order, the upstream gradient `dy`, and what NumPy computes for the layer: the output `y`
+and (most groups) the gradients of sum(y * dy) with respect to x (`dx`) and each weight (`dw0`,
+...); more_layers has outputs only, its tests check gradients by finite differences; attention's
+cases have several inputs (`query`, `value`, `key`, masks) and their gradients (`dquery`, ...), and
+the attention `scores`; layers_3d holds Conv3D and the 3-D poolings (NDHWC) with the arrays that
+conv and pooling hold for the 2-D ones.
 Forward and backward passes are written out by hand (plain loops for convolution and pooling),
 independently of weft. Inputs are float64; weights are rounded to float32 values, since weft's
 layers keep float32 variables. The files are reproducible: every value comes from a fixed seed.
 """
+import itertools
 import os
 import sys
 
@@ -961,6 +964,115 @@ def attention_cases():
     }
 
 
+# ---- 3-D layers: Conv3D and the 3-D poolings (NDHWC), as conv2d_case and pool_case -----------
+
+
+def conv3d_case(x_shape, kernel, filters, strides, padding, dilation, activation, use_bias,
+                groups=1):
+    """Keras's Conv3D: x (n, d, h, w, c), kernel (kd, kh, kw, c / groups, filters)."""
+    n, size, c = x_shape[0], x_shape[1:4], x_shape[4]
+    cg, og = c // groups, filters // groups
+    x = randn(*x_shape)
+    w = f32(randn(*kernel, cg, filters) / np.sqrt(np.prod(kernel) * cg))
+    b = f32(randn(filters) * 0.5)
+    oshape, pad = zip(*(spatial(size[i], kernel[i], strides[i], dilation[i], padding)
+                        for i in range(3)))
+    padded = [max((oshape[i] - 1) * strides[i] + (kernel[i] - 1) * dilation[i] + 1,
+                  size[i] + pad[i]) for i in range(3)]
+    xp = np.zeros((n, *padded, c))
+    inside = (slice(None),) + tuple(slice(pad[i], pad[i] + size[i]) for i in range(3)) + (
+        slice(None),)
+    xp[inside] = x
+
+    def taps():
+        """Output index, kernel tap, padded input index and the channels of each group."""
+        for o, k, g in itertools.product(np.ndindex(*oshape), np.ndindex(*kernel), range(groups)):
+            at = tuple(o[i] * strides[i] + k[i] * dilation[i] for i in range(3))
+            yield o, k, at, slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og)
+
+    z = np.zeros((n, *oshape, filters))
+    for o, k, at, ci, co in taps():
+        z[(slice(None), *o, co)] += xp[(slice(None), *at, ci)] @ w[(*k, slice(None), co)]
+    if use_bias:
+        z += b
+    y = act_forward(activation, z)
+    dy = randn(*y.shape)
+    dz = act_backward(activation, z, dy)
+    dxp = np.zeros_like(xp)
+    dw = np.zeros_like(w)
+    for o, k, at, ci, co in taps():
+        dxp[(slice(None), *at, ci)] += dz[(slice(None), *o, co)] @ w[(*k, slice(None), co)].T
+        dw[(*k, slice(None), co)] += xp[(slice(None), *at, ci)].T @ dz[(slice(None), *o, co)]
+    out = {"x": x, "w0": w, "dy": dy, "y": y, "dx": dxp[inside], "dw0": dw}
+    if use_bias:
+        out.update(w1=b, dw1=dz.sum((0, 1, 2, 3)))
+    return out
+
+
+def pool3d_case(kind, x_shape, pool, strides, padding, ties=False):
+    """Max pooling's gradient goes to the first maximum of a window in row-major (d, h, w) order,
+    padding never wins; the average divides by the count of elements inside the input."""
+    n, size, c = x_shape[0], x_shape[1:4], x_shape[4]
+    x = randn(*x_shape)
+    if ties:  # whole numbers: windows with equal maxima, also across depth
+        x = np.round(x) + 0.0
+    oshape, pad = zip(*(spatial(size[i], pool[i], strides[i], 1, padding) for i in range(3)))
+    y = np.zeros((n, *oshape, c))
+    dy = randn(*y.shape)
+    dx = np.zeros_like(x)
+    bn, cn = np.ogrid[:n, :c]
+    for o in np.ndindex(*oshape):
+        lo = [max(o[i] * strides[i] - pad[i], 0) for i in range(3)]
+        hi = [min(o[i] * strides[i] - pad[i] + pool[i], size[i]) for i in range(3)]
+        box = (slice(None),) + tuple(slice(lo[i], hi[i]) for i in range(3))
+        win = x[box]
+        if kind == "max":
+            flat = win.reshape(n, -1, c)
+            y[(slice(None), *o)] = flat.max(1)
+            r, s, t = np.unravel_index(flat.argmax(1), win.shape[1:4])  # the first maximum
+            dx[bn, lo[0] + r, lo[1] + s, lo[2] + t, cn] += dy[(slice(None), *o)]
+        else:
+            count = np.prod([hi[i] - lo[i] for i in range(3)])
+            y[(slice(None), *o)] = win.sum((1, 2, 3)) / count
+            dx[box] += dy[(slice(None), *o)][:, None, None, None, :] / count
+    return {"x": x, "dy": dy, "y": y, "dx": dx}
+
+
+def global_pool3d_case(kind, x_shape):
+    """The mean or max over depth, height and width; tied maxima share the gradient equally, as
+    weft's max (and TensorFlow's reduce_max)."""
+    x = randn(*x_shape)
+    if kind == "max":
+        y = x.max((1, 2, 3))
+        hit = x == y[:, None, None, None, :]
+        share = hit / hit.sum((1, 2, 3), keepdims=True)
+    else:
+        y = x.mean((1, 2, 3))
+        share = np.full(x_shape, 1 / np.prod(x_shape[1:4]))
+    dy = randn(*y.shape)
+    return {"x": x, "dy": dy, "y": y, "dx": share * dy[:, None, None, None, :]}
+
+
+def layers_3d_cases():
+    return {
+        "conv3d_valid": conv3d_case((2, 4, 5, 4, 3), (2, 3, 2), 4, (1, 1, 1), "valid", (1, 1, 1),
+                                    "", True),
+        "conv3d_same_strided": conv3d_case((2, 5, 4, 6, 2), (3, 3, 3), 2, (2, 1, 2), "same",
+                                           (1, 1, 1), "tanh", True),
+        "conv3d_dilated_nobias": conv3d_case((1, 5, 6, 5, 2), (2, 2, 3), 3, (1, 1, 1), "valid",
+                                             (2, 1, 2), "", False),
+        "conv3d_grouped": conv3d_case((2, 3, 4, 4, 4), (2, 2, 2), 6, (1, 1, 1), "same",
+                                      (1, 1, 1), "", True, groups=2),
+        "maxpool3d_valid": pool3d_case("max", (2, 4, 6, 5, 3), (2, 2, 2), (2, 2, 2), "valid"),
+        "maxpool3d_same_strided": pool3d_case("max", (2, 5, 5, 4, 2), (3, 3, 2), (2, 2, 1),
+                                              "same", ties=True),
+        "avgpool3d_valid": pool3d_case("avg", (2, 4, 4, 6, 2), (2, 2, 3), (2, 2, 3), "valid"),
+        "avgpool3d_same": pool3d_case("avg", (1, 5, 4, 5, 2), (3, 2, 3), (2, 1, 2), "same"),
+        "global_avg_3d": global_pool3d_case("avg", (2, 3, 4, 2, 5)),
+        "global_max_3d": global_pool3d_case("max", (2, 3, 4, 2, 5)),
+    }
+
+
 def groups():
     return {
         "dense": lambda: {
@@ -1004,6 +1116,7 @@ def groups():
         "more_layers": more_layer_cases,
         "recurrent": recurrent_cases,
         "attention": attention_cases,
+        "layers_3d": layers_3d_cases,  # last: the groups before it keep their draws from rng
     }
 
 

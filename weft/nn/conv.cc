@@ -1,5 +1,7 @@
 #include "weft/nn/conv.h"
 
+#include <algorithm>
+
 #include "weft/nn/internal/layer_util.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/shape_ops.h"
@@ -8,15 +10,23 @@ namespace weft::nn {
 namespace {
 
 using internal::layer_label;
+using internal::size_str;
 
-enum class Kind { kConv1D, kConv2D, kTranspose, kDepthwise, kSeparable };
+enum class Kind { kConv1D, kConv2D, kConv3D, kTranspose, kDepthwise, kSeparable };
+
+// Spatial axes: Conv1D 1, Conv3D 3, the rest 2.
+int rank_of(Kind k) { return k == Kind::kConv1D ? 1 : k == Kind::kConv3D ? 3 : 2; }
+
+// A 2-D size as the 3-D {depth, height, width} of depth 1, and back.
+Size3 lift(Size2 s) { return {1, s[0], s[1]}; }
+Size2 hw(const Size3& s) { return {s[1], s[2]}; }
 
 // Every convolution layer's settings, whichever options struct they came from.
 struct Spec {
   Kind kind;
   int64_t filters = 0;  // output channels (DepthwiseConv2D: channels * depth_multiplier)
-  Size2 kernel{}, strides{1, 1}, dilation{1, 1};
-  std::string padding{};  // as given ("valid", "same", "causal")
+  Size3 kernel{}, strides{1, 1, 1}, dilation{1, 1, 1};  // {depth, height, width}
+  std::string padding{};                                // as given ("valid", "same", "causal")
   int64_t groups = 1, depth_multiplier = 1;
   std::string activation{};
   bool use_bias = true;
@@ -31,6 +41,8 @@ const char* class_of(Kind k) {
       return "Conv1D";
     case Kind::kConv2D:
       return "Conv2D";
+    case Kind::kConv3D:
+      return "Conv3D";
     case Kind::kTranspose:
       return "Conv2DTranspose";
     case Kind::kDepthwise:
@@ -56,42 +68,48 @@ class ConvImpl : public LayerImpl {
                 : Initializer()),
         bias_init_(internal::initializer_for(*this, "bias_initializer", s_.bias_init)) {
     set_activity_regularizer(s_.activity_reg);
-    const Size2& k = s_.kernel;
-    const Size2& st = s_.strides;
-    const Size2& d = s_.dilation;
+    const int rank = rank_of(s_.kind);
+    // Conv1D's sizes keep printing as {1, k}, as before 3-D layers.
+    const int shown = std::max(rank, 2);
+    auto all = [](const Size3& v, auto pred) { return pred(v[0]) && pred(v[1]) && pred(v[2]); };
+    auto positive = [](int64_t v) { return v > 0; };
+    auto one = [](int64_t v) { return v == 1; };
     WEFT_CHECK(s_.kind == Kind::kDepthwise || s_.filters > 0, InvalidArgument)
         << layer_label(*this) << ": filters must be positive, got " << s_.filters;
-    WEFT_CHECK(k[0] > 0 && k[1] > 0, InvalidArgument)
-        << layer_label(*this) << ": kernel_size must be positive, got {" << k[0] << ", " << k[1]
-        << "}";
-    WEFT_CHECK(st[0] > 0 && st[1] > 0 && d[0] > 0 && d[1] > 0, InvalidArgument)
-        << layer_label(*this) << ": strides {" << st[0] << ", " << st[1] << "} and dilation_rate {"
-        << d[0] << ", " << d[1] << "} must be positive";
-    WEFT_CHECK(!((st[0] > 1 || st[1] > 1) && (d[0] > 1 || d[1] > 1)), InvalidArgument)
+    WEFT_CHECK(all(s_.kernel, positive), InvalidArgument)
+        << layer_label(*this) << ": kernel_size must be positive, got "
+        << size_str(s_.kernel, shown);
+    WEFT_CHECK(all(s_.strides, positive) && all(s_.dilation, positive), InvalidArgument)
+        << layer_label(*this) << ": strides " << size_str(s_.strides, shown)
+        << " and dilation_rate " << size_str(s_.dilation, shown) << " must be positive";
+    WEFT_CHECK(all(s_.strides, one) || all(s_.dilation, one), InvalidArgument)
         << layer_label(*this) << ": strides > 1 are not supported together with dilation_rate > 1"
-        << " (strides {" << st[0] << ", " << st[1] << "}, dilation_rate {" << d[0] << ", " << d[1]
-        << "})";
+        << " (strides " << size_str(s_.strides, shown) << ", dilation_rate "
+        << size_str(s_.dilation, shown) << ")";
     WEFT_CHECK(s_.groups >= 1 && s_.filters % s_.groups == 0 &&
-                   (s_.groups == 1 || s_.kind == Kind::kConv1D || s_.kind == Kind::kConv2D),
+                   (s_.groups == 1 || s_.kind == Kind::kConv1D || s_.kind == Kind::kConv2D ||
+                    s_.kind == Kind::kConv3D),
                InvalidArgument)
         << layer_label(*this) << ": groups (" << s_.groups << ") must be at least 1 and divide "
-        << "filters (" << s_.filters << "); only Conv1D and Conv2D take groups";
+        << "filters (" << s_.filters << "); only Conv1D, Conv2D and Conv3D take groups";
     WEFT_CHECK(s_.depth_multiplier >= 1, InvalidArgument)
         << layer_label(*this) << ": depth_multiplier must be positive, got " << s_.depth_multiplier;
   }
 
   void build(const Shape& input_shape) override {
-    const bool one_d = s_.kind == Kind::kConv1D;
-    internal::check_rank(*this, input_shape, one_d ? 3 : 4,
-                         one_d ? "(batch, steps, channels)" : "(batch, height, width, channels)");
+    const int rank = rank_of(s_.kind);
+    internal::check_rank(*this, input_shape, rank + 2,
+                         rank == 1   ? "(batch, steps, channels)"
+                         : rank == 2 ? "(batch, height, width, channels)"
+                                     : "(batch, depth, height, width, channels)");
     const int64_t c = input_shape.back();
     WEFT_CHECK(c % s_.groups == 0, InvalidArgument)
         << layer_label(*this) << ": " << s_.groups << " groups must divide the " << c
         << " input channels";
-    const int64_t kh = s_.kernel[0], kw = s_.kernel[1], m = s_.depth_multiplier;
+    const int64_t kd = s_.kernel[0], kh = s_.kernel[1], kw = s_.kernel[2], m = s_.depth_multiplier;
     if (padding_ == "VALID" && !causal_ && s_.kind != Kind::kTranspose) {
-      for (int axis = one_d ? 1 : 0; axis < 2; ++axis) {
-        int64_t in = input_shape[one_d ? 1 : 1 + axis];
+      for (int axis = 3 - rank; axis < 3; ++axis) {
+        int64_t in = input_shape[1 + axis - (3 - rank)];
         int64_t reach = (s_.kernel[axis] - 1) * s_.dilation[axis] + 1;
         WEFT_CHECK(in >= reach, InvalidArgument)
             << layer_label(*this) << ": input of shape " << shape_str(input_shape)
@@ -111,6 +129,9 @@ class ConvImpl : public LayerImpl {
         break;
       case Kind::kConv2D:
         kernel_ = kernel("kernel", {kh, kw, c / s_.groups, s_.filters});
+        break;
+      case Kind::kConv3D:
+        kernel_ = kernel("kernel", {kd, kh, kw, c / s_.groups, s_.filters});
         break;
       case Kind::kTranspose:
         kernel_ = kernel("kernel", {kh, kw, s_.filters, c});
@@ -135,21 +156,24 @@ class ConvImpl : public LayerImpl {
       case Kind::kConv1D: {
         Tensor x = x_in;
         // Causal: pad the start so that output t sees inputs up to t.
-        if (causal_) x = pad(x, {{0, 0}, {(s_.kernel[1] - 1) * s_.dilation[1], 0}, {0, 0}});
-        y = conv1d(x, k, s_.strides[1], padding_, s_.dilation[1]);
+        if (causal_) x = pad(x, {{0, 0}, {(s_.kernel[2] - 1) * s_.dilation[2], 0}, {0, 0}});
+        y = conv1d(x, k, s_.strides[2], padding_, s_.dilation[2]);
         break;
       }
       case Kind::kConv2D:
-        y = conv2d(x_in, k, s_.strides, padding_, s_.dilation);
+        y = conv2d(x_in, k, hw(s_.strides), padding_, hw(s_.dilation));
+        break;
+      case Kind::kConv3D:
+        y = conv3d(x_in, k, s_.strides, padding_, s_.dilation);
         break;
       case Kind::kTranspose:
-        y = conv2d_transpose(x_in, k, s_.strides, padding_, s_.dilation);
+        y = conv2d_transpose(x_in, k, hw(s_.strides), padding_, hw(s_.dilation));
         break;
       case Kind::kDepthwise:
-        y = depthwise_conv2d(x_in, k, s_.strides, padding_, s_.dilation);
+        y = depthwise_conv2d(x_in, k, hw(s_.strides), padding_, hw(s_.dilation));
         break;
       case Kind::kSeparable:
-        y = conv2d(depthwise_conv2d(x_in, k, s_.strides, padding_, s_.dilation),
+        y = conv2d(depthwise_conv2d(x_in, k, hw(s_.strides), padding_, hw(s_.dilation)),
                    cast_variable(pointwise_));
         break;
     }
@@ -161,14 +185,14 @@ class ConvImpl : public LayerImpl {
 
   ConfigDict get_config() const override {
     ConfigDict c = LayerImpl::get_config();
-    const bool one_d = s_.kind == Kind::kConv1D;
-    auto size = [&](const Size2& v) {
-      return one_d ? std::vector<int64_t>{v[1]} : internal::config_pair(v);
-    };
+    const int rank = rank_of(s_.kind);
+    auto size = [&](const Size3& v) { return std::vector<int64_t>(v.end() - rank, v.end()); };
     if (s_.kind != Kind::kDepthwise) c.set("filters", s_.filters);
     c.set("kernel_size", size(s_.kernel)).set("strides", size(s_.strides));
     c.set("padding", s_.padding).set("dilation_rate", size(s_.dilation));
-    if (s_.kind == Kind::kConv1D || s_.kind == Kind::kConv2D) c.set("groups", s_.groups);
+    if (s_.kind == Kind::kConv1D || s_.kind == Kind::kConv2D || s_.kind == Kind::kConv3D) {
+      c.set("groups", s_.groups);
+    }
     if (s_.kind == Kind::kDepthwise || s_.kind == Kind::kSeparable) {
       c.set("depth_multiplier", s_.depth_multiplier);
     }
@@ -203,10 +227,10 @@ class ConvImpl : public LayerImpl {
   int64_t out_channels_ = 0;
 };
 
-// A convolution with one kernel (Conv1D, Conv2D, Conv2DTranspose): their options share these
-// fields' names; the sizes come as {height, width} (1-D: height 1).
+// A convolution with one kernel (Conv1D, Conv2D, Conv3D, Conv2DTranspose): their options share
+// these fields' names; the sizes come as {depth, height, width} (2-D: depth 1; 1-D: height 1 too).
 template <typename Options>
-Spec spec_of(Kind kind, int64_t filters, Size2 kernel, Size2 strides, Size2 dilation,
+Spec spec_of(Kind kind, int64_t filters, Size3 kernel, Size3 strides, Size3 dilation,
              const Options& o) {
   return {.kind = kind,
           .filters = filters,
@@ -227,7 +251,7 @@ Spec spec_of(Kind kind, int64_t filters, Size2 kernel, Size2 strides, Size2 dila
 }
 
 Spec spec_2d(Kind kind, int64_t filters, Size2 kernel, const Conv2DOptions& o) {
-  return spec_of(kind, filters, kernel, o.strides, o.dilation_rate, o);
+  return spec_of(kind, filters, lift(kernel), lift(o.strides), lift(o.dilation_rate), o);
 }
 
 // The fields Conv1D's and Conv2D's configs share, read into their options.
@@ -245,9 +269,9 @@ void read_kernel_options(const ConfigDict& c, Options& o) {
 Spec spec_depthwise(Kind kind, int64_t filters, Size2 kernel, const DepthwiseConv2DOptions& o) {
   return {.kind = kind,
           .filters = filters,
-          .kernel = kernel,
-          .strides = o.strides,
-          .dilation = o.dilation_rate,
+          .kernel = lift(kernel),
+          .strides = lift(o.strides),
+          .dilation = lift(o.dilation_rate),
           .padding = o.padding,
           .depth_multiplier = o.depth_multiplier,
           .activation = o.activation,
@@ -305,9 +329,23 @@ Conv2D Conv2D::from_config(const ConfigDict& c) {
       c);
 }
 
+Conv3D::Conv3D(int64_t filters, Size3 kernel_size, Conv3DOptions o)
+    : Layer(std::make_shared<ConvImpl>(
+          spec_of(Kind::kConv3D, filters, kernel_size, o.strides, o.dilation_rate, o), o.name,
+          o.dtype)) {}
+
+Conv3D Conv3D::from_config(const ConfigDict& c) {
+  Conv3DOptions o;
+  o.strides = internal::config_size3(c, "strides", o.strides);
+  o.dilation_rate = internal::config_size3(c, "dilation_rate", o.dilation_rate);
+  read_kernel_options(c, o);
+  return internal::configured(
+      Conv3D(c.get_int("filters"), internal::config_size3(c, "kernel_size", {0, 0, 0}), o), c);
+}
+
 Conv1D::Conv1D(int64_t filters, int64_t kernel_size, Conv1DOptions o)
-    : Layer(std::make_shared<ConvImpl>(spec_of(Kind::kConv1D, filters, {1, kernel_size},
-                                               {1, o.strides}, {1, o.dilation_rate}, o),
+    : Layer(std::make_shared<ConvImpl>(spec_of(Kind::kConv1D, filters, {1, 1, kernel_size},
+                                               {1, 1, o.strides}, {1, 1, o.dilation_rate}, o),
                                        o.name, o.dtype)) {}
 
 Conv1D Conv1D::from_config(const ConfigDict& c) {

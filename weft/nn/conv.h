@@ -1,8 +1,9 @@
 // Keras's convolution layers over channels-last inputs, each with bias and activation:
-// Conv1D (batch, steps, channels), and over (batch, height, width, channels) Conv2D (optionally
-// grouped), Conv2DTranspose, DepthwiseConv2D and SeparableConv2D. Padding is Keras's "valid" or
-// "same" (Conv1D also "causal": the output at step t sees inputs up to t only); strides and
-// dilation_rate are {height, width}.
+// Conv1D (batch, steps, channels), over (batch, height, width, channels) Conv2D (optionally
+// grouped), Conv2DTranspose, DepthwiseConv2D and SeparableConv2D, and Conv3D over (batch, depth,
+// height, width, channels). Padding is Keras's "valid" or "same" (Conv1D also "causal": the
+// output at step t sees inputs up to t only); strides and dilation_rate are {height, width}
+// ({depth, height, width} for Conv3D).
 //
 //   weft::nn::Conv2D conv(32, {3, 3}, {.padding = "same", .activation = "relu"});
 //   weft::Tensor y = conv(images);   // (batch, 28, 28, 1) -> (batch, 28, 28, 32)
@@ -44,6 +45,32 @@ class Conv2D : public Layer {
   static Conv2D from_config(const ConfigDict& config);
   // Weights: kernel (kh, kw, input channels / groups, filters), then bias (filters).
   Conv2D(int64_t filters, Size2 kernel_size, Conv2DOptions options = {});
+};
+
+struct Conv3DOptions {
+  Size3 strides = {1, 1, 1};  // {depth, height, width}
+  std::string padding = "valid";
+  Size3 dilation_rate = {1, 1, 1};
+  int64_t groups = 1;
+  std::string activation{};
+  bool use_bias = true;
+  std::string kernel_initializer = "glorot_uniform";
+  std::string bias_initializer = "zeros";
+  Regularizer kernel_regularizer{};  // weft/nn/regularizers.h
+  Regularizer bias_regularizer{};
+  Regularizer activity_regularizer{};
+  Constraint kernel_constraint{};
+  Constraint bias_constraint{};
+  std::string dtype{};
+  std::string name{};
+};
+
+// Over (batch, depth, height, width, channels) volumes (video, scans), on oneDNN's 3-D
+// convolution. Weights: kernel (kd, kh, kw, input channels / groups, filters), then bias.
+class Conv3D : public Layer {
+ public:
+  static Conv3D from_config(const ConfigDict& config);
+  Conv3D(int64_t filters, Size3 kernel_size, Conv3DOptions options = {});
 };
 
 struct Conv1DOptions {

@@ -90,9 +90,9 @@ class ActivationImpl : public LayerImpl {
   activations::Activation activation_;
 };
 
-// Dropout, SpatialDropout1D/2D and GaussianNoise: training-time noise whose draws are keyed by
+// Dropout, SpatialDropout1D/2D/3D and GaussianNoise: training-time noise whose draws are keyed by
 // the layer's seed, the step and each example's place in the global batch.
-enum class Noise { kDropout, kSpatial1D, kSpatial2D, kGaussian };
+enum class Noise { kDropout, kSpatial1D, kSpatial2D, kSpatial3D, kGaussian };
 
 const char* noise_class(Noise k) {
   switch (k) {
@@ -102,6 +102,8 @@ const char* noise_class(Noise k) {
       return "SpatialDropout1D";
     case Noise::kSpatial2D:
       return "SpatialDropout2D";
+    case Noise::kSpatial3D:
+      return "SpatialDropout3D";
     case Noise::kGaussian:
       return "GaussianNoise";
   }
@@ -139,6 +141,8 @@ class NoiseImpl : public LayerImpl {
       internal::check_rank(*this, shape, 3, "(batch, steps, channels)");
     } else if (kind_ == Noise::kSpatial2D) {
       internal::check_rank(*this, shape, 4, "(batch, height, width, channels)");
+    } else if (kind_ == Noise::kSpatial3D) {
+      internal::check_rank(*this, shape, 5, "(batch, depth, height, width, channels)");
     }
     if (!seeded_) seed_ = random::next_seed();
   }
@@ -308,6 +312,8 @@ SpatialDropout1D::SpatialDropout1D(double rate, DropoutOptions options)
     : Layer(std::make_shared<NoiseImpl>(Noise::kSpatial1D, rate, options)) {}
 SpatialDropout2D::SpatialDropout2D(double rate, DropoutOptions options)
     : Layer(std::make_shared<NoiseImpl>(Noise::kSpatial2D, rate, options)) {}
+SpatialDropout3D::SpatialDropout3D(double rate, DropoutOptions options)
+    : Layer(std::make_shared<NoiseImpl>(Noise::kSpatial3D, rate, options)) {}
 GaussianNoise::GaussianNoise(double stddev, DropoutOptions options)
     : Layer(std::make_shared<NoiseImpl>(Noise::kGaussian, stddev, options)) {}
 
@@ -344,6 +350,9 @@ SpatialDropout1D SpatialDropout1D::from_config(const ConfigDict& c) {
 }
 SpatialDropout2D SpatialDropout2D::from_config(const ConfigDict& c) {
   return noise_from_config<SpatialDropout2D>(c, "rate");
+}
+SpatialDropout3D SpatialDropout3D::from_config(const ConfigDict& c) {
+  return noise_from_config<SpatialDropout3D>(c, "rate");
 }
 GaussianNoise GaussianNoise::from_config(const ConfigDict& c) {
   return noise_from_config<GaussianNoise>(c, "stddev");

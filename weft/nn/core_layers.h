@@ -74,7 +74,8 @@ class Dropout : public Layer {
 };
 
 // Dropout of whole channels: one draw per example and channel, for (batch, steps, channels)
-// (1D) and (batch, height, width, channels) (2D) inputs; otherwise as Dropout.
+// (1D), (batch, height, width, channels) (2D) and (batch, depth, height, width, channels) (3D)
+// inputs; otherwise as Dropout.
 class SpatialDropout1D : public Layer {
  public:
   static SpatialDropout1D from_config(const ConfigDict& config);
@@ -84,6 +85,11 @@ class SpatialDropout2D : public Layer {
  public:
   static SpatialDropout2D from_config(const ConfigDict& config);
   explicit SpatialDropout2D(double rate, DropoutOptions options = {});
+};
+class SpatialDropout3D : public Layer {
+ public:
+  static SpatialDropout3D from_config(const ConfigDict& config);
+  explicit SpatialDropout3D(double rate, DropoutOptions options = {});
 };
 
 // Adds zero-mean Gaussian noise of standard deviation `stddev` while training (the identity at

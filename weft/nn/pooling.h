@@ -1,7 +1,8 @@
 // Keras pooling layers over NHWC inputs: MaxPooling2D and AveragePooling2D (windows of pool_size,
 // strides defaulting to pool_size, "valid" or "same" padding; "same" averages only the elements
 // inside the input, as TensorFlow), GlobalAveragePooling2D and GlobalMaxPooling2D (over height and
-// width); and their 1-D forms over (batch, steps, channels).
+// width); their 1-D forms over (batch, steps, channels) and 3-D forms over (batch, depth, height,
+// width, channels).
 //
 //   weft::nn::MaxPooling2D pool;                                  // 2x2 windows, stride 2
 //   weft::nn::AveragePooling2D avg({3, 3}, {.strides = {1, 1}, .padding = "same"});
@@ -52,6 +53,35 @@ class GlobalMaxPooling2D : public Layer {
  public:
   static GlobalMaxPooling2D from_config(const ConfigDict& config);
   explicit GlobalMaxPooling2D(GlobalPooling2DOptions options = {});
+};
+
+// Over (batch, depth, height, width, channels): windows of pool_size {depth, height, width}.
+struct Pooling3DOptions {
+  Size3 strides = {0, 0, 0};  // {0, 0, 0}: pool_size
+  std::string padding = "valid";
+  std::string dtype{};
+  std::string name{};
+};
+class MaxPooling3D : public Layer {
+ public:
+  static MaxPooling3D from_config(const ConfigDict& config);
+  explicit MaxPooling3D(Size3 pool_size = {2, 2, 2}, Pooling3DOptions options = {});
+};
+class AveragePooling3D : public Layer {
+ public:
+  static AveragePooling3D from_config(const ConfigDict& config);
+  explicit AveragePooling3D(Size3 pool_size = {2, 2, 2}, Pooling3DOptions options = {});
+};
+// The mean and the maximum over depth, height and width: (n, d, h, w, c) -> (n, c).
+class GlobalAveragePooling3D : public Layer {
+ public:
+  static GlobalAveragePooling3D from_config(const ConfigDict& config);
+  explicit GlobalAveragePooling3D(GlobalPooling2DOptions options = {});
+};
+class GlobalMaxPooling3D : public Layer {
+ public:
+  static GlobalMaxPooling3D from_config(const ConfigDict& config);
+  explicit GlobalMaxPooling3D(GlobalPooling2DOptions options = {});
 };
 
 // Over steps of (batch, steps, channels): windows of pool_size, strides defaulting to it.

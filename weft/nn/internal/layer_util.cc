@@ -19,6 +19,22 @@ Size2 config_size2(const ConfigDict& config, const std::string& key, Size2 fallb
   return {v[0], v[1]};
 }
 
+std::string size_str(const Size3& s, int rank) {
+  std::string out = "{";
+  for (int i = 3 - rank; i < 3; ++i) out += std::to_string(s[i]) + (i < 2 ? ", " : "}");
+  return out;
+}
+
+Size3 config_size3(const ConfigDict& config, const std::string& key, Size3 fallback) {
+  if (config.is_null(key)) return fallback;
+  std::vector<int64_t> v = config.get_ints(key);
+  WEFT_CHECK(v.size() == 3, InvalidArgument) << "config field \"" << key
+                                             << "\": expected 3 integers (depth, height, width), "
+                                                "got "
+                                             << v.size();
+  return {v[0], v[1], v[2]};
+}
+
 std::string layer_label(const LayerImpl& layer) {
   return layer.class_name() + " \"" + layer.name() + "\"";
 }

@@ -35,6 +35,11 @@ L configured(L layer, const ConfigDict& config) {
 // absent or null (InvalidArgument unless it holds two integers).
 std::vector<int64_t> config_pair(const Size2& s);
 Size2 config_size2(const ConfigDict& config, const std::string& key, Size2 fallback);
+// The last `rank` entries of a {depth, height, width} size, as users gave them: "{3, 3}" for a
+// 2-D one.
+std::string size_str(const Size3& s, int rank);
+// A config's 3-D size: three integers (depth, height, width).
+Size3 config_size3(const ConfigDict& config, const std::string& key, Size3 fallback);
 // A 1-D size as a config holds it, [n]; `fallback` when absent or null.
 int64_t config_size1(const ConfigDict& config, const std::string& key, int64_t fallback);
 
