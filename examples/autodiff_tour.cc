@@ -47,7 +47,7 @@ int main() {
   weft::GradientTape jac(/*persistent=*/true);
   jac.watch(xs);
   weft::Tensor ys = xs * xs;
-  weft::Tensor full = jac.jacobian(ys, xs);             // shape (2, 2, 2, 2)
+  weft::Tensor full = jac.jacobian(ys, xs);               // shape (2, 2, 2, 2)
   weft::Tensor per_example = jac.batch_jacobian(ys, xs);  // shape (2, 2, 2)
   std::cout << "jacobian " << weft::shape_str(full.shape()) << ", batch_jacobian";
   for (double d : per_example.to_vector<double>()) std::cout << " " << d;  // 2 0 0 4 6 0 0 8
@@ -60,5 +60,27 @@ int main() {
   std::cout << "watched:";
   for (const weft::Variable& var : two.watched_variables()) std::cout << " " << var.name();
   std::cout << "\n";
+
+  // Forward mode: the derivative of everything computed from `point` along `direction`.
+  weft::Tensor point = weft::Tensor::from_vector<double>({1.0, 2.0});
+  weft::Tensor direction = weft::Tensor::from_vector<double>({1.0, 0.0});
+  weft::ForwardAccumulator acc({point}, {direction});
+  weft::Tensor cubes = weft::sum(point * point * point);
+  std::cout << "jvp " << acc.jvp(cubes).item<double>() << "\n";  // 3 x0^2 = 3
+
+  // custom_gradient: log(1 + e^x), whose own derivative overflows for large x, with its
+  // gradient written to stay finite (TensorFlow's example).
+  weft::Tensor big = weft::Tensor::from_vector<double>({100.0});
+  weft::GradientTape custom;
+  custom.watch(big);
+  std::vector<weft::Tensor> softplus = weft::custom_gradient({big}, [](const auto& in) {
+    weft::Tensor e = weft::exp(in[0]);
+    weft::autodiff::BackwardFn grad = [e](const weft::autodiff::Grads& up) {
+      return std::vector<weft::Tensor>{up[0] * (1.0 - 1.0 / (1.0 + e))};
+    };
+    return std::pair{std::vector<weft::Tensor>{weft::log(1.0 + e)}, grad};
+  });
+  std::cout << "custom gradient at 100: " << custom.gradient(softplus[0], big).item<double>()
+            << "\n";  // 1
   return 0;
 }

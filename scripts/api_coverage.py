@@ -44,7 +44,6 @@ REFERENCE = "docs/reference/tf24-api.md"
 EXPECTED_GAPS = {
     "tf.data": ["interleave", "bucket_by_sequence_length", "group_by_window", "snapshot",
                 "save / load"],
-    "tape": ["custom_gradient", "ForwardAccumulator"],
 }
 
 # (kind, section of the reference, row of docs/training.md's table or None)

@@ -5,6 +5,7 @@
 //   weft::Tensor x = weft::np::random::randn({4, 3}, /*seed=*/0);
 #pragma once
 
+#include "weft/autodiff/forward.h"
 #include "weft/autodiff/tape.h"
 #include "weft/autodiff/variable.h"
 #include "weft/checkpoint/checkpoint_io.h"

@@ -5,12 +5,38 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "weft/autodiff/internal/recording.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/shape_ops.h"
 
 namespace weft {
+
+std::vector<Tensor> custom_gradient(const std::vector<Tensor>& inputs, const CustomGradientFn& f) {
+  WEFT_CHECK(f != nullptr, InvalidArgument) << "custom_gradient: the function is empty";
+  std::pair<std::vector<Tensor>, autodiff::BackwardFn> made;
+  {
+    autodiff::NoRecordScope hidden;  // as TF runs f under stop_recording
+    made = f(inputs);
+  }
+  WEFT_CHECK(made.second != nullptr, InvalidArgument)
+      << "custom_gradient: the function returned no gradient function";
+  // Fresh tensors: the outputs' history is the gradient function alone.
+  std::vector<Tensor> outputs;
+  for (const Tensor& y : made.first) outputs.push_back(y.defined() ? stop_gradient(y) : y);
+  if (autodiff::is_recording()) {
+    autodiff::record("custom_gradient", inputs, outputs,
+                     [grad = std::move(made.second), n = inputs.size()](const autodiff::Grads& g) {
+                       std::vector<Tensor> d = grad(g);
+                       WEFT_CHECK(d.size() == n, InvalidArgument)
+                           << "custom_gradient: the gradient function returned " << d.size()
+                           << " gradients for " << n << " inputs";
+                       return d;
+                     });
+  }
+  return outputs;
+}
 
 struct GradientTape::State {
   struct Entry {
@@ -35,17 +61,17 @@ namespace {
 
 thread_local std::vector<GradientTape::State*> t_tapes;
 thread_local int t_no_record = 0;
-// How many tapes are in some thread's t_tapes: while none are, is_recording() answers without
-// reaching thread-local storage, which from a shared library is a call per variable (5 of the
-// 7 ns that every op spent asking).
+// How many tapes are in some thread's t_tapes, plus the forward accumulators: while none are,
+// is_recording() answers without reaching thread-local storage, which from a shared library is a
+// call per variable (5 of the 7 ns that every op spent asking).
 std::atomic<int> g_tapes{0};
 
 void add_tape(GradientTape::State* s) {
   t_tapes.push_back(s);
-  g_tapes.fetch_add(1, std::memory_order_relaxed);
+  autodiff::internal::add_recorder();
 }
 void remove_tape(GradientTape::State* s) {
-  if (std::erase(t_tapes, s) > 0) g_tapes.fetch_sub(1, std::memory_order_relaxed);
+  if (std::erase(t_tapes, s) > 0) autodiff::internal::remove_recorder();
 }
 
 bool differentiable(DType t) { return is_floating(t); }
@@ -126,10 +152,28 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
 std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets,
                                            const std::vector<Tensor>& sources,
                                            UnconnectedGradients unconnected) {
+  return gradient(targets, sources, std::vector<Tensor>(targets.size()), unconnected);
+}
+
+std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets,
+                                           const std::vector<Tensor>& sources,
+                                           const std::vector<Tensor>& output_gradients,
+                                           UnconnectedGradients unconnected) {
   check_usable("gradient");
   WEFT_CHECK(!targets.empty(), InvalidArgument) << "GradientTape::gradient: no targets";
-  std::vector<Tensor> result = backprop(targets, std::vector<Tensor>(targets.size()), sources,
-                                        GradientReadyFn(), unconnected);
+  WEFT_CHECK(output_gradients.size() == targets.size(), InvalidArgument)
+      << "GradientTape::gradient: " << output_gradients.size() << " output gradients for "
+      << targets.size() << " targets";
+  for (size_t t = 0; t < targets.size(); ++t) {
+    WEFT_CHECK(!output_gradients[t].defined() || !targets[t].defined() ||
+                   output_gradients[t].shape() == targets[t].shape(),
+               InvalidArgument)
+        << "GradientTape::gradient: output gradient " << t << " has shape "
+        << shape_str(output_gradients[t].shape()) << " but its target has shape "
+        << shape_str(targets[t].shape());
+  }
+  std::vector<Tensor> result =
+      backprop(targets, output_gradients, sources, GradientReadyFn(), unconnected);
   consume();
   return result;
 }
@@ -336,6 +380,11 @@ Tensor stop_gradient(const Tensor& t) {
 
 namespace autodiff {
 
+namespace internal {
+void add_recorder() { g_tapes.fetch_add(1, std::memory_order_relaxed); }
+void remove_recorder() { g_tapes.fetch_sub(1, std::memory_order_relaxed); }
+}  // namespace internal
+
 bool is_recording() {
   // A thread always sees its own additions, so a tape of this thread makes this non-zero here.
   if (g_tapes.load(std::memory_order_relaxed) == 0) return false;
@@ -343,7 +392,7 @@ bool is_recording() {
   for (const GradientTape::State* s : t_tapes) {
     if (s->paused == 0) return true;
   }
-  return false;
+  return internal::forward_recording();
 }
 
 void record(const char* op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
@@ -377,6 +426,9 @@ void record(const char* op, const std::vector<Tensor>& inputs, const std::vector
       if (differentiable(out.dtype())) s->tracked.insert(out.id());
     }
     s->entries.push_back(std::move(e));
+  }
+  if (internal::forward_recording()) {
+    internal::forward_record(op, inputs, outputs, shared ? *shared : backward);
   }
 }
 

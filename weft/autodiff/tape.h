@@ -13,6 +13,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "weft/autodiff/variable.h"
@@ -52,9 +53,14 @@ class GradientTape {
   std::vector<Tensor> gradient(const Tensor& target, const std::vector<Tensor>& sources,
                                const GradientReadyFn& on_ready, const Tensor& output_gradient = {},
                                UnconnectedGradients unconnected = UnconnectedGradients::kNone);
-  // Several targets at once: the gradient of their sum (as tape.gradient([t1, t2], sources)).
+  // Several targets at once: the gradient of their sum (as tape.gradient([t1, t2], sources)),
+  // each target seeded with its output gradient when given (undefined: ones).
   std::vector<Tensor> gradient(const std::vector<Tensor>& targets,
                                const std::vector<Tensor>& sources,
+                               UnconnectedGradients unconnected = UnconnectedGradients::kNone);
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets,
+                               const std::vector<Tensor>& sources,
+                               const std::vector<Tensor>& output_gradients,
                                UnconnectedGradients unconnected = UnconnectedGradients::kNone);
   // d target[i...] / d source[j...], of shape target.shape + source.shape (tf's jacobian): one
   // backward pass per element of the target.
@@ -126,7 +132,9 @@ using BackwardFn = std::function<std::vector<Tensor>(const Grads& grads)>;
 // eager execution without a tape pays nothing for autodiff.
 bool is_recording();
 
-// Records `op` on every recording tape of this thread that watches one of `inputs`.
+// Records `op` on every recording tape of this thread that watches one of `inputs`, and gives its
+// outputs tangents in the forward accumulators (weft/autodiff/forward.h) that hold tangents of its
+// inputs.
 void record(const char* op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
             BackwardFn backward);
 
@@ -140,4 +148,20 @@ class NoRecordScope {
 };
 
 }  // namespace autodiff
+
+// tf.custom_gradient: f computes outputs from `inputs` (no tape or forward accumulator sees how)
+// and returns them with the function tapes use as their gradient, given the outputs' gradients
+// (one gradient per input, undefined for none). Returns f's outputs.
+//
+//   std::vector<weft::Tensor> y = weft::custom_gradient({x}, [](const auto& xs) {
+//     weft::Tensor e = weft::exp(xs[0]);
+//     weft::autodiff::BackwardFn grad = [e](const weft::autodiff::Grads& g) {  // stable log1pexp
+//       return std::vector<weft::Tensor>{g[0] * (1.0 - 1.0 / (1.0 + e))};
+//     };
+//     return std::pair{std::vector<weft::Tensor>{weft::log(1.0 + e)}, grad};
+//   });
+using CustomGradientFn = std::function<std::pair<std::vector<Tensor>, autodiff::BackwardFn>(
+    const std::vector<Tensor>& inputs)>;
+std::vector<Tensor> custom_gradient(const std::vector<Tensor>& inputs, const CustomGradientFn& f);
+
 }  // namespace weft

@@ -364,7 +364,9 @@ std::vector<GradCase> grad_cases() {
 
 TEST(NpBreadth, DifferentiableFunctionsPassTheGradientCheck) {
   for (const GradCase& c : grad_cases()) {
-    EXPECT_TRUE(gradient_check(c.f, c.inputs)) << c.name;
+    // cumprod's gradient is one scan: forward mode refuses it (autodiff/forward_test.cc).
+    bool scan = c.name.rfind("cumprod", 0) == 0;
+    EXPECT_TRUE(gradient_check(c.f, c.inputs, {.check_forward = !scan})) << c.name;
   }
 }
 

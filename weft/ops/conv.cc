@@ -290,6 +290,30 @@ Tensor conv1d(const Tensor& x, const Tensor& filters, int64_t stride, std::strin
   return squeeze(y, {1});
 }
 
+namespace {
+
+// The flat input position of each output's maximum, from the taps max_pool2d_nhwc_forward saved
+// (tap ky * kw + kx of the unclipped window).
+Tensor max_positions(const PoolParams& p, const Tensor& argmax) {
+  Tensor at = Tensor::empty(argmax.shape(), kInt64);
+  const int32_t* tap = argmax.data<int32_t>();
+  int64_t* out = at.data<int64_t>();
+  for (int64_t b = 0, i = 0; b < p.n; ++b) {
+    for (int64_t oy = 0; oy < p.oh; ++oy) {
+      for (int64_t ox = 0; ox < p.ow; ++ox) {
+        for (int64_t ch = 0; ch < p.c; ++ch, ++i) {
+          const int64_t iy = oy * p.stride_h - p.pad_top + tap[i] / p.kw;
+          const int64_t ix = ox * p.stride_w - p.pad_left + tap[i] % p.kw;
+          out[i] = ((b * p.h + iy) * p.w + ix) * p.c + ch;
+        }
+      }
+    }
+  }
+  return at;
+}
+
+}  // namespace
+
 Tensor max_pool2d(const Tensor& x_in, Size2 ksize, Size2 strides, std::string_view padding) {
   PoolParams p = pool_params("max_pool2d", x_in, ksize, strides, padding);
   Tensor x = contiguous(x_in);
@@ -313,6 +337,14 @@ Tensor max_pool2d(const Tensor& x_in, Size2 ksize, Size2 strides, std::string_vi
                                                      dx.data<T>());
         }
       });
+      if (autodiff::is_recording()) {
+        // The gradient is linear in dy: its own gradient (and a forward accumulator's tangent)
+        // gathers each output's value from where that output's maximum was.
+        Tensor at = max_positions(p, argmax);
+        autodiff::record("max_pool2d_grad", {dy}, {dx}, [at](const autodiff::Grads& gg) {
+          return std::vector<Tensor>{gather(reshape(gg[0], {-1}), at)};
+        });
+      }
       return std::vector<Tensor>{dx};
     });
   }

@@ -494,7 +494,7 @@ TEST(Reduce, Float32MeansArePairwiseAccurate) {
 
 TEST(CumprodGradient, SecondDerivativesAreUndefinedNotWrong) {
   // cumprod's backward is one scan that records nothing (docs/autodiff.md): a derivative of its
-  // gradient comes back undefined, as max_pool2d's does, never as a value that leaves it out.
+  // gradient comes back undefined, as batch_norm_training's does, never as a value that leaves it out.
   Tensor x = Tensor::from_vector<double>({1.5, -2, 0.5, 3, 0, 2}, {2, 3});
   GradientTape outer;
   outer.watch(x);

@@ -1,6 +1,7 @@
 // Numerical gradient checks for tests: the tape's gradient of sum(f(inputs) * w), for a fixed
 // random weighting w (so every output element sends a different upstream gradient), against
-// central differences of the same scalar in float64. Header-only; tests include it directly.
+// central differences of the same scalar in float64; and forward mode (ForwardAccumulator) along
+// random tangents against the reverse-mode gradients. Header-only; tests include it directly.
 //
 //   EXPECT_TRUE(weft::testing::gradient_check(
 //       [](const std::vector<weft::Tensor>& xs) { return weft::tanh(xs[0]) * xs[1]; },
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/autodiff/forward.h"
 #include "weft/autodiff/tape.h"
 #include "weft/core/tensor.h"
 #include "weft/ops/cast.h"
@@ -34,6 +36,10 @@ struct GradientCheckOptions {
   // An element passes when |analytic - numeric| <= tolerance * max(1, |numeric|).
   double tolerance = 1e-6;
   uint64_t weight_seed = 0x5eed;
+  // Also check forward mode: sum(jvp(f) * w) along random tangents v must equal
+  // sum_i <gradient_i, v_i> within `tolerance` (relative to max(1, |value|)). Off only for ops
+  // whose gradient is a kernel without a derivative (forward mode refuses them).
+  bool check_forward = true;
 };
 
 struct GradientCheckResult {
@@ -42,6 +48,8 @@ struct GradientCheckResult {
   std::vector<Tensor> analytic;              // per input; undefined for non-floating inputs
   std::vector<std::vector<double>> numeric;  // per input, C order
   std::string worst;                         // where max_rel_error happened
+  double forward_rel_error = 0;              // forward mode against reverse mode
+  std::string forward;                       // both values
 };
 
 // Uniform values in [lo, hi) from a fixed seed (float64 unless asked otherwise).
@@ -117,6 +125,26 @@ inline GradientCheckResult compute_gradient_error(const TensorFn& f,
   }
   std::vector<double> w = weights_for(out_shape, options.weight_seed).to_vector<double>();
 
+  if (options.check_forward) {
+    std::vector<Tensor> primals, tangents;
+    double reverse = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!is_floating(inputs[i].dtype())) continue;
+      Tensor v = uniform(inputs[i].shape(), options.weight_seed + 7919 * (i + 1));
+      primals.push_back(inputs[i]);
+      tangents.push_back(v);
+      reverse += internal::weighted_sum(result.analytic[i], v.to_vector<double>());
+    }
+    ForwardAccumulator acc(primals, tangents);
+    double forward = internal::weighted_sum(acc.jvp(f(inputs), UnconnectedGradients::kZero), w);
+    result.forward_rel_error = std::fabs(forward - reverse) / std::max(1.0, std::fabs(reverse));
+    if (std::isnan(result.forward_rel_error)) result.forward_rel_error = INFINITY;
+    std::ostringstream os;
+    os.precision(17);
+    os << "forward mode " << forward << ", reverse mode " << reverse;
+    result.forward = os.str();
+  }
+
   // Numeric, on contiguous float64 copies of the inputs.
   std::vector<Tensor> base = inputs;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -160,6 +188,11 @@ inline ::testing::AssertionResult gradient_check(const TensorFn& f,
                                                  const std::vector<Tensor>& inputs,
                                                  const GradientCheckOptions& options = {}) {
   GradientCheckResult r = compute_gradient_error(f, inputs, options);
+  if (r.forward_rel_error > options.tolerance) {
+    return ::testing::AssertionFailure()
+           << "forward mode disagrees: relative error " << r.forward_rel_error << " > "
+           << options.tolerance << ": " << r.forward;
+  }
   if (r.max_rel_error <= options.tolerance) {
     return ::testing::AssertionSuccess() << "max abs error " << r.max_abs_error;
   }
