@@ -88,6 +88,16 @@ int main() {
     std::printf("\n");
   }
 
+  // interleave: two inner datasets open at a time, two elements from each in turn.
+  data::Dataset mixed = data::Dataset::range(1, 4).interleave(
+      [](const data::Element& n) { return data::Dataset::from_tensors(n).repeat(3); },
+      {.cycle_length = 2, .block_length = 2});
+  std::printf("interleave:");
+  for (const data::Element& e : mixed) {
+    std::printf(" %lld", static_cast<long long>(e[0].item<int64_t>()));
+  }
+  std::printf("\n");
+
   // fit with sample weights (a third component), class_weight and callbacks.
   weft::Tensor x = weft::stateless_random_normal({256, 4}, {1, 2});
   weft::Tensor y = weft::cast(weft::greater(weft::sum(x, {1}), 0.0), weft::kInt64);

@@ -149,6 +149,13 @@ Dataset Dataset::flat_map(std::function<Dataset(const Element&)> f) const {
   WEFT_CHECK(f != nullptr, InvalidArgument) << "Dataset::flat_map: the function is empty";
   return derived(make_flat_map_node(node_, std::move(f), "flat_map"));
 }
+Dataset Dataset::interleave(std::function<Dataset(const Element&)> f,
+                            InterleaveOptions options) const {
+  WEFT_CHECK(f != nullptr, InvalidArgument) << "Dataset::interleave: the function is empty";
+  const bool deterministic =
+      options.deterministic.value_or(this->options().experimental_deterministic);
+  return derived(make_interleave_node(node_, std::move(f), options, deterministic));
+}
 Dataset Dataset::unbatch() const {
   return derived(make_flat_map_node(
       node_, [](const Element& e) { return from_tensor_slices(e); }, "unbatch"));

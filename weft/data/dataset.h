@@ -49,6 +49,9 @@ struct DistributeOptions {
 // tf.data.Options: settings a pipeline carries through its transformations.
 struct Options {
   DistributeOptions experimental_distribute;
+  // The default of interleave's `deterministic`: false lets a parallel interleave yield elements
+  // out of order when that saves waiting.
+  bool experimental_deterministic = true;
 };
 
 // A component's dtype and shape (-1: any size along that axis), as tf.TensorSpec.
@@ -69,6 +72,22 @@ struct WindowOptions {
   int64_t shift = 0;   // elements between window starts; 0: size
   int64_t stride = 1;  // take every stride-th element within a window
   bool drop_remainder = false;
+};
+
+// Dataset::interleave's settings, as tf.data.Dataset.interleave's arguments.
+struct InterleaveOptions {
+  // Inner datasets open at once; -1 (kAutotune): config::num_threads() sequentially, in parallel
+  // min(num_parallel_calls, config::num_threads()), or a third of the threads (rounded up) when
+  // num_parallel_calls is kAutotune too.
+  int64_t cycle_length = -1;
+  int64_t block_length = 1;  // consecutive elements taken from each inner dataset
+  // 0 (TF's None): read on the caller's thread; n >= 1 (at most cycle_length) or kAutotune (-1):
+  // the inner datasets are read ahead on that many worker threads.
+  int64_t num_parallel_calls = 0;
+  // Parallel only. true: the sequential order exactly; false: when the current inner dataset has
+  // no element ready, the next one that has gives its element (each inner order is kept).
+  // Unset: the dataset's Options::experimental_deterministic.
+  std::optional<bool> deterministic{};
 };
 
 class StateWriter;  // weft/data/iterator_state.h
@@ -155,6 +174,15 @@ class Dataset {
   Dataset enumerate(int64_t start = 0) const;
   // The elements of f(e) for each element e, in order.
   Dataset flat_map(std::function<Dataset(const Element&)> f) const;
+  // tf.data.Dataset.interleave: f(e) for each input element e gives an inner dataset; up to
+  // cycle_length of them are open at once, and block_length consecutive elements are taken from
+  // each in turn, an exhausted one being replaced by the next input element's in its place of
+  // the cycle (TF's order exactly). With num_parallel_calls the inner datasets (and the next
+  // cycle_length input elements') are read ahead on worker threads; deterministic output is the
+  // sequential one. An error from f or an inner dataset is raised at its place in that order.
+  // f runs on the caller's thread; in parallel, the inner datasets are read on worker threads.
+  Dataset interleave(std::function<Dataset(const Element&)> f,
+                     InterleaveOptions options = {}) const;
   // The rows of each element (batch's inverse): components sliced along their first axis.
   Dataset unbatch() const;
   // Elements while pred holds; ends at the first for which it does not.

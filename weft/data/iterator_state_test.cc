@@ -10,63 +10,22 @@
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/shape_ops.h"
+#include "weft/testing/dataset_checks.h"
 
 namespace weft::data {
 namespace {
 
 using ::testing::HasSubstr;
 
-// Every element flattened to numbers, so sequences of batches compare with ==.
-using Flat = std::vector<std::vector<double>>;
-
-std::vector<double> flat(const Element& e) {
-  std::vector<double> out;
-  for (const Tensor& t : e) {
-    for (double v : t.to_vector<double>()) out.push_back(v);
-    out.push_back(-1e9);  // component separator
-  }
-  return out;
-}
-
-Flat take_n(Dataset::Iterator& it, int64_t n) {
-  Flat out;
-  for (int64_t i = 0; i < n; ++i) {
-    std::optional<Element> e = it.next();
-    if (!e) break;
-    out.push_back(flat(*e));
-  }
-  return out;
-}
-
-Flat tail(const Flat& v, size_t from) { return Flat(v.begin() + from, v.end()); }
+using weft::testing::Builder;
+using weft::testing::expect_restores_exactly;
+using weft::testing::Flat;
+using weft::testing::take_n;
 
 // 100 examples: x row i is (i, i + 0.5), y is i.
 std::vector<Tensor> examples() {
   Tensor i = arange(0, 100, 1, kFloat32);
   return {stack({i, add(i, 0.5)}, 1), arange(0, 100, 1, kInt64)};
-}
-
-// Builds the pipeline afresh each time, as a new process would.
-using Builder = std::function<Dataset()>;
-
-// Runs `build()` uninterrupted for n elements, then for each cut k: reads k elements from one
-// fresh pipeline, saves, and restores the state into another fresh pipeline's iterator, which must
-// yield exactly the uninterrupted run's elements k..n-1. The saving iterator continues unchanged.
-void expect_restores_exactly(const Builder& build, int64_t n, const std::vector<int64_t>& cuts) {
-  Dataset::Iterator reference_it = build().begin();
-  const Flat reference = take_n(reference_it, n);
-  ASSERT_EQ(static_cast<int64_t>(reference.size()), n);
-  for (int64_t k : cuts) {
-    SCOPED_TRACE("cut after " + std::to_string(k) + " elements");
-    Dataset::Iterator it = build().begin();
-    Flat head = take_n(it, k);
-    ASSERT_EQ(head, Flat(reference.begin(), reference.begin() + k));
-    const std::string state = it.save_state();
-    Dataset::Iterator restored = build().begin();
-    restored.restore_state(state);
-    EXPECT_EQ(take_n(restored, n - k), tail(reference, k));
-    EXPECT_EQ(take_n(it, n - k), tail(reference, k));  // saving did not disturb it
-  }
 }
 
 TEST(IteratorState, ShuffleBatchRepeatPrefetchRestoresMidEpoch) {
@@ -165,7 +124,7 @@ TEST(IteratorState, AnErrorProducedAheadIsRestoredInItsPlace) {
   restored.restore_state(state);
   EXPECT_EQ(take_n(restored, 2), (Flat{{2, -1e9}, {3, -1e9}}));
   EXPECT_THAT([&] { restored.next(); },
-              testing::ThrowsMessage<DataLoss>(HasSubstr("record 4 is damaged")));
+              ::testing::ThrowsMessage<DataLoss>(HasSubstr("record 4 is damaged")));
   EXPECT_EQ(take_n(restored, 5), (Flat{{5, -1e9}, {6, -1e9}, {7, -1e9}}));
 }
 
@@ -234,7 +193,7 @@ TEST(IteratorState, StageMismatchesAndBadValuesNameTheStage) {
   std::string bytes = w.bytes();
   StateReader r(bytes);
   EXPECT_THAT([&] { r.begin("batch"); },
-              testing::ThrowsMessage<DataLoss>(
+              ::testing::ThrowsMessage<DataLoss>(
                   HasSubstr("expected the state of stage 'batch', found stage 'shuffle'")));
 
   StateWriter v;
@@ -244,14 +203,14 @@ TEST(IteratorState, StageMismatchesAndBadValuesNameTheStage) {
   StateReader rv(vb);
   rv.begin("take");
   EXPECT_THAT([&] { rv.read_i64("elements left", -1); },
-              testing::ThrowsMessage<DataLoss>(HasSubstr(
+              ::testing::ThrowsMessage<DataLoss>(HasSubstr(
                   "expected elements left in [-1, 9223372036854775807], found -7, at byte 12")));
 
   StateReader short_reader(vb);
   short_reader.begin("take");
   short_reader.read_i64("elements left");
   EXPECT_THAT([&] { short_reader.read_tensor("buffered element"); },
-              testing::ThrowsMessage<DataLoss>(HasSubstr("in the state of stage 'take'")));
+              ::testing::ThrowsMessage<DataLoss>(HasSubstr("in the state of stage 'take'")));
 }
 
 TEST(IteratorState, TensorsAndErrorsRoundTrip) {
@@ -273,7 +232,7 @@ TEST(IteratorState, TensorsAndErrorsRoundTrip) {
   EXPECT_EQ(e[3].dtype(), kUInt8);
   EXPECT_THROW(std::rethrow_exception(r.read_error("error")), OutOfRange);
   EXPECT_THAT([&] { std::rethrow_exception(r.read_error("error")); },
-              testing::ThrowsMessage<Internal>(HasSubstr("plain")));
+              ::testing::ThrowsMessage<Internal>(HasSubstr("plain")));
   EXPECT_TRUE(r.at_end());
 }
 

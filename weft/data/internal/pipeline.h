@@ -112,6 +112,9 @@ NodePtr make_take_while_node(NodePtr input, std::function<bool(const Element&)> 
 NodePtr make_ignore_errors_node(NodePtr input);
 NodePtr make_flat_map_node(NodePtr input, std::function<Dataset(const Element&)> f,
                            std::string name);
+// `deterministic`: the options' value resolved (InterleaveOptions::deterministic or the dataset's).
+NodePtr make_interleave_node(NodePtr input, std::function<Dataset(const Element&)> f,
+                             const InterleaveOptions& options, bool deterministic);
 NodePtr make_choose_node(std::vector<NodePtr> inputs, NodePtr choices);
 NodePtr make_sample_node(std::vector<NodePtr> inputs, std::vector<double> weights, uint64_t seed);
 NodePtr make_scan_node(NodePtr input, Element initial, ScanFn f);

@@ -308,6 +308,27 @@ TEST_F(ShardByFileTest, EachWorkerReadsItsFilesInBatchesOfItsRows) {
   EXPECT_THAT(rows, ElementsAre(10, 11, 12, 30, 31, 32));
 }
 
+TEST_F(ShardByFileTest, InterleaveOfFileReadersIsDividedByFile) {
+  // tf.data's idiom: a file list interleaved into a reader per file. Each worker interleaves its
+  // own files: worker 0 files 0, 2, 4, worker 1 files 1, 3, two at a time.
+  auto build = [this](int64_t num_parallel_calls) {
+    return list_files(path("*.txt"), /*shuffle=*/false)
+        .interleave([](const Element& f) { return text_line_dataset({as_string(f[0])}); },
+                    {.cycle_length = 2, .num_parallel_calls = num_parallel_calls})
+        .map(number)
+        .batch(4);
+  };
+  using Rows = std::vector<std::vector<int64_t>>;
+  for (int64_t parallel : {0, 2}) {
+    FileShard w0 = worker(0), w1 = worker(1);
+    std::optional<Dataset> mine0 = shard_by_file(build(parallel), w0);
+    std::optional<Dataset> mine1 = shard_by_file(build(parallel), w1);
+    ASSERT_TRUE(mine0 && mine1) << w0.unshardable << w1.unshardable;
+    EXPECT_EQ(batches(*mine0), (Rows{{0, 20}, {1, 21}, {2, 22}, {40, 41}, {42}}));
+    EXPECT_EQ(batches(*mine1), (Rows{{10, 30}, {11, 31}, {12, 32}}));
+  }
+}
+
 TEST_F(ShardByFileTest, SaysWhyAPipelineCannotBeDivided) {
   auto why = [](const Dataset& ds) {
     FileShard shard = worker(0);
