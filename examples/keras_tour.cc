@@ -98,6 +98,14 @@ int main() {
   }
   std::printf("\n");
 
+  // bucket_by_sequence_length: lengths 1 and 2 in one bucket, 3 to 6 in the other, batches of 2.
+  data::Dataset sequences = data::Dataset::range(1, 7).map(
+      [](const weft::Tensor& n) { return weft::ones({n.item<int64_t>()}, weft::kInt64); });
+  auto length = [](const data::Element& e) { return e[0].dim(0); };
+  for (const data::Element& batch : sequences.bucket_by_sequence_length(length, {3}, {2, 2})) {
+    std::printf("bucket %s\n", weft::shape_str(batch[0].shape()).c_str());
+  }
+
   // fit with sample weights (a third component), class_weight and callbacks.
   weft::Tensor x = weft::stateless_random_normal({256, 4}, {1, 2});
   weft::Tensor y = weft::cast(weft::greater(weft::sum(x, {1}), 0.0), weft::kInt64);

@@ -2,8 +2,10 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "weft/data/internal/pipeline.h"
 #include "weft/data/iterator_state.h"
@@ -28,6 +30,13 @@ uint32_t crc32_of(const char* p, size_t n) {
     n -= chunk;
   }
   return static_cast<uint32_t>(crc);
+}
+
+// "[1, 2, 3]"
+std::string list_str(const std::vector<int64_t>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "]";
 }
 
 template <typename T>
@@ -156,6 +165,93 @@ Dataset Dataset::interleave(std::function<Dataset(const Element&)> f,
       options.deterministic.value_or(this->options().experimental_deterministic);
   return derived(make_interleave_node(node_, std::move(f), options, deterministic));
 }
+Dataset Dataset::group_by_window(std::function<int64_t(const Element&)> key_func,
+                                 std::function<Dataset(int64_t, const Dataset&)> reduce_func,
+                                 int64_t window_size) const {
+  WEFT_CHECK(window_size > 0, InvalidArgument)
+      << "Dataset::group_by_window: window_size must be greater than zero, got " << window_size;
+  WEFT_CHECK(key_func != nullptr, InvalidArgument) << "Dataset::group_by_window: key_func is empty";
+  WEFT_CHECK(reduce_func != nullptr, InvalidArgument)
+      << "Dataset::group_by_window: reduce_func is empty";
+  return derived(make_group_by_window_node(
+      node_, std::move(key_func), std::move(reduce_func),
+      [window_size](int64_t) { return window_size; },
+      "group_by_window(window_size=" + std::to_string(window_size) + ")"));
+}
+Dataset Dataset::group_by_window(std::function<int64_t(const Element&)> key_func,
+                                 std::function<Dataset(int64_t, const Dataset&)> reduce_func,
+                                 std::function<int64_t(int64_t)> window_size_func) const {
+  WEFT_CHECK(key_func != nullptr, InvalidArgument) << "Dataset::group_by_window: key_func is empty";
+  WEFT_CHECK(reduce_func != nullptr, InvalidArgument)
+      << "Dataset::group_by_window: reduce_func is empty";
+  WEFT_CHECK(window_size_func != nullptr, InvalidArgument)
+      << "Dataset::group_by_window: window_size_func is empty";
+  return derived(make_group_by_window_node(node_, std::move(key_func), std::move(reduce_func),
+                                           std::move(window_size_func),
+                                           "group_by_window(window_size_func)"));
+}
+
+Dataset Dataset::bucket_by_sequence_length(std::function<int64_t(const Element&)> length_func,
+                                           std::vector<int64_t> boundaries,
+                                           std::vector<int64_t> batch_sizes,
+                                           BucketOptions o) const {
+  const char* op = "Dataset::bucket_by_sequence_length";
+  WEFT_CHECK(length_func != nullptr, InvalidArgument) << op << ": element_length_func is empty";
+  WEFT_CHECK(batch_sizes.size() == boundaries.size() + 1, InvalidArgument)
+      << op << ": len(bucket_batch_sizes) (" << batch_sizes.size()
+      << ") must equal len(bucket_boundaries) + 1 (" << boundaries.size() + 1 << ")";
+  // TF does not check these; an unsorted list would make buckets overlap.
+  WEFT_CHECK(std::is_sorted(boundaries.begin(), boundaries.end(), std::less_equal<>()),
+             InvalidArgument)
+      << op << ": bucket_boundaries must be strictly increasing, got " << list_str(boundaries);
+  WEFT_CHECK(std::all_of(batch_sizes.begin(), batch_sizes.end(), [](int64_t b) { return b > 0; }),
+             InvalidArgument)
+      << op << ": bucket_batch_sizes must be positive, got " << list_str(batch_sizes);
+  WEFT_CHECK(!o.pad_to_bucket_boundary || o.no_padding || !o.padded_shapes.empty(), InvalidArgument)
+      << op << ": pad_to_bucket_boundary needs padded_shapes (weft has no static shapes): their "
+      << "-1 entries are padded to the bucket's boundary - 1";
+  std::string description = "bucket_by_sequence_length(bucket_boundaries=" + list_str(boundaries) +
+                            ", bucket_batch_sizes=" + list_str(batch_sizes);
+  if (o.no_padding) {
+    description += ", no_padding";
+  } else if (o.pad_to_bucket_boundary) {
+    description += ", pad_to_bucket_boundary";
+  }
+  if (o.drop_remainder) description += ", drop_remainder";
+  description += ")";
+  auto key = [length_func = std::move(length_func), boundaries](const Element& e) -> int64_t {
+    const int64_t length = length_func(e);
+    constexpr int64_t kMin = std::numeric_limits<int32_t>::min();
+    constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+    WEFT_CHECK(length >= kMin && length < kMax, InvalidArgument)
+        << "Dataset::bucket_by_sequence_length: element_length_func gave " << length
+        << ", outside [" << kMin << ", " << kMax << ")";
+    // TF's buckets are [INT32_MIN, b0), [b0, b1), ..., [b_last, INT32_MAX).
+    return std::upper_bound(boundaries.begin(), boundaries.end(), length) - boundaries.begin();
+  };
+  auto reduce = [boundaries, batch_sizes, o](int64_t key, const Dataset& window) {
+    const int64_t size = batch_sizes[static_cast<size_t>(key)];
+    if (o.no_padding) return window.batch(size, o.drop_remainder);
+    PaddedBatchOptions p{o.padded_shapes, o.padding_values, o.drop_remainder};
+    if (o.pad_to_bucket_boundary) {
+      WEFT_CHECK(key < static_cast<int64_t>(boundaries.size()), InvalidArgument)
+          << "Dataset::bucket_by_sequence_length: When pad_to_bucket_boundary=True, elements "
+             "must have length < max(bucket_boundaries) ("
+          << boundaries.back() << ")";
+      for (Shape& shape : p.padded_shapes) {
+        for (int64_t& d : shape) {
+          if (d == -1) d = boundaries[static_cast<size_t>(key)] - 1;
+        }
+      }
+    }
+    return window.padded_batch(size, std::move(p));
+  };
+  return derived(make_group_by_window_node(
+      node_, std::move(key), std::move(reduce),
+      [batch_sizes](int64_t key) { return batch_sizes[static_cast<size_t>(key)]; },
+      std::move(description)));
+}
+
 Dataset Dataset::unbatch() const {
   return derived(make_flat_map_node(
       node_, [](const Element& e) { return from_tensor_slices(e); }, "unbatch"));

@@ -90,6 +90,18 @@ struct InterleaveOptions {
   std::optional<bool> deterministic{};
 };
 
+// Dataset::bucket_by_sequence_length's settings (tf.data.experimental.bucket_by_sequence_length's).
+struct BucketOptions {
+  // As PaddedBatchOptions': per component, the shape to pad to (-1 entries, or an empty shape:
+  // the batch's longest). weft has no static shapes, so pad_to_bucket_boundary needs them: its
+  // -1 entries become the bucket's boundary - 1.
+  std::vector<Shape> padded_shapes{};
+  std::vector<double> padding_values{};  // per component; 0 by default
+  bool pad_to_bucket_boundary = false;
+  bool no_padding = false;  // batch instead of padded_batch (elements of equal shapes)
+  bool drop_remainder = false;
+};
+
 class StateWriter;  // weft/data/iterator_state.h
 class StateReader;
 struct RowSource;  // internal: the tensors a from_tensor_slices pipeline reads rows of
@@ -183,6 +195,25 @@ class Dataset {
   // f runs on the caller's thread; in parallel, the inner datasets are read on worker threads.
   Dataset interleave(std::function<Dataset(const Element&)> f,
                      InterleaveOptions options = {}) const;
+  // tf.data.experimental.group_by_window: elements are gathered by key_func's value until one
+  // key has window_size of them (window_size_func(key), called once per key); all of
+  // reduce_func(key, window) is then yielded before more input is read. At the end of the input
+  // the unfinished windows are reduced in ascending key order. The window holds its elements in
+  // input order.
+  Dataset group_by_window(std::function<int64_t(const Element&)> key_func,
+                          std::function<Dataset(int64_t key, const Dataset& window)> reduce_func,
+                          int64_t window_size) const;
+  Dataset group_by_window(std::function<int64_t(const Element&)> key_func,
+                          std::function<Dataset(int64_t key, const Dataset& window)> reduce_func,
+                          std::function<int64_t(int64_t key)> window_size_func) const;
+  // tf.data.experimental.bucket_by_sequence_length: element_length_func's value puts an element
+  // in bucket i when boundaries[i-1] <= length < boundaries[i] (a length equal to a boundary goes
+  // up), and each bucket is batched by bucket_batch_sizes[i] (padded_batch, or batch with
+  // no_padding), as group_by_window. bucket_boundaries must be strictly increasing.
+  Dataset bucket_by_sequence_length(std::function<int64_t(const Element&)> element_length_func,
+                                    std::vector<int64_t> bucket_boundaries,
+                                    std::vector<int64_t> bucket_batch_sizes,
+                                    BucketOptions options = {}) const;
   // The rows of each element (batch's inverse): components sliced along their first axis.
   Dataset unbatch() const;
   // Elements while pred holds; ends at the first for which it does not.

@@ -27,7 +27,7 @@ int64_t reduced_count(const char* op, const Tensor& a, const Axis& axis) {
 // Elements that are NaN replaced by `fill` (integers have none).
 Tensor nan_to(const Tensor& a, double fill) {
   if (!is_floating(a.dtype())) return a;
-  return weft::where(weft::isnan(a), full({}, fill, a.dtype()), a);
+  return weft::where(weft::isnan(a), weft::full({}, fill, a.dtype()), a);
 }
 
 Tensor flat_or(const Tensor& a, const Axis& axis, int64_t* ax, const char* op) {
@@ -90,7 +90,7 @@ Tensor any(const Tensor& a, const Axis& axis, bool keepdims) {
 }
 Tensor count_nonzero(const Tensor& a, const Axis& axis, bool keepdims) {
   check("count_nonzero", a);
-  return weft::sum(weft::not_equal(a, zeros({}, a.dtype())), axis.axes(), keepdims);
+  return weft::sum(weft::not_equal(a, weft::zeros({}, a.dtype())), axis.axes(), keepdims);
 }
 
 Tensor nansum(const Tensor& a, const Axis& axis, bool keepdims) {
@@ -125,7 +125,7 @@ Tensor average(const Tensor& a, const Axis& axis, const Tensor& weights) {
   }
   Tensor x = is_floating(a.dtype()) ? a : cast(a, kFloat64);
   Tensor weighted = weft::mul(x, w);
-  Tensor total = weft::sum(broadcast_to(w, weighted.shape()), axis.axes());
+  Tensor total = weft::sum(weft::broadcast_to(w, weighted.shape()), axis.axes());
   return div(weft::sum(weighted, axis.axes()), total);
 }
 

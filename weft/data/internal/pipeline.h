@@ -115,6 +115,11 @@ NodePtr make_flat_map_node(NodePtr input, std::function<Dataset(const Element&)>
 // `deterministic`: the options' value resolved (InterleaveOptions::deterministic or the dataset's).
 NodePtr make_interleave_node(NodePtr input, std::function<Dataset(const Element&)> f,
                              const InterleaveOptions& options, bool deterministic);
+// `description`: what describe() appends to the input's, e.g. "group_by_window(window_size=4)".
+NodePtr make_group_by_window_node(NodePtr input, std::function<int64_t(const Element&)> key_func,
+                                  std::function<Dataset(int64_t, const Dataset&)> reduce_func,
+                                  std::function<int64_t(int64_t)> window_size_func,
+                                  std::string description);
 NodePtr make_choose_node(std::vector<NodePtr> inputs, NodePtr choices);
 NodePtr make_sample_node(std::vector<NodePtr> inputs, std::vector<double> weights, uint64_t seed);
 NodePtr make_scan_node(NodePtr input, Element initial, ScanFn f);
