@@ -102,6 +102,27 @@ struct BucketOptions {
   bool drop_remainder = false;
 };
 
+// The compression of saved data (tf.data's compression argument). kAuto is none: TF would pick
+// SNAPPY, which weft does not have.
+enum class Compression { kAuto, kNone, kGzip };
+class Dataset;
+// Dataset::save's settings (tf.data.experimental.save's arguments).
+struct SaveOptions {
+  Compression compression = Compression::kNone;  // kGzip: each record deflated by zlib
+  // An element's shard, an id >= 0. Unset: element i goes to shard i % config::num_threads().
+  std::function<int64_t(const Element&)> shard_func{};
+};
+// Dataset::load's settings (tf.data.experimental.load's arguments).
+struct LoadOptions {
+  // When given, checked against the saved one (InvalidArgument); the saved one is used otherwise.
+  std::vector<TensorSpec> element_spec{};
+  std::optional<Compression> compression{};  // when given, checked against the saved one
+  // The dataset made of the shards' (in ascending shard id). Unset: one element of each shard in
+  // turn (a parallel, deterministic interleave), which gives back the order the elements were
+  // saved in under the default shard_func, on any machine.
+  std::function<Dataset(const std::vector<Dataset>& shards)> reader_func{};
+};
+
 class StateWriter;  // weft/data/iterator_state.h
 class StateReader;
 struct RowSource;  // internal: the tensors a from_tensor_slices pipeline reads rows of
@@ -255,6 +276,16 @@ class Dataset {
   // from it carry them too.
   Dataset with_options(const Options& options) const;
   const Options& options() const;
+
+  // tf.data.experimental.save: reads the whole dataset now and writes it under `path`, in weft's
+  // own format (weft/data/internal/snapshot_io.h), as a new run of shard files and then the
+  // metadata, replaced atomically: a save that fails leaves the previous one at `path` readable.
+  void save(const std::string& path, SaveOptions options = {}) const;
+  // tf.data.experimental.load: the dataset saved at `path`, its element_spec read from the
+  // metadata (as TF 2.5; TF 2.4 needs it given). A missing save is FailedPrecondition; a damaged
+  // file DataLoss naming the file and the record's byte offset. Its iterators save the position
+  // in each shard file, as any other stage.
+  static Dataset load(const std::string& path, LoadOptions options = {});
 
   // Number of elements, kInfiniteCardinality or kUnknownCardinality (after filter, say).
   int64_t cardinality() const;
