@@ -42,7 +42,6 @@ REFERENCE = "docs/reference/tf24-api.md"
 # when one of them becomes covered, so that this list cannot go stale: remove the name here and
 # run `scripts/api_coverage.py --write`.
 EXPECTED_GAPS = {
-    "tf.data": ["snapshot"],
 }
 
 # (kind, section of the reference, row of docs/training.md's table or None)

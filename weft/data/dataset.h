@@ -123,6 +123,14 @@ struct LoadOptions {
   std::function<Dataset(const std::vector<Dataset>& shards)> reader_func{};
 };
 
+// Dataset::snapshot's settings (tf.data.experimental.snapshot's arguments).
+// shard_func and reader_func are as SaveOptions' and LoadOptions'.
+struct SnapshotOptions {
+  Compression compression = Compression::kAuto;  // kAuto: none
+  std::function<int64_t(const Element&)> shard_func{};
+  std::function<Dataset(const std::vector<Dataset>& shards)> reader_func{};
+};
+
 class StateWriter;  // weft/data/iterator_state.h
 class StateReader;
 struct RowSource;  // internal: the tensors a from_tensor_slices pipeline reads rows of
@@ -286,6 +294,16 @@ class Dataset {
   // file DataLoss naming the file and the record's byte offset. Its iterators save the position
   // in each shard file, as any other stage.
   static Dataset load(const std::string& path, LoadOptions options = {});
+
+  // tf.data.experimental.snapshot: a pass over the returned dataset either writes this one's
+  // elements through to a new run under path/<hash of describe() and compression>/ (when no run
+  // there is finished), finishing the run at the end of the input, or reads the finished run
+  // instead of this dataset (with reader_func, or one element of each shard in turn). A pass
+  // stopped early finishes nothing, so the next pass writes again. The files are save()'s. Only
+  // describe() is hashed: a pipeline whose functions change needs a new path. An iterator saved
+  // while writing closes the files written so far; restored, it writes a new run that starts
+  // with them (hard links), leaving the saving run alone.
+  Dataset snapshot(const std::string& path, SnapshotOptions options = {}) const;
 
   // Number of elements, kInfiniteCardinality or kUnknownCardinality (after filter, say).
   int64_t cardinality() const;

@@ -1,5 +1,5 @@
-// Dataset::save and Dataset::load (tf.data.experimental.save / load) over weft's snapshot format
-// (internal/snapshot_io.h).
+// Dataset::save, load and snapshot (tf.data.experimental.save / load / snapshot) over weft's
+// snapshot format (internal/snapshot_io.h).
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -132,6 +132,10 @@ Dataset Dataset::load(const std::string& path, LoadOptions options) {
        .num_parallel_calls = std::clamp<int64_t>(config::num_threads(), 1, std::max<int64_t>(n, 1)),
        .deterministic = true});
   return Dataset(std::make_shared<LoadNode>(read.node(), description + ")", m->num_elements));
+}
+
+Dataset Dataset::snapshot(const std::string& path, SnapshotOptions options) const {
+  return derived(make_snapshot_node(node_, path, options));
 }
 
 }  // namespace weft::data

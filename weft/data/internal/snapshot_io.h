@@ -68,6 +68,9 @@ class SnapshotWriter {
 // The elements of one shard directory's chunks, in order.
 NodePtr make_snapshot_shard_node(std::string shard_dir, Compression compression);
 
+// Dataset::snapshot's stage (internal/snapshot_node.cc).
+NodePtr make_snapshot_node(NodePtr input, const std::string& path, const SnapshotOptions& options);
+
 // The element spec of what was saved so far, widened by `e` (a size that differs becomes -1);
 // InvalidArgument when e's structure, a dtype or a rank differs.
 void widen_spec(std::vector<TensorSpec>& spec, const Element& e, int64_t index);
