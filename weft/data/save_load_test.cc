@@ -21,28 +21,14 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using weft::testing::all;
 using weft::testing::every_cut;
 using weft::testing::expect_restores_exactly;
 using weft::testing::Flat;
 
-class SaveLoadTest : public ::testing::Test {
+class SaveLoadTest : public weft::testing::DirectoryTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("weft_save_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-  }
-  void TearDown() override {
-    fs::remove_all(dir_);
-    config::set_num_threads(threads_);
-  }
-  std::string path() const { return dir_.string(); }
-  static Flat all(const Dataset& ds) {
-    Flat out;
-    for (const Element& e : ds) out.push_back(weft::testing::flat(e));
-    return out;
-  }
+  SaveLoadTest() : DirectoryTest("weft_save") {}
   // The run directories under path().
   std::vector<std::string> runs() const {
     std::vector<std::string> out;
@@ -59,8 +45,6 @@ class SaveLoadTest : public ::testing::Test {
     std::sort(out.begin(), out.end());
     return out;
   }
-  fs::path dir_;
-  int threads_ = config::num_threads();
 };
 
 // Every dtype weft has, one row per element, plus a ragged component.

@@ -19,28 +19,15 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using weft::testing::all;
 using weft::testing::every_cut;
 using weft::testing::expect_restores_exactly;
 using weft::testing::Flat;
 
-class SnapshotTest : public ::testing::Test {
+class SnapshotTest : public weft::testing::DirectoryTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("weft_snapshot_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+  SnapshotTest() : DirectoryTest("weft_snapshot") {
     config::set_num_threads(3);  // three shards
-  }
-  void TearDown() override {
-    fs::remove_all(dir_);
-    config::set_num_threads(threads_);
-  }
-  std::string path() const { return dir_.string(); }
-  static Flat all(const Dataset& ds) {
-    Flat out;
-    for (const Element& e : ds) out.push_back(weft::testing::flat(e));
-    return out;
   }
   // The one hash directory under path().
   std::string hash_dir() const {
@@ -59,8 +46,6 @@ class SnapshotTest : public ::testing::Test {
         })
         .snapshot(path(), std::move(o));
   }
-  fs::path dir_;
-  int threads_ = config::num_threads();
   std::shared_ptr<std::atomic<int>> calls_ = std::make_shared<std::atomic<int>>(0);
 };
 

@@ -10,6 +10,7 @@
 #include "weft/ops/elementwise.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
+#include "weft/ops/sort.h"
 
 namespace weft::nn::metrics {
 
@@ -110,25 +111,19 @@ Tensor in_top_k(const Tensor& labels, const Tensor& y_pred, int k) {
 
 // ---- counts at thresholds -----------------------------------------------------------------
 
-// Which predictions may count as positive: with top_k > 0, each row's (the last axis's) k highest,
-// the lower index first on ties (tf.math.top_k's order), as Keras's _filter_top_k.
-std::vector<char> in_top_k(const std::string& metric, const std::vector<double>& preds,
-                           const Shape& shape, int top_k) {
-  std::vector<char> kept(preds.size(), 1);
-  if (top_k <= 0 || preds.empty()) return kept;
-  const size_t width = static_cast<size_t>(shape.empty() ? 1 : shape.back());
-  WEFT_CHECK(static_cast<size_t>(top_k) <= width, InvalidArgument)
+// Which predictions may count as positive: with top_k > 0, each row's (the last axis's) k highest
+// as tf.math.top_k picks them (the lower index first on ties), as Keras's _filter_top_k.
+std::vector<char> kept_by_top_k(const std::string& metric, const Tensor& y_pred, int top_k) {
+  std::vector<char> kept(static_cast<size_t>(y_pred.numel()), top_k > 0 ? 0 : 1);
+  if (top_k <= 0 || y_pred.numel() == 0) return kept;
+  Tensor rows = cast(y_pred.rank() == 0 ? reshape(y_pred, {1}) : y_pred, kFloat64);
+  const int64_t width = rows.dim(-1);
+  WEFT_CHECK(top_k <= width, InvalidArgument)
       << metric << ": top_k " << top_k << " is more than the " << width
-      << " predictions per row of shape " << shape_str(shape);
-  std::vector<size_t> order(width);
-  for (size_t row = 0; row < preds.size(); row += width) {
-    for (size_t j = 0; j < width; ++j) order[j] = row + j;
-    std::partial_sort(order.begin(), order.begin() + top_k, order.end(), [&](size_t a, size_t b) {
-      return preds[a] > preds[b] || (preds[a] == preds[b] && a < b);
-    });
-    for (size_t j = 0; j < width; ++j) kept[row + j] = 0;
-    for (int j = 0; j < top_k; ++j) kept[order[j]] = 1;
-  }
+      << " predictions per row of shape " << shape_str(y_pred.shape());
+  std::vector<int32_t> chosen =
+      weft::top_k(rows, top_k, /*sorted=*/false).indices.to_vector<int32_t>();
+  for (size_t i = 0; i < chosen.size(); ++i) kept[i / top_k * width + chosen[i]] = 1;
   return kept;
 }
 
@@ -147,7 +142,7 @@ std::vector<double> confusion(const std::string& metric, const Tensor& y_true, c
         << metric << ": predictions must be in [0, 1] (probabilities), got " << preds[i]
         << " at flat index " << i;
   }
-  std::vector<char> kept = in_top_k(metric, preds, y_pred.shape(), top_k);
+  std::vector<char> kept = kept_by_top_k(metric, y_pred, top_k);
   // The thresholds ascending (at[j] is thresholds[order[j]]); Keras compares float32 predictions
   // with float32 thresholds.
   const size_t n = thresholds.size();

@@ -1,18 +1,22 @@
 // Checks for Dataset pipelines, for tests: elements flattened to numbers so that sequences
-// compare with ==, and expect_restores_exactly, which saves an iterator at every given cut and
-// restores the state into a freshly built pipeline. Header-only.
+// compare with ==, expect_restores_exactly, which saves an iterator at every given cut and
+// restores the state into a freshly built pipeline, and DirectoryTest, a fixture with a fresh
+// directory for pipelines that write files. Header-only.
 //
 //   weft::testing::expect_restores_exactly([] { return Dataset::range(9).batch(2); }, 5,
 //                                          {0, 1, 4, 5});
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "weft/core/config.h"
 #include "weft/data/dataset.h"
 
 namespace weft::testing {
@@ -28,6 +32,34 @@ inline std::vector<double> flat(const data::Element& e) {
   }
   return out;
 }
+
+// Every element of `ds`, flattened.
+inline Flat all(const data::Dataset& ds) {
+  Flat out;
+  for (const data::Element& e : ds) out.push_back(flat(e));
+  return out;
+}
+
+// A fixture whose test gets its own empty directory, path() (named by `prefix`, the process and
+// the test), removed after the test, as is any change to config::num_threads().
+class DirectoryTest : public ::testing::Test {
+ protected:
+  explicit DirectoryTest(const std::string& prefix)
+      : dir_(std::filesystem::path(::testing::TempDir()) /
+             (prefix + "_" + std::to_string(getpid()) + "_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+    std::filesystem::remove_all(dir_);
+  }
+  ~DirectoryTest() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+    config::set_num_threads(threads_);
+  }
+  std::string path() const { return dir_.string(); }
+
+  std::filesystem::path dir_;
+  int threads_ = config::num_threads();
+};
 
 inline Flat take_n(data::Dataset::Iterator& it, int64_t n) {
   Flat out;
