@@ -1,4 +1,5 @@
-// `weft launch -n N [--replicas-per-worker R] -- CMD...`: a local cluster (DISTRIBUTED.md §3).
+// `weft launch -n N [--ps K] [--replicas-per-worker R] -- CMD...`: a local cluster
+// (DISTRIBUTED.md §3).
 // Starts N processes of CMD, each with its TF_CONFIG (workers on 127.0.0.1 at ports the OS
 // picked, which the launcher holds until they exit so that no other process can take one before
 // its worker binds it: local_ports.h), the cluster token and a disjoint set of CPUs; prefixes
@@ -7,6 +8,13 @@
 // "another worker failed"), stops the others and exits with the failing task's status, naming
 // it, or (--max-restarts K) starts them all again, up to K times, so that BackupAndRestore
 // resumes the job.
+//
+// With --ps K (a parameter-server cluster, DISTRIBUTED.md §5) the cluster is chief:0,
+// worker:0..N-1 and ps:0..K-1. A worker or PS that fails does not stop the others (the chief
+// carries on without it, as its coordination service's recoverable jobs let it): --max-restarts
+// K starts that task alone again, on the same address, up to K times each. The chief's failure
+// stops every task and (--max-restarts) starts them all again; when the chief ends, the others
+// are given a few seconds to end too, then stopped; the exit status is the chief's.
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -41,6 +49,7 @@ namespace {
 
 struct LaunchFlags {
   int workers = 2;
+  int ps = 0;  // > 0: a parameter-server cluster, with a chief
   int replicas_per_worker = 1;
   int max_restarts = 0;
   std::vector<std::string> command;
@@ -113,6 +122,9 @@ int exit_code_of(int status) {
 
 struct Child {
   std::string task;
+  std::vector<std::string> env;  // its environment, TF_CONFIG included (kept for restarts)
+  cpu_set_t cpus;
+  int restarts = 0;  // --ps: times this task alone was started again
   pid_t pid = -1;
   int out_fd = -1;  // the read end of its stdout+stderr
   std::string partial;
@@ -182,58 +194,84 @@ int spawn(const std::string& program, const std::vector<char*>& argv,
   return 0;
 }
 
+// The environment of task `type`:`index` of `cluster` (the launcher's own, with TF_CONFIG, the
+// token and the replicas per worker replaced).
+std::vector<std::string> task_environment(const nlohmann::json& cluster, const std::string& type,
+                                          int index, const std::string& token,
+                                          int replicas_per_worker) {
+  nlohmann::json tf_config = {{"cluster", cluster}, {"task", {{"type", type}, {"index", index}}}};
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string v = *e;
+    if (v.rfind("TF_CONFIG=", 0) == 0 || v.rfind("WEFT_CLUSTER_TOKEN=", 0) == 0 ||
+        v.rfind("WEFT_REPLICAS_PER_WORKER=", 0) == 0) {
+      continue;
+    }
+    env.push_back(v);
+  }
+  env.push_back("TF_CONFIG=" + tf_config.dump());
+  env.push_back(std::string(distribute::coordination::kTokenEnvironmentVariable) + "=" + token);
+  env.push_back("WEFT_REPLICAS_PER_WORKER=" + std::to_string(replicas_per_worker));
+  return env;
+}
+
+// Starts child `c` (its output on a new pipe); 0, or the errno of what failed.
+int start_child(Child& c, const std::string& program, const std::vector<std::string>& command) {
+  std::vector<char*> envp, argv;
+  for (auto& e : c.env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = command;
+  args[0] = program;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int pipe_fds[2];
+  WEFT_CHECK(::pipe2(pipe_fds, O_CLOEXEC) == 0, Unavailable)
+      << "weft launch: pipe: " << std::strerror(errno);
+  int error = spawn(program, argv, envp, pipe_fds[1], c.cpus, &c.pid);
+  ::close(pipe_fds[1]);
+  c.out_fd = pipe_fds[0];
+  c.partial.clear();
+  c.running = error == 0;
+  if (error == 0) ::fcntl(c.out_fd, F_SETFL, O_NONBLOCK);
+  return error;
+}
+
 Outcome run_cluster(const LaunchFlags& f) {
   Outcome outcome;
-  // Held until every worker has exited: the chief's coordination service binds its port when it
-  // gets there, and a restart takes fresh ports.
-  distribute::ReservedLocalPorts ports(f.workers);
-  std::vector<std::string> addresses;
-  for (int i = 0; i < f.workers; ++i) addresses.push_back(ports.address(i));
+  const bool ps_mode = f.ps > 0;
+  // The tasks, in TF_CONFIG's job order: with --ps, chief:0 first.
+  std::vector<std::pair<std::string, int>> tasks;
+  if (ps_mode) tasks.emplace_back("chief", 0);
+  for (int i = 0; i < f.workers; ++i) tasks.emplace_back("worker", i);
+  for (int i = 0; i < f.ps; ++i) tasks.emplace_back("ps", i);
+  const int n = static_cast<int>(tasks.size());
+  // Held until every task has exited: the chief's coordination service binds its port when it
+  // gets there, a restarted task binds its own again, and a restart of the cluster takes fresh
+  // ports.
+  distribute::ReservedLocalPorts ports(n);
+  nlohmann::json cluster = nlohmann::json::object();
+  for (int i = 0; i < n; ++i)
+    cluster[tasks[static_cast<size_t>(i)].first].push_back(ports.address(i));
   const std::string token = make_token();
-  std::vector<cpu_set_t> shares = cpu_shares(f.workers);
+  std::vector<cpu_set_t> shares = cpu_shares(n);
   // `weft` as the command means this very program, wherever it is installed.
   std::string program = f.command[0];
   if (program == "weft") {
     char self[4096];
-    ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) program.assign(self, static_cast<size_t>(n));
+    ssize_t len = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (len > 0) program.assign(self, static_cast<size_t>(len));
   }
 
-  std::vector<Child> children(static_cast<size_t>(f.workers));
-  for (int i = 0; i < f.workers; ++i) {
+  std::vector<Child> children(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
     Child& c = children[static_cast<size_t>(i)];
-    c.task = "worker:" + std::to_string(i);
-    nlohmann::json tf_config = {{"cluster", {{"worker", addresses}}},
-                                {"task", {{"type", "worker"}, {"index", i}}}};
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e != nullptr; ++e) {
-      std::string v = *e;
-      if (v.rfind("TF_CONFIG=", 0) == 0 || v.rfind("WEFT_CLUSTER_TOKEN=", 0) == 0 ||
-          v.rfind("WEFT_REPLICAS_PER_WORKER=", 0) == 0) {
-        continue;
-      }
-      env_strings.push_back(v);
-    }
-    env_strings.push_back("TF_CONFIG=" + tf_config.dump());
-    env_strings.push_back(std::string(distribute::coordination::kTokenEnvironmentVariable) + "=" +
-                          token);
-    env_strings.push_back("WEFT_REPLICAS_PER_WORKER=" + std::to_string(f.replicas_per_worker));
-    std::vector<char*> envp, argv;
-    for (auto& e : env_strings) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    std::vector<std::string> args = f.command;
-    args[0] = program;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-
-    int pipe_fds[2];
-    WEFT_CHECK(::pipe2(pipe_fds, O_CLOEXEC) == 0, Unavailable)
-        << "weft launch: pipe: " << std::strerror(errno);
-    int error = spawn(program, argv, envp, pipe_fds[1], shares[static_cast<size_t>(i)], &c.pid);
-    ::close(pipe_fds[1]);
-    c.out_fd = pipe_fds[0];
+    const auto& [type, index] = tasks[static_cast<size_t>(i)];
+    c.task = type + ":" + std::to_string(index);
+    c.env = task_environment(cluster, type, index, token, f.replicas_per_worker);
+    c.cpus = shares[static_cast<size_t>(i)];
+    int error = start_child(c, program, f.command);
     if (error != 0) {
-      // Stop the workers already started: without this one they would wait for it in vain.
+      // Stop the tasks already started: without this one they would wait for it in vain.
       std::string stopped;
       for (int k = 0; k < i; ++k) {
         Child& started = children[static_cast<size_t>(k)];
@@ -247,24 +285,25 @@ Outcome run_cluster(const LaunchFlags& f) {
       if (error == ENOENT || error == EACCES || error == ENOEXEC) throw InvalidArgument(why);
       throw Unavailable(why);  // out of processes or memory
     }
-    ::fcntl(c.out_fd, F_SETFL, O_NONBLOCK);
   }
 
   // Children are reaped as they exit, in that order, so that the first to fail is the one named
-  // (the others usually fail moments later because of it).
+  // (the others usually fail moments later because of it). The reaper runs until every child,
+  // those started again included, has been reaped; with none left to wait for at the moment
+  // (ECHILD) it looks again shortly, since a task may be started again.
   std::mutex exits_mu;
   std::vector<std::pair<pid_t, int>> exits;
+  std::atomic<bool> reaping{true};
   std::thread reaper([&] {
-    for (int left = f.workers; left > 0;) {
+    while (reaping) {
       int status = 0;
       pid_t pid = ::waitpid(-1, &status, 0);
       if (pid < 0) {
-        if (errno == EINTR) continue;
-        break;
+        if (errno == ECHILD) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
       }
       std::lock_guard lock(exits_mu);
       exits.emplace_back(pid, status);
-      --left;
     }
   });
   using TimePoint = std::chrono::steady_clock::time_point;
@@ -278,21 +317,52 @@ Outcome run_cluster(const LaunchFlags& f) {
     for (auto& c : children) n += c.running;
     return n;
   };
-  auto announce_and_stop = [&] {
-    Child& c = children[static_cast<size_t>(failed)];
-    std::fprintf(stderr, "weft launch: %s (pid %d) %s; stopping the other workers\n",
-                 c.task.c_str(), static_cast<int>(c.pid), describe_status(c.status).c_str());
+  auto stop_all = [&] {
     stopping = true;
     stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     for (auto& other : children) {
       if (other.running) ::kill(other.pid, SIGTERM);
     }
   };
+  auto announce_and_stop = [&] {
+    Child& c = children[static_cast<size_t>(failed)];
+    std::fprintf(stderr, "weft launch: %s (pid %d) %s; stopping the other %s\n", c.task.c_str(),
+                 static_cast<int>(c.pid), describe_status(c.status).c_str(),
+                 ps_mode ? "tasks" : "workers");
+    stop_all();
+  };
+  // --ps: after the chief has ended, how long the others may take to end on their own.
+  TimePoint chief_ended_deadline = TimePoint::max();
+  // --ps: a worker or PS that failed goes on without the others noticing here; it is started
+  // again alone while it has restarts left (and the chief runs).
+  auto task_failed = [&](Child& c) {
+    std::string what = c.task + " (pid " + std::to_string(c.pid) + ") " + describe_status(c.status);
+    if (c.restarts >= f.max_restarts || !children[0].running) {
+      std::fprintf(stderr,
+                   "weft launch: %s; not started again (--max-restarts %d), the others go on\n",
+                   what.c_str(), f.max_restarts);
+      return;
+    }
+    ++c.restarts;
+    std::fprintf(stderr, "weft launch: %s; starting it again alone (restart %d of %d)\n",
+                 what.c_str(), c.restarts, f.max_restarts);
+    std::fflush(stderr);
+    ::close(c.out_fd);
+    if (int error = start_child(c, program, f.command); error != 0) {
+      c.out_fd = -1;
+      std::fprintf(stderr, "weft launch: cannot start %s again: %s\n", c.task.c_str(),
+                   std::strerror(error));
+    }
+  };
   while (running() > 0) {
     std::vector<pollfd> fds;
-    for (auto& c : children) fds.push_back({c.out_fd, POLLIN, 0});
+    for (auto& c : children) {
+      if (c.running) fds.push_back({c.out_fd, POLLIN, 0});
+    }
     ::poll(fds.data(), fds.size(), 100);
-    for (auto& c : children) relay(c, false);
+    for (auto& c : children) {
+      if (c.running) relay(c, false);
+    }
     if (int sig = forwarded_signal.exchange(0)) {
       outcome.signalled = true;
       for (auto& c : children) {
@@ -313,6 +383,21 @@ Outcome run_cluster(const LaunchFlags& f) {
       c.status = status;
       relay(c, true);
       bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (ps_mode) {
+        if (i == 0) {  // the chief: its end is the job's
+          outcome.any_finished = ok;
+          if (!ok && !stopping) {
+            failed = 0;
+            announce_and_stop();
+          } else if (ok) {
+            outcome.code = 0;
+            chief_ended_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+          }
+        } else if (!ok && !stopping) {
+          task_failed(c);
+        }
+        continue;
+      }
       outcome.any_finished = outcome.any_finished || ok;
       if (!ok && !stopping) {
         // A worker that failed only because another did says so by its exit status; name the
@@ -330,6 +415,10 @@ Outcome run_cluster(const LaunchFlags& f) {
     if (!stopping && failed >= 0 && std::chrono::steady_clock::now() >= grace_deadline) {
       announce_and_stop();
     }
+    if (!stopping && std::chrono::steady_clock::now() >= chief_ended_deadline) {
+      std::fprintf(stderr, "weft launch: the chief has ended; stopping the tasks still running\n");
+      stop_all();
+    }
     if (stopping && std::chrono::steady_clock::now() > stop_deadline) {
       for (auto& c : children) {
         if (c.running) ::kill(c.pid, SIGKILL);
@@ -338,8 +427,11 @@ Outcome run_cluster(const LaunchFlags& f) {
     }
   }
   if (failed >= 0 && !stopping) announce_and_stop();
+  reaping = false;  // every child has been reaped: the reaper's next waitpid fails with ECHILD
   reaper.join();
-  for (auto& c : children) ::close(c.out_fd);
+  for (auto& c : children) {
+    if (c.out_fd >= 0) ::close(c.out_fd);
+  }
   if (failed >= 0) {
     const Child& c = children[static_cast<size_t>(failed)];
     outcome.code = exit_code_of(c.status);
@@ -351,6 +443,7 @@ Outcome run_cluster(const LaunchFlags& f) {
 int launch(const LaunchFlags& f) {
   WEFT_CHECK(!f.command.empty(), InvalidArgument)
       << "weft launch: no command; usage: weft launch -n N -- weft train --strategy multi_worker";
+  const char* all = f.ps > 0 ? "task" : "worker";
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);
@@ -368,8 +461,8 @@ int launch(const LaunchFlags& f) {
       }
       return o.code;
     }
-    std::fprintf(stderr, "weft launch: %s; restarting every worker (restart %d of %d)\n",
-                 o.failure.c_str(), restarts + 1, f.max_restarts);
+    std::fprintf(stderr, "weft launch: %s; restarting every %s (restart %d of %d)\n",
+                 o.failure.c_str(), all, restarts + 1, f.max_restarts);
   }
 }
 
@@ -384,9 +477,13 @@ void add_launch(CLI::App& app) {
   cmd->add_option("--replicas-per-worker", flags->replicas_per_worker,
                   "replicas (threads) in each worker: the default of weft train's --replicas")
       ->check(in_range(1, 256));
+  cmd->add_option("--ps", flags->ps,
+                  "a parameter-server cluster: a chief, the N workers and this many ps tasks")
+      ->check(in_range(0, 1024));
   cmd->add_option("--max-restarts", flags->max_restarts,
                   "when a worker fails, stop the others and start them all again, up to this "
-                  "many times (with --backup-dir the job resumes where it was backed up)")
+                  "many times (with --backup-dir the job resumes where it was backed up); with "
+                  "--ps, start a failed worker or ps task alone again, up to this many times each")
       ->check(in_range(0, 1000000));
   cmd->add_option("command", flags->command, "the command each worker runs, after --")->required();
   cmd->callback([flags] {

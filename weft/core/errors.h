@@ -4,9 +4,11 @@
 //   WEFT_ASSERT(offset >= 0) << "negative offset";   // internal invariant: "this is a bug"
 #pragma once
 
+#include <exception>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace weft {
 
@@ -18,9 +20,13 @@ enum class ErrorCode {
   kUnavailable,
   kDeadlineExceeded,
   kInternal,
+  kResourceExhausted,
+  kCancelled,  // last: saved iterator states keep codes as numbers
 };
 
 const char* error_code_name(ErrorCode code);
+// Inverse of error_code_name; kInternal for a name it does not know.
+ErrorCode error_code_from_name(std::string_view name);
 
 // Base of every error weft throws; what() is "<CodeName>: <message>".
 class Error : public std::runtime_error {
@@ -46,7 +52,12 @@ WEFT_DEFINE_ERROR(DataLoss)
 WEFT_DEFINE_ERROR(Unavailable)
 WEFT_DEFINE_ERROR(DeadlineExceeded)
 WEFT_DEFINE_ERROR(Internal)
+WEFT_DEFINE_ERROR(ResourceExhausted)
+WEFT_DEFINE_ERROR(Cancelled)
 #undef WEFT_DEFINE_ERROR
+
+// The error of `code` with `message` (an error that crossed a process or a saved state).
+std::exception_ptr make_error(ErrorCode code, const std::string& message);
 
 namespace internal {
 

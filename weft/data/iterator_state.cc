@@ -15,26 +15,6 @@ static_assert(std::endian::native == std::endian::little,
 
 constexpr int64_t kMaxRank = 64;
 
-std::exception_ptr make_error(ErrorCode code, const std::string& message) {
-  switch (code) {
-    case ErrorCode::kInvalidArgument:
-      return std::make_exception_ptr(InvalidArgument(message));
-    case ErrorCode::kFailedPrecondition:
-      return std::make_exception_ptr(FailedPrecondition(message));
-    case ErrorCode::kOutOfRange:
-      return std::make_exception_ptr(OutOfRange(message));
-    case ErrorCode::kDataLoss:
-      return std::make_exception_ptr(DataLoss(message));
-    case ErrorCode::kUnavailable:
-      return std::make_exception_ptr(Unavailable(message));
-    case ErrorCode::kDeadlineExceeded:
-      return std::make_exception_ptr(DeadlineExceeded(message));
-    case ErrorCode::kInternal:
-      return std::make_exception_ptr(Internal(message));
-  }
-  return std::make_exception_ptr(Internal(message));
-}
-
 }  // namespace
 
 // ---- writer ------------------------------------------------------------------------------------
@@ -183,7 +163,7 @@ Element StateReader::read_element(std::string_view what) {
 
 std::exception_ptr StateReader::read_error(std::string_view what) {
   auto code = static_cast<ErrorCode>(
-      read_i64(std::string(what) + " error code", 0, static_cast<int64_t>(ErrorCode::kInternal)));
+      read_i64(std::string(what) + " error code", 0, static_cast<int64_t>(ErrorCode::kCancelled)));
   return make_error(code, read_string(std::string(what) + " error message"));
 }
 

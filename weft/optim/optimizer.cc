@@ -226,6 +226,8 @@ GradsAndVars clip_gradients(GradsAndVars gv, const std::optional<double>& value,
 
 }  // namespace
 
+const Optimizer::Algorithm& Optimizer::algorithm() const { return *state().algorithm; }
+
 Optimizer::Optimizer(std::shared_ptr<const Algorithm> algorithm, OptimizerOptions options)
     : state_(std::make_shared<State>()) {
   State& s = *state_;

@@ -143,6 +143,9 @@ class Optimizer : public Trackable {
   // InvalidArgument for an algorithm without a config or a schedule made from a function.
   ConfigDict get_config() const;
 
+  // The per-variable update and slots (a parameter server runs it on the variables it holds).
+  const Algorithm& algorithm() const;
+
   // Whether gradients are loss-scaled (a LossScaleOptimizer wraps this optimizer's state, or
   // Model::compile did under the "mixed_float16" policy).
   bool has_loss_scale() const;

@@ -10,7 +10,9 @@
 
 #include "weft/core/errors.h"
 #include "weft/distribute/coordination/coordination.grpc.pb.h"
-#include "weft/distribute/coordination/internal/grpc_glue.h"
+#include "weft/distribute/coordination/internal/failures.h"
+#include "weft/distribute/coordination/internal/task_states.h"
+#include "weft/distribute/internal/grpc_glue.h"
 
 namespace weft::distribute::coordination {
 namespace {
@@ -39,7 +41,7 @@ class CoordinationClient::Impl {
         service_address_(std::move(service_address)),
         options_(std::move(options)),
         incarnation_(draw_incarnation()) {
-    internal::quiet_grpc_logs();
+    distribute::internal::quiet_grpc_logs();
     WEFT_CHECK(!options_.token.empty(), InvalidArgument)
         << "coordination client for task " << task_ << ": the cluster token is empty (set "
         << kTokenEnvironmentVariable << "; weft launch makes one)";
@@ -49,8 +51,8 @@ class CoordinationClient::Impl {
     // Reconnect quickly while the chief is still starting.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    channel_ = grpc::CreateCustomChannel(service_address_,
-                                         internal::channel_credentials(options_.tls), args);
+    channel_ = grpc::CreateCustomChannel(
+        service_address_, distribute::internal::channel_credentials(options_.tls), args);
     stub_ = pb::Coordination::NewStub(channel_);
     caller_.set_task(task_);
     caller_.set_incarnation(incarnation_);
@@ -112,14 +114,27 @@ class CoordinationClient::Impl {
     return reply.value();
   }
 
-  void wait_at_barrier(const std::string& id, milliseconds timeout) {
+  void wait_at_barrier(const std::string& id, milliseconds timeout,
+                       const std::vector<std::string>& tasks) {
     pb::BarrierRequest request;
     *request.mutable_caller() = caller_;
     request.set_id(id);
+    for (const auto& t : tasks) request.add_tasks(t);
     request.set_timeout_ms(static_cast<uint64_t>(std::max<int64_t>(timeout.count(), 1)));
     pb::Empty reply;
     auto ctx = context(SystemClock::now() + timeout + kCallMargin);
     check(stub_->Barrier(ctx.get(), request, &reply), "wait_at_barrier(\"" + id + "\")");
+  }
+
+  TaskStates task_states(uint64_t after_generation, milliseconds timeout) {
+    pb::GetTaskStatesRequest request;
+    *request.mutable_caller() = caller_;
+    request.set_after_generation(after_generation);
+    request.set_timeout_ms(static_cast<uint64_t>(std::max<int64_t>(timeout.count(), 0)));
+    pb::GetTaskStatesResponse reply;
+    auto ctx = context(SystemClock::now() + timeout + kCallMargin);
+    check(stub_->GetTaskStates(ctx.get(), request, &reply), "task_states");
+    return internal::task_states_of(reply);
   }
 
   void report_error(const std::string& message) {
@@ -154,7 +169,7 @@ class CoordinationClient::Impl {
   }
 
   void shutdown(milliseconds timeout) {
-    wait_at_barrier("weft/shutdown", timeout);
+    wait_at_barrier("weft/shutdown", timeout, {});
     leave();
   }
 
@@ -164,7 +179,7 @@ class CoordinationClient::Impl {
  private:
   std::unique_ptr<grpc::ClientContext> context(SystemClock::time_point deadline) const {
     auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->AddMetadata(internal::kTokenMetadataKey, options_.token);
+    ctx->AddMetadata(distribute::internal::kTokenMetadataKey, options_.token);
     ctx->set_deadline(deadline);
     return ctx;
   }
@@ -172,7 +187,8 @@ class CoordinationClient::Impl {
   void check(const grpc::Status& status, const std::string& what) {
     if (status.ok()) return;
     if (status.error_code() == grpc::StatusCode::ABORTED) learned(status.error_message());
-    internal::throw_status(status, "task " + task_ + ": " + what, service_address_);
+    distribute::internal::throw_status(status, "task " + task_ + ": " + what,
+                                       "the coordination service at " + service_address_);
   }
 
   // The cluster failed: remember the first failure and tell whoever asked, once.
@@ -224,7 +240,7 @@ class CoordinationClient::Impl {
     *request.mutable_caller() = caller_;
     pb::WatchResponse reply;
     grpc::ClientContext ctx;
-    ctx.AddMetadata(internal::kTokenMetadataKey, options_.token);
+    ctx.AddMetadata(distribute::internal::kTokenMetadataKey, options_.token);
     {
       std::lock_guard lock(mu_);
       if (leaving_) return;
@@ -306,8 +322,14 @@ std::string CoordinationClient::get_key_value(const std::string& key, millisecon
 std::optional<std::string> CoordinationClient::try_get_key_value(const std::string& key) {
   return impl_->get(key, milliseconds(0));
 }
-void CoordinationClient::wait_at_barrier(const std::string& id, milliseconds timeout) {
-  impl_->wait_at_barrier(id, timeout);
+void CoordinationClient::wait_at_barrier(const std::string& id, milliseconds timeout,
+                                         const std::vector<std::string>& tasks) {
+  impl_->wait_at_barrier(id, timeout, tasks);
+}
+TaskStates CoordinationClient::task_states() { return impl_->task_states(0, milliseconds(0)); }
+TaskStates CoordinationClient::wait_for_task_states(uint64_t after_generation,
+                                                    milliseconds timeout) {
+  return impl_->task_states(after_generation, std::max(timeout, milliseconds(1)));
 }
 void CoordinationClient::report_error(const std::string& message) { impl_->report_error(message); }
 std::string CoordinationClient::failure() const { return impl_->failure(); }

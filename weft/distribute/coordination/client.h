@@ -12,7 +12,8 @@
 //
 // Errors: a wait that passes its deadline throws DeadlineExceeded; once any task of the cluster
 // has failed, every call throws Unavailable("task worker:0 failed: <its error>"); a refused token
-// throws FailedPrecondition.
+// throws FailedPrecondition. A recoverable task that the service declared lost (for missed
+// heartbeats, say) hears its own failure the same way.
 #pragma once
 
 #include <chrono>
@@ -20,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "weft/distribute/coordination/options.h"
 
@@ -44,9 +46,17 @@ class CoordinationClient {
   // Waits until the key is set, at most `timeout`.
   std::string get_key_value(const std::string& key, std::chrono::milliseconds timeout);
   std::optional<std::string> try_get_key_value(const std::string& key);
-  // Waits until every task of the cluster has reached the barrier `id`, at most `timeout`;
-  // DeadlineExceeded names the tasks that did not come.
-  void wait_at_barrier(const std::string& id, std::chrono::milliseconds timeout);
+  // Waits until every participant has reached the barrier `id`, at most `timeout`: the `tasks`
+  // named (this one among them; every caller names the same ones), or every task of the cluster
+  // when none are. DeadlineExceeded names the tasks that did not come; FailedPrecondition names a
+  // participant that was lost or has left.
+  void wait_at_barrier(const std::string& id, std::chrono::milliseconds timeout,
+                       const std::vector<std::string>& tasks = {});
+  // Every task's state (connected, lost with why, left), as the service sees it now.
+  TaskStates task_states();
+  // Waits until the states change after `after_generation` (a TaskStates::generation), at most
+  // `timeout`, and returns them (as they are, when the wait ends without a change).
+  TaskStates wait_for_task_states(uint64_t after_generation, std::chrono::milliseconds timeout);
   // Tells the cluster this task failed: every other task's waits end naming it and `message`.
   // Only the first report of a task is sent.
   void report_error(const std::string& message);

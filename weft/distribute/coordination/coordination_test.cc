@@ -2,9 +2,9 @@
 // gRPC stub plays the misbehaving parties: a call without the token, a task that stops sending
 // heartbeats, a task whose connection breaks, a task that restarts. (Tasks in separate processes
 // that are killed or stopped are the multi-worker tests' subject.)
+#include <gmock/gmock.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -74,6 +74,60 @@ pb::Caller caller(const std::string& task, uint64_t incarnation) {
   c.set_incarnation(incarnation);
   return c;
 }
+
+// A task played by raw calls: it registers with `incarnation` and holds its watch open, as a
+// client does, but sends no heartbeats; break() ends its connection as a killed process's ends.
+class RawTask {
+ public:
+  RawTask(const std::string& address, const std::string& task, uint64_t incarnation)
+      : channel_(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
+        stub_(channel_) {
+    pb::RegisterRequest reg;
+    *reg.mutable_caller() = caller(task, incarnation);
+    registered_ = raw_call(address, "Register", reg.SerializeAsString(), kToken);
+    if (!registered_.ok()) return;
+    ctx_.AddMetadata("weft-cluster-token", kToken);
+    pb::WatchRequest watch;
+    *watch.mutable_caller() = caller(task, incarnation);
+    grpc::Slice slice(watch.SerializeAsString());
+    request_ = grpc::ByteBuffer(&slice, 1);
+    stub_.UnaryCall(&ctx_, "/weft.coordination.Coordination/Watch", grpc::StubOptions(), &request_,
+                    &response_, [this](grpc::Status s) { ended_.set_value(s); });
+    watching_ = true;
+  }
+  ~RawTask() {
+    if (watching_) {
+      ctx_.TryCancel();
+      ended_.get_future().wait();
+    }
+  }
+  const grpc::Status& registered() const { return registered_; }
+  void break_connection() { ctx_.TryCancel(); }
+  // The watch's answer: the failure it was told of ("" when it ended without one).
+  std::string watch_answer() {
+    watching_ = false;
+    grpc::Status s = ended_.get_future().get();
+    if (!s.ok()) return "status " + std::to_string(s.error_code());
+    std::vector<grpc::Slice> slices;
+    std::string bytes;
+    if (response_.Dump(&slices).ok()) {
+      for (const auto& sl : slices)
+        bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+    }
+    pb::WatchResponse answer;
+    answer.ParseFromString(bytes);
+    return answer.failure();
+  }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  grpc::GenericStub stub_;
+  grpc::ClientContext ctx_;
+  grpc::ByteBuffer request_, response_;
+  std::promise<grpc::Status> ended_;
+  grpc::Status registered_;
+  bool watching_ = false;
+};
 
 TEST(Coordination, KeyValueWaitsForTheKeyAndTimesOutNamingIt) {
   Cluster cluster(2);
@@ -149,7 +203,8 @@ TEST(Coordination, AReportedErrorEndsEveryPendingWaitNamingTheTask) {
   EXPECT_TRUE(cluster.service->wait_for_pending_call("worker:0", "Barrier", milliseconds(10000)));
   auto start = std::chrono::steady_clock::now();
   cluster.clients[1]->report_error("InvalidArgument: matmul: shapes [2,3] and [4,5]");
-  const std::string expected = "task worker:1 failed: InvalidArgument: matmul: shapes [2,3] and [4,5]";
+  const std::string expected =
+      "task worker:1 failed: InvalidArgument: matmul: shapes [2,3] and [4,5]";
   try {
     waiting.get();
     FAIL() << "the wait did not end";
@@ -174,22 +229,8 @@ TEST(Coordination, ATaskWhoseConnectionBreaksIsNamedAtOnce) {
   CoordinationService service("127.0.0.1:0", {"worker:0", "worker:1"}, options());
   CoordinationClient survivor("worker:0", "worker:0", service.address(), options());
   survivor.connect(milliseconds(5000));
-  // worker:1 registers and holds its watch open, as a client does, then its connection breaks
-  // (what the service sees when the process is killed).
-  pb::RegisterRequest reg;
-  *reg.mutable_caller() = caller("worker:1", 7);
-  ASSERT_TRUE(raw_call(service.address(), "Register", reg.SerializeAsString(), kToken).ok());
-  auto channel = grpc::CreateChannel(service.address(), grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext ctx;
-  ctx.AddMetadata("weft-cluster-token", kToken);
-  pb::WatchRequest watch;
-  *watch.mutable_caller() = caller("worker:1", 7);
-  grpc::Slice slice(watch.SerializeAsString());
-  grpc::ByteBuffer request(&slice, 1), response;
-  std::promise<grpc::Status> ended;
-  stub.UnaryCall(&ctx, "/weft.coordination.Coordination/Watch", grpc::StubOptions(), &request,
-                 &response, [&](grpc::Status s) { ended.set_value(s); });
+  RawTask worker1(service.address(), "worker:1", 7);
+  ASSERT_TRUE(worker1.registered().ok());
   auto waiting = std::async(std::launch::async,
                             [&] { return survivor.get_key_value("never", milliseconds(30000)); });
   // The connection breaks once the service holds worker:1's watch (a watch it never saw could
@@ -197,7 +238,7 @@ TEST(Coordination, ATaskWhoseConnectionBreaksIsNamedAtOnce) {
   EXPECT_TRUE(service.wait_for_pending_call("worker:1", "Watch", milliseconds(10000)));
   EXPECT_TRUE(service.wait_for_pending_call("worker:0", "Get", milliseconds(10000)));
   auto start = std::chrono::steady_clock::now();
-  ctx.TryCancel();
+  worker1.break_connection();
   try {
     waiting.get();
     FAIL() << "the wait did not end";
@@ -206,7 +247,6 @@ TEST(Coordination, ATaskWhoseConnectionBreaksIsNamedAtOnce) {
                                     "service broke"));
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(2000));
-  ended.get_future().wait();
 }
 
 TEST(Coordination, ATaskThatStopsSendingHeartbeatsIsDeclaredFailed) {
@@ -233,8 +273,8 @@ TEST(Coordination, ARestartedTaskFailsTheCluster) {
   cluster.connect_all();
   pb::RegisterRequest again;
   *again.mutable_caller() = caller("worker:1", 12345);  // a new process: a new incarnation
-  grpc::Status s = raw_call(cluster.service->address(), "Register", again.SerializeAsString(),
-                            kToken);
+  grpc::Status s =
+      raw_call(cluster.service->address(), "Register", again.SerializeAsString(), kToken);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::ABORTED);
   EXPECT_THAT(s.error_message(), HasSubstr("task worker:1 failed: it restarted"));
   EXPECT_THROW(cluster.clients[0]->get_key_value("k", milliseconds(1000)), Unavailable);
@@ -248,8 +288,8 @@ TEST(Coordination, AnErrorOrLeaveFromAnotherIncarnationIsRefused) {
   pb::ReportErrorRequest stale;
   *stale.mutable_caller() = caller("worker:1", 12345);
   stale.set_message("an old process's error");
-  grpc::Status s = raw_call(cluster.service->address(), "ReportError", stale.SerializeAsString(),
-                            kToken);
+  grpc::Status s =
+      raw_call(cluster.service->address(), "ReportError", stale.SerializeAsString(), kToken);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_THAT(s.error_message(), HasSubstr("task worker:1 (this incarnation) has not registered"));
   EXPECT_EQ(cluster.service->failure(), "");
@@ -266,8 +306,8 @@ TEST(Coordination, AnErrorOrLeaveFromAnotherIncarnationIsRefused) {
 TEST(Coordination, TheTokenIsCheckedBeforeThePayloadIsParsed) {
   CoordinationService service("127.0.0.1:0", {"worker:0"}, options());
   const std::string garbage = "\xff\xff\xff\xff not a protobuf";
-  for (const char* method : {"Register", "Set", "Get", "Barrier", "Watch", "Heartbeat",
-                             "ReportError", "Leave"}) {
+  for (const char* method :
+       {"Register", "Set", "Get", "Barrier", "Watch", "Heartbeat", "ReportError", "Leave"}) {
     SCOPED_TRACE(method);
     grpc::Status none = raw_call(service.address(), method, garbage, nullptr);
     EXPECT_EQ(none.error_code(), grpc::StatusCode::UNAUTHENTICATED);
@@ -319,24 +359,234 @@ TEST(Coordination, UnknownTasksAndAddressesAreRefusedNamingThem) {
 TEST(Coordination, ShutdownMeetsEveryTaskThenLeaves) {
   Cluster cluster(2);
   cluster.connect_all();
-  auto other = std::async(std::launch::async,
-                          [&] { cluster.clients[1]->shutdown(milliseconds(5000)); });
+  auto other =
+      std::async(std::launch::async, [&] { cluster.clients[1]->shutdown(milliseconds(5000)); });
   cluster.clients[0]->shutdown(milliseconds(5000));
   other.get();
   EXPECT_TRUE(cluster.service->wait_for_tasks_to_leave(milliseconds(2000)));
   EXPECT_EQ(cluster.service->failure(), "");
 }
 
+// ---- recoverable tasks (parameter-server clusters) ------------------------------------------
+
+CoordinationOptions recoverable_options() {
+  CoordinationOptions o = options();
+  o.recoverable_jobs = {"worker", "ps"};
+  return o;
+}
+
+// chief:0 (not recoverable), worker:0 and ps:0 as clients, worker:1 left to each test.
+struct PsCluster {
+  PsCluster()
+      : service("127.0.0.1:0", {"chief:0", "worker:0", "worker:1", "ps:0"}, recoverable_options()) {
+    for (const char* task : {"chief:0", "worker:0", "ps:0"}) {
+      clients.push_back(std::make_unique<CoordinationClient>(task, "chief:0", service.address(),
+                                                             recoverable_options()));
+      clients.back()->connect(milliseconds(5000));
+    }
+  }
+  CoordinationClient& chief() { return *clients[0]; }
+  CoordinationClient& worker0() { return *clients[1]; }
+  CoordinationClient& ps0() { return *clients[2]; }
+  CoordinationService service;
+  std::vector<std::unique_ptr<CoordinationClient>> clients;
+};
+
+TEST(CoordinationRecoverable, ALostWorkerIsAStateTheChiefSeesNotAClusterFailure) {
+  PsCluster cluster;
+  auto worker1 = std::make_unique<RawTask>(cluster.service.address(), "worker:1", 7);
+  ASSERT_TRUE(worker1->registered().ok());
+  TaskStates before = cluster.chief().task_states();
+  EXPECT_EQ(before.of("worker:1").state, TaskState::kConnected);
+  EXPECT_EQ(before.of("worker:1").incarnation, 7u);
+  EXPECT_EQ(before.of("chief:0").state, TaskState::kConnected);
+  EXPECT_THROW(before.of("worker:9"), InvalidArgument);
+  auto change = std::async(std::launch::async, [&] {
+    return cluster.chief().wait_for_task_states(before.generation, milliseconds(30000));
+  });
+  auto waiting = std::async(std::launch::async, [&] {
+    return cluster.worker0().get_key_value("k", milliseconds(30000));
+  });
+  EXPECT_TRUE(
+      cluster.service.wait_for_pending_call("chief:0", "GetTaskStates", milliseconds(10000)));
+  EXPECT_TRUE(cluster.service.wait_for_pending_call("worker:0", "Get", milliseconds(10000)));
+  EXPECT_TRUE(cluster.service.wait_for_pending_call("worker:1", "Watch", milliseconds(10000)));
+  auto start = std::chrono::steady_clock::now();
+  worker1->break_connection();
+  TaskStates after = change.get();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(2000));
+  EXPECT_GT(after.generation, before.generation);
+  EXPECT_EQ(after.of("worker:1").state, TaskState::kLost);
+  EXPECT_THAT(after.of("worker:1").error,
+              HasSubstr("its connection to the coordination service broke"));
+  // The others go on: worker:0's wait is still pending and is answered.
+  EXPECT_TRUE(cluster.service.wait_for_pending_call("worker:0", "Get", milliseconds(100)));
+  cluster.ps0().insert_key_value("k", "v");
+  EXPECT_EQ(waiting.get(), "v");
+  EXPECT_EQ(cluster.service.failure(), "");
+  EXPECT_EQ(cluster.chief().failure(), "");
+  worker1.reset();
+
+  // A new process of worker:1 registers and is connected again; the old incarnation may not call.
+  RawTask again(cluster.service.address(), "worker:1", 8);
+  ASSERT_TRUE(again.registered().ok()) << again.registered().error_message();
+  TaskStates back = cluster.chief().task_states();
+  EXPECT_EQ(back.of("worker:1").state, TaskState::kConnected);
+  EXPECT_EQ(back.of("worker:1").incarnation, 8u);
+  EXPECT_EQ(back.of("worker:1").error, "");
+  pb::HeartbeatRequest old;
+  *old.mutable_caller() = caller("worker:1", 7);
+  grpc::Status s =
+      raw_call(cluster.service.address(), "Heartbeat", old.SerializeAsString(), kToken);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(s.error_message(), HasSubstr("task worker:1 (this incarnation) has not registered"));
+  EXPECT_EQ(cluster.service.task_states().of("worker:1").state, TaskState::kConnected);
+}
+
+TEST(CoordinationRecoverable, ANewIncarnationReplacesARunningOneWhichHearsIt) {
+  PsCluster cluster;
+  RawTask first(cluster.service.address(), "worker:1", 7);
+  ASSERT_TRUE(first.registered().ok());
+  EXPECT_TRUE(cluster.service.wait_for_pending_call("worker:1", "Watch", milliseconds(10000)));
+  RawTask second(cluster.service.address(), "worker:1", 8);
+  ASSERT_TRUE(second.registered().ok()) << second.registered().error_message();
+  EXPECT_EQ(first.watch_answer(),
+            "task worker:1 failed: it restarted (it registered again with "
+            "a new incarnation)");
+  EXPECT_EQ(cluster.chief().task_states().of("worker:1").incarnation, 8u);
+  EXPECT_EQ(cluster.service.failure(), "");
+  // The first incarnation's watch ended on purpose: its end does not lose the second one.
+  EXPECT_TRUE(cluster.service.wait_for_pending_call("worker:1", "Watch", milliseconds(10000)));
+  EXPECT_EQ(cluster.chief().task_states().of("worker:1").state, TaskState::kConnected);
+}
+
+TEST(CoordinationRecoverable, AReportedErrorOrSilenceLosesOnlyThatTaskWhichHearsIt) {
+  PsCluster cluster;
+  cluster.ps0().report_error("ResourceExhausted: out of memory");
+  TaskStates states = cluster.chief().task_states();
+  EXPECT_EQ(states.of("ps:0").state, TaskState::kLost);
+  EXPECT_EQ(states.of("ps:0").error, "ResourceExhausted: out of memory");
+  for (int i = 0; i < 250 && cluster.ps0().failure().empty(); ++i) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(cluster.ps0().failure(), "task ps:0 failed: ResourceExhausted: out of memory");
+  EXPECT_THROW(cluster.ps0().insert_key_value("k", "v"), Unavailable);
+  cluster.worker0().insert_key_value("k", "v");
+  EXPECT_EQ(cluster.chief().get_key_value("k", milliseconds(1000)), "v");
+
+  // worker:1 registers and then sends no heartbeat: lost after heartbeat_timeout (1000 ms).
+  RawTask silent(cluster.service.address(), "worker:1", 9);
+  ASSERT_TRUE(silent.registered().ok());
+  auto start = std::chrono::steady_clock::now();
+  TaskStates now = cluster.chief().task_states();
+  while (now.of("worker:1").state == TaskState::kConnected &&
+         std::chrono::steady_clock::now() - start < milliseconds(5000)) {
+    now = cluster.chief().wait_for_task_states(now.generation, milliseconds(5000));
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(900));
+  EXPECT_EQ(now.of("worker:1").state, TaskState::kLost);
+  EXPECT_THAT(now.of("worker:1").error, HasSubstr("no heartbeat for"));
+  pb::HeartbeatRequest late;
+  *late.mutable_caller() = caller("worker:1", 9);
+  grpc::Status s =
+      raw_call(cluster.service.address(), "Heartbeat", late.SerializeAsString(), kToken);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::ABORTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("task worker:1 failed: no heartbeat for"));
+  EXPECT_EQ(cluster.service.failure(), "");
+  // A wait for a change that does not come ends with the states as they are.
+  TaskStates same = cluster.chief().wait_for_task_states(now.generation, milliseconds(200));
+  EXPECT_EQ(same.generation, now.generation);
+}
+
+TEST(CoordinationRecoverable, BarriersWaitForTheirParticipantsAndFailNamingALostOne) {
+  PsCluster cluster;
+  // Only the two named tasks meet; worker:1 never registered and is not waited for.
+  auto other = std::async(std::launch::async, [&] {
+    cluster.worker0().wait_at_barrier("start", milliseconds(5000), {"chief:0", "worker:0"});
+  });
+  cluster.chief().wait_at_barrier("start", milliseconds(5000), {"worker:0", "chief:0"});
+  EXPECT_NO_THROW(other.get());
+  try {
+    cluster.ps0().wait_at_barrier("b", milliseconds(1000), {"chief:0", "worker:0"});
+    FAIL() << "a caller outside the participants was admitted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("barrier 'b': the caller ps:0 is not one of its participants "
+                                    "chief:0, worker:0"));
+  }
+  auto pending = std::async(std::launch::async, [&] {
+    cluster.chief().wait_at_barrier("c", milliseconds(30000), {"chief:0", "ps:0"});
+  });
+  EXPECT_TRUE(cluster.service.wait_for_pending_call("chief:0", "Barrier", milliseconds(10000)));
+  try {
+    cluster.ps0().wait_at_barrier("c", milliseconds(1000), {"chief:0", "ps:0", "worker:0"});
+    FAIL() << "a barrier with other participants was admitted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("ps:0 names the participants chief:0, ps:0, worker:0, an "
+                                    "earlier caller chief:0, ps:0"));
+  }
+  auto start = std::chrono::steady_clock::now();
+  cluster.ps0().report_error("killed");
+  try {
+    pending.get();
+    FAIL() << "the barrier did not end";
+  } catch (const FailedPrecondition& e) {
+    EXPECT_THAT(e.what(), HasSubstr("barrier 'c' cannot complete: its participant ps:0 was lost: "
+                                    "killed"));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(2000));
+  // A barrier naming a lost task fails at once; one without it passes.
+  EXPECT_THROW(cluster.chief().wait_at_barrier("d", milliseconds(30000), {"chief:0", "ps:0"}),
+               FailedPrecondition);
+  EXPECT_THROW(cluster.chief().wait_at_barrier("d", milliseconds(30000)), FailedPrecondition);
+  EXPECT_EQ(cluster.chief().failure(), "");
+}
+
+TEST(CoordinationRecoverable, TheChiefsFailureStillEndsEveryTask) {
+  PsCluster cluster;
+  auto waiting = std::async(std::launch::async, [&] {
+    return cluster.worker0().get_key_value("never", milliseconds(30000));
+  });
+  EXPECT_TRUE(cluster.service.wait_for_pending_call("worker:0", "Get", milliseconds(10000)));
+  cluster.chief().report_error("Internal: the coordinator crashed");
+  try {
+    waiting.get();
+    FAIL() << "the wait did not end";
+  } catch (const Unavailable& e) {
+    EXPECT_THAT(e.what(), HasSubstr("task chief:0 failed: Internal: the coordinator crashed"));
+  }
+  EXPECT_EQ(cluster.service.failure(), "task chief:0 failed: Internal: the coordinator crashed");
+}
+
+TEST(CoordinationRecoverable, TheServiceStopsWaitingForLostTasksToLeave) {
+  PsCluster cluster;
+  {
+    RawTask worker1(cluster.service.address(), "worker:1", 7);
+    ASSERT_TRUE(worker1.registered().ok());
+    EXPECT_TRUE(cluster.service.wait_for_pending_call("worker:1", "Watch", milliseconds(10000)));
+  }  // its connection breaks: lost
+  EXPECT_FALSE(cluster.service.wait_for_tasks_to_leave(milliseconds(100)));
+  std::vector<std::future<void>> leaving;
+  for (auto& c : cluster.clients) {
+    leaving.push_back(std::async(std::launch::async, [&c] {
+      c->wait_at_barrier("end", milliseconds(5000), {"chief:0", "worker:0", "ps:0"});
+    }));
+  }
+  for (auto& f : leaving) f.get();
+  cluster.clients.clear();  // each leaves
+  EXPECT_TRUE(cluster.service.wait_for_tasks_to_leave(milliseconds(5000)));
+  EXPECT_EQ(cluster.service.failure(), "");
+}
+
 // Certificates made with openssl for 127.0.0.1: a CA, the service's, and a client's.
 class CoordinationTls : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("weft_tls_" + std::to_string(::getpid()));
+    dir_ = std::filesystem::temp_directory_path() / ("weft_tls_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     const std::string d = dir_.string();
     const std::string script =
-        "cd " + d + " && ( "
+        "cd " + d +
+        " && ( "
         "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=weft-test-ca "
         "-keyout ca.key -out ca.pem && "
         "for who in server client; do "

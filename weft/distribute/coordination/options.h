@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace weft::distribute::coordination {
 
@@ -29,6 +31,32 @@ struct CoordinationOptions {
   // connection breaks.
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{10000};
+  // TensorFlow's recoverable_jobs: the jobs ("worker", "ps") whose tasks may fail and come back.
+  // Such a task's failure (an error it reports, a broken connection, missed heartbeats, a new
+  // process registering in its place) does not fail the cluster: the task is lost
+  // (TaskState::kLost, with why), the others' waits go on, a barrier it takes part in fails
+  // naming it, and a new process of the task may register again. Only the service reads it.
+  std::vector<std::string> recoverable_jobs;
+};
+
+// Where a task of the cluster is, as the service sees it (TaskStates).
+enum class TaskState { kUnregistered, kConnected, kLost, kLeft };
+// "unregistered", "connected", "lost", "left".
+const char* to_string(TaskState state);
+
+struct TaskStatus {
+  std::string task;  // "worker:1"
+  TaskState state = TaskState::kUnregistered;
+  uint64_t incarnation = 0;  // of the process registered last (0: none yet)
+  std::string error;         // kLost: why
+};
+
+// Every task's state, in the order the service was given them.
+struct TaskStates {
+  uint64_t generation = 0;  // grows by one at each change of any task's state
+  std::vector<TaskStatus> tasks;
+  // The named task's status; InvalidArgument for a task not in the cluster.
+  const TaskStatus& of(const std::string& task) const;
 };
 
 // Limits on what a call may carry; larger requests are refused naming the limit.

@@ -12,7 +12,9 @@
 
 #include "weft/core/errors.h"
 #include "weft/distribute/coordination/coordination.grpc.pb.h"
-#include "weft/distribute/coordination/internal/grpc_glue.h"
+#include "weft/distribute/coordination/internal/failures.h"
+#include "weft/distribute/coordination/internal/task_states.h"
+#include "weft/distribute/internal/grpc_glue.h"
 
 namespace weft::distribute::coordination {
 namespace {
@@ -26,14 +28,15 @@ using grpc::StatusCode;
 using RawService = pb::Coordination::WithRawCallbackMethod_Register<
     pb::Coordination::WithRawCallbackMethod_Heartbeat<
         pb::Coordination::WithRawCallbackMethod_ReportError<
-            pb::Coordination::WithRawCallbackMethod_Set<
-                pb::Coordination::WithRawCallbackMethod_Get<
-                    pb::Coordination::WithRawCallbackMethod_Barrier<
-                        pb::Coordination::WithRawCallbackMethod_Watch<
-                            pb::Coordination::WithRawCallbackMethod_Leave<
-                                pb::Coordination::Service>>>>>>>>;
+            pb::Coordination::WithRawCallbackMethod_Set<pb::Coordination::WithRawCallbackMethod_Get<
+                pb::Coordination::WithRawCallbackMethod_Barrier<
+                    pb::Coordination::WithRawCallbackMethod_Watch<
+                        pb::Coordination::WithRawCallbackMethod_Leave<
+                            pb::Coordination::WithRawCallbackMethod_GetTaskStates<
+                                pb::Coordination::Service>>>>>>>>>;
 
-std::string join(const std::vector<std::string>& names) {
+template <typename Names>
+std::string join(const Names& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
@@ -43,25 +46,31 @@ long long millis(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
+// "worker" of "worker:1".
+std::string job_of(const std::string& task) { return task.substr(0, task.find(':')); }
+
 }  // namespace
 
 class CoordinationService::Impl final : public RawService {
  public:
   Impl(const std::string& address, std::vector<std::string> tasks, CoordinationOptions options)
       : options_(std::move(options)) {
-    internal::quiet_grpc_logs();
+    distribute::internal::quiet_grpc_logs();
     WEFT_CHECK(!options_.token.empty(), InvalidArgument)
         << "coordination service: the cluster token is empty (set " << kTokenEnvironmentVariable
         << "; weft launch makes one)";
     WEFT_CHECK(!tasks.empty(), InvalidArgument) << "coordination service: no tasks";
     for (const auto& t : tasks) {
-      WEFT_CHECK(tasks_.emplace(t, TaskState{}).second, InvalidArgument)
+      WEFT_CHECK(tasks_.emplace(t, Task{}).second, InvalidArgument)
           << "coordination service: task " << t << " named twice";
       task_order_.push_back(t);
     }
+    for (const auto& job : options_.recoverable_jobs) recoverable_.insert(job);
     grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort(address, internal::server_credentials(options_.tls), &port);
+    builder.AddListeningPort(
+        address, distribute::internal::server_credentials(options_.tls, "the coordination service"),
+        &port);
     // SO_REUSEPORT (gRPC's default on Linux, asked for here so that it stays on): `weft launch`
     // and the tests hold the port of a local cluster's chief until this binds it (local_ports.h).
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 1);
@@ -109,6 +118,11 @@ class CoordinationService::Impl final : public RawService {
     return failure_;
   }
 
+  TaskStates task_states() const {
+    std::lock_guard lock(mu_);
+    return internal::task_states_of(states_proto());
+  }
+
   bool wait_for_pending_call(const std::string& task, const std::string& method,
                              std::chrono::milliseconds timeout) {
     Waiter::Kind kind = Waiter::kGet;
@@ -116,9 +130,12 @@ class CoordinationService::Impl final : public RawService {
       kind = Waiter::kBarrier;
     } else if (method == "Watch") {
       kind = Waiter::kWatch;
+    } else if (method == "GetTaskStates") {
+      kind = Waiter::kStates;
     } else {
       WEFT_CHECK(method == "Get", InvalidArgument)
-          << "coordination service: only Get, Barrier and Watch calls wait, not " << method;
+          << "coordination service: only Get, Barrier, Watch and GetTaskStates calls wait, not "
+          << method;
     }
     // Every call's handler notifies cv_ once it has decided, under mu_, to hold the call.
     std::unique_lock lock(mu_);
@@ -132,26 +149,39 @@ class CoordinationService::Impl final : public RawService {
   // ---- the calls ----------------------------------------------------------------------------
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                      grpc::ByteBuffer* out) override {
-    return handle<pb::RegisterRequest>(ctx, in, out, [&](const pb::RegisterRequest& r, Reply& reply) {
-      const auto& caller = r.caller();
-      auto it = tasks_.find(caller.task());
-      if (it == tasks_.end()) return reply.error(unknown_task(caller.task()));
-      TaskState& task = it->second;
-      if (!failure_.empty()) return reply.error(Status(StatusCode::ABORTED, failure_));
-      if (task.registered && task.incarnation != caller.incarnation()) {
-        fail_task(caller.task(), "it restarted (it registered again with a new incarnation)",
-                  reply.completions);
-        return reply.error(Status(StatusCode::ABORTED, failure_));
-      }
-      task.registered = true;
-      task.incarnation = caller.incarnation();
-      task.last_heartbeat = Clock::now();
-      reply.ok(pb::Empty{});
-    });
+    return handle<pb::RegisterRequest>(
+        ctx, in, out, [&](const pb::RegisterRequest& r, Reply& reply) {
+          const auto& caller = r.caller();
+          auto it = tasks_.find(caller.task());
+          if (it == tasks_.end()) return reply.error(unknown_task(caller.task()));
+          Task& task = it->second;
+          if (!failure_.empty()) return reply.error(Status(StatusCode::ABORTED, failure_));
+          const bool again = task.state != TaskState::kUnregistered;
+          if (again && task.incarnation == caller.incarnation()) {
+            if (task.state == TaskState::kConnected) return reply.ok(pb::Empty{});  // a retry
+            return reply.error(refusal(caller.task(), task));
+          }
+          if (again) {
+            const std::string why = "it restarted (it registered again with a new incarnation)";
+            if (!recoverable(caller.task())) {
+              fail_task(caller.task(), why, reply.completions);
+              return reply.error(Status(StatusCode::ABORTED, failure_));
+            }
+            // A recoverable task's new process takes its place: the old one, if it still lives,
+            // hears that it was replaced.
+            lose_task(caller.task(), why, reply.completions);
+          }
+          task.state = TaskState::kConnected;
+          task.incarnation = caller.incarnation();
+          task.error.clear();
+          task.last_heartbeat = Clock::now();
+          states_changed(reply.completions);
+          reply.ok(pb::Empty{});
+        });
   }
 
-  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx,
-                                      const grpc::ByteBuffer* in, grpc::ByteBuffer* out) override {
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                      grpc::ByteBuffer* out) override {
     return handle<pb::HeartbeatRequest>(ctx, in, out, [&](const auto& r, Reply& reply) {
       if (!admitted(r.caller(), reply)) return;
       tasks_[r.caller().task()].last_heartbeat = Clock::now();
@@ -176,10 +206,10 @@ class CoordinationService::Impl final : public RawService {
     return handle<pb::SetRequest>(ctx, in, out, [&](const pb::SetRequest& r, Reply& reply) {
       if (!admitted(r.caller(), reply) || !key_fits(r.key(), reply)) return;
       if (r.value().size() > kMaxValueBytes) {
-        return reply.error(Status(StatusCode::INVALID_ARGUMENT,
-                                  "value of " + std::to_string(r.value().size()) +
-                                      " bytes is over the limit of " +
-                                      std::to_string(kMaxValueBytes)));
+        return reply.error(
+            Status(StatusCode::INVALID_ARGUMENT, "value of " + std::to_string(r.value().size()) +
+                                                     " bytes is over the limit of " +
+                                                     std::to_string(kMaxValueBytes)));
       }
       kv_[r.key()] = r.value();
       pb::GetResponse answer;
@@ -211,10 +241,36 @@ class CoordinationService::Impl final : public RawService {
                                     grpc::ByteBuffer* out) override {
     return handle<pb::BarrierRequest>(ctx, in, out, [&](const pb::BarrierRequest& r, Reply& reply) {
       if (!admitted(r.caller(), reply) || !key_fits(r.id(), reply)) return;
-      auto& arrived = barriers_[r.id()];
-      arrived.insert(r.caller().task());
-      if (arrived.size() < tasks_.size()) {
-        return reply.wait(Waiter::kBarrier, r.caller().task(), r.id(), r.timeout_ms());
+      std::set<std::string> participants(r.tasks().begin(), r.tasks().end());
+      if (participants.empty()) participants.insert(task_order_.begin(), task_order_.end());
+      for (const auto& t : participants) {
+        if (tasks_.count(t) == 0) return reply.error(unknown_task(t));
+      }
+      const std::string& me = r.caller().task();
+      if (participants.count(me) == 0) {
+        return reply.error(Status(StatusCode::INVALID_ARGUMENT,
+                                  "barrier '" + r.id() + "': the caller " + me +
+                                      " is not one of its participants " + join(participants)));
+      }
+      auto [it, first] = barriers_.try_emplace(r.id(), BarrierState{participants, {}});
+      BarrierState& barrier = it->second;
+      if (!first && barrier.participants != participants) {
+        return reply.error(Status(StatusCode::INVALID_ARGUMENT,
+                                  "barrier '" + r.id() + "': " + me + " names the participants " +
+                                      join(participants) + ", an earlier caller " +
+                                      join(barrier.participants)));
+      }
+      for (const auto& t : participants) {
+        const Task& task = tasks_[t];
+        if (task.state == TaskState::kLost || task.state == TaskState::kLeft) {
+          Status gone = participant_gone(r.id(), t, task);
+          end_barrier(r.id(), gone, reply.completions);
+          return reply.error(gone);
+        }
+      }
+      barrier.arrived.insert(me);
+      if (barrier.arrived.size() < barrier.participants.size()) {
+        return reply.wait(Waiter::kBarrier, me, r.id(), r.timeout_ms());
       }
       barriers_.erase(r.id());
       answer_waiters([&](const Waiter& w) { return w.kind == Waiter::kBarrier && w.key == r.id(); },
@@ -239,35 +295,57 @@ class CoordinationService::Impl final : public RawService {
     return handle<pb::LeaveRequest>(ctx, in, out, [&](const pb::LeaveRequest& r, Reply& reply) {
       auto it = tasks_.find(r.caller().task());
       if (it == tasks_.end()) return reply.error(unknown_task(r.caller().task()));
-      if (!it->second.registered || it->second.incarnation != r.caller().incarnation()) {
+      if (it->second.state == TaskState::kUnregistered ||
+          it->second.incarnation != r.caller().incarnation()) {
         // Not the process that registered: it cannot end that one's watch.
-        return reply.error(Status(StatusCode::FAILED_PRECONDITION,
-                                  "task " + r.caller().task() +
-                                      " (this incarnation) has not registered"));
+        return reply.error(
+            Status(StatusCode::FAILED_PRECONDITION,
+                   "task " + r.caller().task() + " (this incarnation) has not registered"));
       }
-      it->second.left = true;
+      if (it->second.state != TaskState::kConnected) return reply.ok(pb::Empty{});
+      it->second.state = TaskState::kLeft;
       // Its watch ends quietly: the task is going away on purpose.
       answer_waiters(
           [&](const Waiter& w) { return w.kind == Waiter::kWatch && w.task == r.caller().task(); },
           pb::WatchResponse{}.SerializeAsString(), reply.completions);
+      end_barriers_of(r.caller().task(), reply.completions);
+      states_changed(reply.completions);
       reply.ok(pb::Empty{});
     });
   }
 
+  grpc::ServerUnaryReactor* GetTaskStates(grpc::CallbackServerContext* ctx,
+                                          const grpc::ByteBuffer* in,
+                                          grpc::ByteBuffer* out) override {
+    return handle<pb::GetTaskStatesRequest>(ctx, in, out, [&](const auto& r, Reply& reply) {
+      if (!admitted(r.caller(), reply)) return;
+      if (r.after_generation() < generation_ || r.timeout_ms() == 0) {
+        return reply.ok(states_proto());
+      }
+      reply.wait(Waiter::kStates, r.caller().task(), "", r.timeout_ms());
+    });
+  }
+
  private:
-  struct TaskState {
-    bool registered = false;
-    bool left = false;
+  struct Task {
+    TaskState state = TaskState::kUnregistered;
     uint64_t incarnation = 0;
+    std::string error;  // kLost: why
     Clock::time_point last_heartbeat;
   };
-  // A call the service answers later: a get of a key not yet set, a barrier not yet full, a watch.
+  struct BarrierState {
+    std::set<std::string> participants;
+    std::set<std::string> arrived;
+  };
+  // A call the service answers later: a get of a key not yet set, a barrier not yet full, a
+  // watch, a wait for the task states to change.
   struct Waiter {
-    enum Kind { kGet, kBarrier, kWatch } kind;
+    enum Kind { kGet, kBarrier, kWatch, kStates } kind;
     grpc::ServerUnaryReactor* reactor;
     grpc::ByteBuffer* response;
     std::string task;
-    std::string key;  // the key, or the barrier's id
+    uint64_t incarnation = 0;  // the caller's
+    std::string key;           // the key, or the barrier's id
     Clock::time_point deadline;
     long long timeout_ms;
     bool done = false;
@@ -309,6 +387,7 @@ class CoordinationService::Impl final : public RawService {
       w->reactor = call;
       w->response = out;
       w->task = task;
+      w->incarnation = service->tasks_[task].incarnation;
       w->key = key;
       w->timeout_ms = static_cast<long long>(std::min<uint64_t>(timeout_ms, 1ull << 40));
       w->deadline = kind == Waiter::kWatch
@@ -323,22 +402,12 @@ class CoordinationService::Impl final : public RawService {
                                    grpc::ByteBuffer* out, Handler&& handler) {
     auto* call = new Call(this);
     // The token first: a call without the right one is refused before its bytes are parsed.
-    const auto& metadata = ctx->client_metadata();
-    auto token = metadata.find(internal::kTokenMetadataKey);
-    if (token == metadata.end()) {
-      call->Finish(Status(StatusCode::UNAUTHENTICATED, "the call carries no cluster token"));
-      return call;
-    }
-    if (!internal::tokens_equal({token->second.data(), token->second.size()}, options_.token)) {
-      call->Finish(Status(StatusCode::UNAUTHENTICATED, "the call's cluster token is wrong"));
+    if (auto refusal = distribute::internal::token_refusal(*ctx, options_.token)) {
+      call->Finish(*refusal);
       return call;
     }
     Request request;
-    std::vector<grpc::Slice> slices;
-    std::string bytes;
-    if (in->Dump(&slices).ok()) {
-      for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-    }
+    const std::string bytes = distribute::internal::bytes_of(*in);
     if (!request.ParseFromString(bytes)) {
       call->Finish(Status(StatusCode::INVALID_ARGUMENT, "malformed request"));
       return call;
@@ -355,29 +424,24 @@ class CoordinationService::Impl final : public RawService {
     cv_.notify_all();
     finish(reply.completions);
     if (reply.status) {
-      if (reply.status->ok()) *out = bytes_buffer(reply.body);
+      if (reply.status->ok()) *out = distribute::internal::buffer_of(reply.body);
       call->Finish(*reply.status);
     }
     return call;
   }
 
-  static grpc::ByteBuffer bytes_buffer(const std::string& body) {
-    grpc::Slice slice(body);
-    return grpc::ByteBuffer(&slice, 1);
-  }
-
-  // Under the lock: whether `caller` may call (registered, this incarnation, not left, and the
+  // Under the lock: whether `caller` may call (registered, this incarnation, connected, and the
   // cluster has not failed); else sets reply's error.
   bool admitted(const pb::Caller& caller, Reply& reply) {
     auto it = tasks_.find(caller.task());
     if (it == tasks_.end()) {
       reply.error(unknown_task(caller.task()));
-    } else if (!it->second.registered || it->second.incarnation != caller.incarnation()) {
+    } else if (it->second.state == TaskState::kUnregistered ||
+               it->second.incarnation != caller.incarnation()) {
       reply.error(Status(StatusCode::FAILED_PRECONDITION,
                          "task " + caller.task() + " (this incarnation) has not registered"));
-    } else if (it->second.left) {
-      reply.error(Status(StatusCode::FAILED_PRECONDITION,
-                         "task " + caller.task() + " has left the cluster"));
+    } else if (it->second.state != TaskState::kConnected) {
+      reply.error(refusal(caller.task(), it->second));
     } else if (!failure_.empty()) {
       reply.error(Status(StatusCode::ABORTED, failure_));
     } else {
@@ -386,11 +450,72 @@ class CoordinationService::Impl final : public RawService {
     return false;
   }
 
+  // Why a task that has left, or was lost, may not call: a lost one hears its own failure (as
+  // the cluster's, so that its client ends its waits).
+  static Status refusal(const std::string& name, const Task& task) {
+    if (task.state == TaskState::kLost) {
+      return Status(StatusCode::ABORTED, internal::failure_of(name, task.error));
+    }
+    return Status(StatusCode::FAILED_PRECONDITION, "task " + name + " has left the cluster");
+  }
+
+  bool recoverable(const std::string& task) const { return recoverable_.count(job_of(task)) != 0; }
+
+  Status participant_gone(const std::string& id, const std::string& name, const Task& task) {
+    return Status(StatusCode::FAILED_PRECONDITION,
+                  "barrier '" + id + "' cannot complete: its participant " + name +
+                      (task.state == TaskState::kLost ? " was lost: " + task.error
+                                                      : " has left the cluster"));
+  }
+
+  // Under the lock: ends barrier `id` and every call waiting at it with `status`.
+  void end_barrier(const std::string& id, const Status& status, std::vector<Completion>& out) {
+    barriers_.erase(id);
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if ((*it)->kind == Waiter::kBarrier && (*it)->key == id) {
+        complete(*it, status, {}, &out);
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  // Under the lock: task `name` is lost or has left, so no barrier it takes part in can complete.
+  void end_barriers_of(const std::string& name, std::vector<Completion>& out) {
+    std::vector<std::string> ids;
+    for (const auto& [id, barrier] : barriers_) {
+      if (barrier.participants.count(name) != 0) ids.push_back(id);
+    }
+    for (const auto& id : ids) end_barrier(id, participant_gone(id, name, tasks_[name]), out);
+  }
+
+  pb::GetTaskStatesResponse states_proto() const {
+    pb::GetTaskStatesResponse r;
+    r.set_generation(generation_);
+    for (const auto& name : task_order_) {
+      const Task& task = tasks_.at(name);
+      auto* t = r.add_tasks();
+      t->set_task(name);
+      t->set_state(static_cast<pb::TaskState>(task.state));
+      t->set_incarnation(task.incarnation);
+      t->set_error(task.error);
+    }
+    return r;
+  }
+
+  // Under the lock: some task's state changed; the calls waiting for a change hear the states.
+  void states_changed(std::vector<Completion>& out) {
+    ++generation_;
+    answer_waiters([](const Waiter& w) { return w.kind == Waiter::kStates; },
+                   states_proto().SerializeAsString(), out);
+  }
+
   bool key_fits(const std::string& key, Reply& reply) {
     if (key.size() <= kMaxKeyBytes) return true;
-    reply.error(Status(StatusCode::INVALID_ARGUMENT,
-                       "key of " + std::to_string(key.size()) + " bytes is over the limit of " +
-                           std::to_string(kMaxKeyBytes)));
+    reply.error(Status(StatusCode::INVALID_ARGUMENT, "key of " + std::to_string(key.size()) +
+                                                         " bytes is over the limit of " +
+                                                         std::to_string(kMaxKeyBytes)));
     return false;
   }
 
@@ -399,13 +524,18 @@ class CoordinationService::Impl final : public RawService {
                   "unknown task '" + task + "'; the cluster's tasks are " + join(task_order_));
   }
 
+  // Every task has left, or was lost (a recoverable task that did not come back).
   bool all_left() const {
-    return std::all_of(tasks_.begin(), tasks_.end(), [](const auto& t) { return t.second.left; });
+    return std::all_of(tasks_.begin(), tasks_.end(), [](const auto& t) {
+      return t.second.state == TaskState::kLeft || t.second.state == TaskState::kLost;
+    });
   }
 
-  // Under the lock: the cluster has failed. Every pending get and barrier ends naming the task,
-  // every watch is answered, and every later call answers the same.
+  // Under the lock: task `task` failed. A recoverable one is lost (lose_task); otherwise the
+  // cluster has failed: every pending get and barrier ends naming the task, every watch is
+  // answered, and every later call answers the same.
   void fail_task(const std::string& task, const std::string& why, std::vector<Completion>& out) {
+    if (recoverable(task)) return lose_task(task, why, out);
     if (!failure_.empty()) return;
     failure_ = internal::failure_of(task, why);
     pb::WatchResponse watch;
@@ -418,6 +548,36 @@ class CoordinationService::Impl final : public RawService {
       }
     }
     waiters_.clear();
+    cv_.notify_all();
+  }
+
+  // Under the lock: recoverable task `name` is lost, for `why`. Its own pending calls end with
+  // its failure (its process, if it still lives, learns that it was dropped), the barriers it
+  // takes part in fail naming it, and the calls waiting for a change of state hear of it. The
+  // other tasks go on.
+  void lose_task(const std::string& name, const std::string& why, std::vector<Completion>& out) {
+    Task& task = tasks_[name];
+    if (task.state != TaskState::kConnected) return;
+    task.state = TaskState::kLost;
+    task.error = why;
+    const std::string failure = internal::failure_of(name, why);
+    pb::WatchResponse watch;
+    watch.set_failure(failure);
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      auto& w = **it;
+      if (w.task != name || w.incarnation != task.incarnation) {
+        ++it;
+        continue;
+      }
+      if (w.kind == Waiter::kWatch) {
+        complete(*it, Status::OK, watch.SerializeAsString(), &out);
+      } else {
+        complete(*it, Status(StatusCode::ABORTED, failure), {}, &out);
+      }
+      it = waiters_.erase(it);
+    }
+    end_barriers_of(name, out);
+    states_changed(out);
     cv_.notify_all();
   }
 
@@ -443,7 +603,7 @@ class CoordinationService::Impl final : public RawService {
 
   static void finish(std::vector<Completion>& done) {
     for (auto& c : done) {
-      if (c.status.ok()) *c.waiter->response = bytes_buffer(c.body);
+      if (c.status.ok()) *c.waiter->response = distribute::internal::buffer_of(c.body);
       c.waiter->reactor->Finish(c.status);
     }
     done.clear();
@@ -461,7 +621,9 @@ class CoordinationService::Impl final : public RawService {
       std::shared_ptr<Waiter> w = *it;
       waiters_.erase(it);
       complete(w, Status(StatusCode::CANCELLED, "cancelled"), {}, &done);
-      if (w->kind == Waiter::kWatch && !stopping_ && !tasks_[w->task].left) {
+      const Task& task = tasks_[w->task];
+      if (w->kind == Waiter::kWatch && !stopping_ && task.state == TaskState::kConnected &&
+          task.incarnation == w->incarnation) {
         fail_task(w->task,
                   "its connection to the coordination service broke (the process exited or was "
                   "killed)",
@@ -487,16 +649,24 @@ class CoordinationService::Impl final : public RawService {
           continue;
         }
         std::string why;
+        if (w.kind == Waiter::kStates) {
+          // No change within the wait: the states as they are.
+          complete(*it, Status::OK, states_proto().SerializeAsString(), &done);
+          it = waiters_.erase(it);
+          continue;
+        }
         if (w.kind == Waiter::kGet) {
           why = "key '" + w.key + "' was not set within " + std::to_string(w.timeout_ms) + " ms";
         } else {
-          auto& arrived = barriers_[w.key];
+          auto& barrier = barriers_[w.key];
           std::vector<std::string> missing;
           for (const auto& t : task_order_) {
-            if (arrived.count(t) == 0) missing.push_back(t);
+            if (barrier.participants.count(t) != 0 && barrier.arrived.count(t) == 0) {
+              missing.push_back(t);
+            }
           }
-          arrived.erase(w.task);
-          if (arrived.empty()) barriers_.erase(w.key);
+          barrier.arrived.erase(w.task);
+          if (barrier.arrived.empty()) barriers_.erase(w.key);
           why = "barrier '" + w.key + "' timed out after " + std::to_string(w.timeout_ms) +
                 " ms waiting for " + join(missing);
         }
@@ -504,7 +674,7 @@ class CoordinationService::Impl final : public RawService {
         it = waiters_.erase(it);
       }
       for (auto& [name, task] : tasks_) {
-        if (!task.registered || task.left || !failure_.empty()) continue;
+        if (task.state != TaskState::kConnected || !failure_.empty()) continue;
         auto silent = now - task.last_heartbeat;
         if (silent > options_.heartbeat_timeout) {
           fail_task(name,
@@ -532,16 +702,17 @@ class CoordinationService::Impl final : public RawService {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  std::map<std::string, TaskState> tasks_;
+  std::map<std::string, Task> tasks_;
   std::vector<std::string> task_order_;
+  std::set<std::string> recoverable_;  // jobs
+  uint64_t generation_ = 0;            // of the task states
   std::map<std::string, std::string> kv_;
-  std::map<std::string, std::set<std::string>> barriers_;  // id → tasks that arrived
+  std::map<std::string, BarrierState> barriers_;  // by id
   std::vector<std::shared_ptr<Waiter>> waiters_;
   std::string failure_;
 };
 
-CoordinationService::CoordinationService(const std::string& address,
-                                         std::vector<std::string> tasks,
+CoordinationService::CoordinationService(const std::string& address, std::vector<std::string> tasks,
                                          CoordinationOptions options)
     : impl_(std::make_unique<Impl>(address, std::move(tasks), std::move(options))) {}
 CoordinationService::~CoordinationService() = default;
@@ -551,6 +722,7 @@ bool CoordinationService::wait_for_tasks_to_leave(std::chrono::milliseconds time
   return impl_->wait_for_tasks_to_leave(timeout);
 }
 std::string CoordinationService::failure() const { return impl_->failure(); }
+TaskStates CoordinationService::task_states() const { return impl_->task_states(); }
 bool CoordinationService::wait_for_pending_call(const std::string& task, const std::string& method,
                                                 std::chrono::milliseconds timeout) {
   return impl_->wait_for_pending_call(task, method, timeout);

@@ -3,7 +3,9 @@
 // key-value store whose reads wait with a deadline, barriers, heartbeats, incarnation ids, and
 // error propagation: when a task reports an error, misses its heartbeats, restarts or loses its
 // connection, every other task's pending wait ends with "task worker:1 failed: <why>" and every
-// later call answers the same.
+// later call answers the same. A task of a recoverable job (options.recoverable_jobs, as
+// parameter-server clusters have for "worker" and "ps") is lost instead, which is a task state
+// the others may watch (task_states()), and may come back as a new process.
 //
 //   weft::distribute::coordination::CoordinationService service(
 //       "127.0.0.1:0", {"worker:0", "worker:1"}, {.token = token});
@@ -38,13 +40,16 @@ class CoordinationService {
   // "host:port" with the port actually bound.
   std::string address() const;
   int port() const;
-  // Waits until every task has left (CoordinationClient::shutdown) or the cluster has failed, at
-  // most `timeout`; true when every task left.
+  // Waits until every task has left (CoordinationClient::shutdown) or was lost (a recoverable
+  // task), or the cluster has failed, at most `timeout`; true when every task left or was lost.
   bool wait_for_tasks_to_leave(std::chrono::milliseconds timeout);
   // The cluster's first failure ("task worker:1 failed: ..."), empty while there is none.
   std::string failure() const;
+  // Every task's state now.
+  TaskStates task_states() const;
   // Waits until the service holds a call of `task` ("worker:1") to `method` that waits for its
-  // answer ("Get" of a key not yet set, "Barrier" not yet full, "Watch"), at most `timeout`; true
+  // answer ("Get" of a key not yet set, "Barrier" not yet full, "Watch", "GetTaskStates" for a
+  // change), at most `timeout`; true
   // when it does. Lets a test act once a call is known to be waiting, instead of sleeping.
   // InvalidArgument for another method.
   bool wait_for_pending_call(const std::string& task, const std::string& method,

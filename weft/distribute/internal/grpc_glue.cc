@@ -1,4 +1,4 @@
-#include "weft/distribute/coordination/internal/grpc_glue.h"
+#include "weft/distribute/internal/grpc_glue.h"
 
 #include <grpc/support/log.h>
 
@@ -7,13 +7,13 @@
 #include "weft/core/errors.h"
 #include "weft/core/file_io.h"
 
-namespace weft::distribute::coordination::internal {
+namespace weft::distribute::internal {
 namespace {
 
 std::string read_pem(const std::string& path, const char* flag) {
   std::string text, why;
-  WEFT_CHECK(io::read_whole_file(path, &text, &why), InvalidArgument) << flag << " " << path
-                                                                      << ": " << why;
+  WEFT_CHECK(io::read_whole_file(path, &text, &why), InvalidArgument)
+      << flag << " " << path << ": " << why;
   return text;
 }
 
@@ -27,10 +27,11 @@ void quiet_grpc_logs() {
   (void)once;
 }
 
-std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsOptions& tls) {
+std::shared_ptr<grpc::ServerCredentials> server_credentials(const coordination::TlsOptions& tls,
+                                                            const std::string& service) {
   if (!tls.enabled()) return grpc::InsecureServerCredentials();
   WEFT_CHECK(!tls.cert_file.empty() && !tls.key_file.empty(), InvalidArgument)
-      << "TLS for the coordination service needs both --tls-cert and --tls-key";
+      << "TLS for " << service << " needs both --tls-cert and --tls-key";
   grpc::SslServerCredentialsOptions options(
       tls.ca_file.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
                           : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
@@ -40,7 +41,7 @@ std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsOptions& tl
   return grpc::SslServerCredentials(options);
 }
 
-std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const TlsOptions& tls) {
+std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const coordination::TlsOptions& tls) {
   if (!tls.enabled()) return grpc::InsecureChannelCredentials();
   WEFT_CHECK(tls.cert_file.empty() == tls.key_file.empty(), InvalidArgument)
       << "a client certificate needs both --tls-cert and --tls-key";
@@ -59,8 +60,34 @@ bool tokens_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-void throw_status(const grpc::Status& status, const std::string& what,
-                  const std::string& service) {
+std::optional<grpc::Status> token_refusal(const grpc::CallbackServerContext& ctx,
+                                          const std::string& token) {
+  const auto& metadata = ctx.client_metadata();
+  auto found = metadata.find(kTokenMetadataKey);
+  if (found == metadata.end()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the call carries no cluster token");
+  }
+  if (!tokens_equal({found->second.data(), found->second.size()}, token)) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the call's cluster token is wrong");
+  }
+  return std::nullopt;
+}
+
+std::string bytes_of(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  std::string bytes;
+  if (buffer.Dump(&slices).ok()) {
+    for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return bytes;
+}
+
+grpc::ByteBuffer buffer_of(const std::string& bytes) {
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+void throw_status(const grpc::Status& status, const std::string& what, const std::string& server) {
   const std::string& message = status.error_message();
   switch (status.error_code()) {
     case grpc::StatusCode::ABORTED:  // a task failed: the message names it
@@ -69,18 +96,18 @@ void throw_status(const grpc::Status& status, const std::string& what,
       throw DeadlineExceeded(what + ": " + message);
     case grpc::StatusCode::INVALID_ARGUMENT:
       throw InvalidArgument(what + ": " + message);
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      throw ResourceExhausted(what + " refused by " + server + ": " + message);
     case grpc::StatusCode::UNAUTHENTICATED:
     case grpc::StatusCode::FAILED_PRECONDITION:
-      throw FailedPrecondition(what + " refused by the coordination service at " + service +
-                               ": " + message);
+      throw FailedPrecondition(what + " refused by " + server + ": " + message);
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::CANCELLED:
-      throw Unavailable(what + ": the coordination service at " + service +
-                        " is unreachable: " + message);
+      throw Unavailable(what + ": " + server + " is unreachable: " + message);
     default:
-      throw Internal(what + ": the coordination service at " + service + " answered " +
-                     std::to_string(status.error_code()) + ": " + message);
+      throw Internal(what + ": " + server + " answered " + std::to_string(status.error_code()) +
+                     ": " + message);
   }
 }
 
-}  // namespace weft::distribute::coordination::internal
+}  // namespace weft::distribute::internal

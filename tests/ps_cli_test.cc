@@ -1,0 +1,166 @@
+// Parameter-server clusters from the command line, with real processes on 127.0.0.1:
+// `weft launch --ps K -n N` starts chief:0, worker:0..N-1 and ps:0..K-1, keeps the others running
+// when a worker or PS dies, starts that task alone again on the same address (--max-restarts),
+// restarts every task when the chief fails, and exits with the chief's status. The tasks here are
+// small shell scripts that read their TF_CONFIG, so that each test decides who fails and when.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "cli_helpers.h"
+
+namespace {
+
+using namespace weft_cli_test;
+using testing::HasSubstr;
+
+class PsCli : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(testing::TempDir()) / ("ps_cli_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Writes the task script `body` (sh; $D is the test's directory, $TASK "worker:1", every wait
+  // bounded) and runs it under `weft launch LAUNCH_ARGS`.
+  Result launch(const std::string& launch_args, const std::string& body) {
+    const fs::path script = dir_ / "task.sh";
+    std::ofstream(script) << "D=" << dir_.string() << "\n"
+                          << "TASK=$(printf '%s' \"$TF_CONFIG\" | sed -n "
+                             "'s/.*\"task\":{\"index\":\\([0-9]*\\),\"type\":\"\\([a-z]*\\)\"}.*/"
+                             "\\2:\\1/p')\n"
+                          << "wait_for() { for i in $(seq 300); do [ -e \"$D/$1\" ] && return 0; "
+                             "sleep 0.1; done; echo \"gave up waiting for $1\"; exit 9; }\n"
+                          << body;
+    return shell("timeout 120 " + std::string(WEFT_BINARY_DIR) + "/weft launch " + launch_args +
+                 " -- sh " + script.string());
+  }
+  static int count(const std::string& text, const std::string& what) {
+    int n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  }
+  fs::path dir_;
+};
+
+TEST_F(PsCli, TheClusterHasAChiefWorkersAndParameterServers) {
+  Result r = launch("--ps 2 -n 3", "echo \"config $TF_CONFIG\"\n");
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(\[chief:0\] config (\{.*\}))")))
+      << r.output;
+  nlohmann::json config = nlohmann::json::parse(m[1].str());
+  EXPECT_EQ(config["cluster"]["chief"].size(), 1u);
+  EXPECT_EQ(config["cluster"]["worker"].size(), 3u);
+  EXPECT_EQ(config["cluster"]["ps"].size(), 2u);
+  std::set<std::string> addresses;
+  for (const auto& job : config["cluster"]) {
+    for (const auto& a : job) addresses.insert(a.get<std::string>());
+  }
+  EXPECT_EQ(addresses.size(), 6u);  // six different ports
+  for (const char* task : {"chief:0", "worker:0", "worker:1", "worker:2", "ps:0", "ps:1"}) {
+    EXPECT_EQ(count(r.output, std::string("[") + task + "] config "), 1) << task;
+  }
+  EXPECT_THAT(r.output, HasSubstr(R"("task":{"index":1,"type":"ps"})"));
+}
+
+// worker:1 is SIGKILLed at its first start and started again alone, on the same address; the
+// chief (which waits for its second start) and the others run once; the exit status is the
+// chief's.
+TEST_F(PsCli, ADeadWorkerIsStartedAgainAloneOnTheSameAddress) {
+  Result r = launch("--ps 1 -n 2 --max-restarts 2",
+                    "echo \"start $TASK $TF_CONFIG\"\n"
+                    "case $TASK in\n"
+                    "  worker:1) if [ ! -e $D/killed ]; then touch $D/killed; kill -9 $$; fi;\n"
+                    "            touch $D/back ;;\n"
+                    "  chief:0) wait_for back; touch $D/done ;;\n"
+                    "  *) wait_for done ;;\n"
+                    "esac\n");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, testing::ContainsRegex(
+                            "weft launch: worker:1 \\(pid [0-9]+\\) was killed by signal 9 "
+                            "\\(Killed\\); starting it again alone \\(restart 1 of 2\\)"))
+      << r.output;
+  std::smatch m;
+  std::string out = r.output;
+  std::vector<std::string> configs;
+  std::regex start(R"(\[worker:1\] start worker:1 (\{[^\n]*\}))");
+  for (std::sregex_iterator it(out.begin(), out.end(), start), end; it != end; ++it) {
+    configs.push_back((*it)[1].str());
+  }
+  ASSERT_EQ(configs.size(), 2u) << r.output;
+  EXPECT_EQ(configs[0], configs[1]);  // the same address, the same cluster
+  for (const char* task : {"chief:0", "worker:0", "ps:0"}) {
+    EXPECT_EQ(count(r.output, std::string("[") + task + "] start "), 1) << task << r.output;
+  }
+  EXPECT_THAT(r.output, testing::Not(HasSubstr("stopping the other")));
+}
+
+// Without restarts a dead PS stays dead and the others go on; a task that keeps failing is given
+// up after --max-restarts.
+TEST_F(PsCli, ATaskIsNotStartedAgainBeyondMaxRestartsAndTheOthersGoOn) {
+  Result r = launch("--ps 1 -n 1",
+                    "case $TASK in\n"
+                    "  ps:0) touch $D/ps-died; exit 3 ;;\n"
+                    "  chief:0) wait_for ps-died; sleep 0.5; echo 'chief finished' ;;\n"
+                    "  *) wait_for ps-died; sleep 0.5 ;;\n"
+                    "esac\n");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, testing::ContainsRegex(
+                            "weft launch: ps:0 \\(pid [0-9]+\\) exited with status 3; not started "
+                            "again \\(--max-restarts 0\\), the others go on"));
+  EXPECT_THAT(r.output, HasSubstr("[chief:0] chief finished"));
+
+  Result twice = launch("--ps 1 -n 1 --max-restarts 1",
+                        "case $TASK in\n"
+                        "  worker:0) echo 'worker start'; echo >> $D/starts; exit 4 ;;\n"
+                        "  chief:0) for i in $(seq 300); do [ -e $D/starts ] && "
+                        "[ $(wc -l < $D/starts) -ge 2 ] && break; sleep 0.1; done; sleep 0.5 ;;\n"
+                        "esac\n");
+  ASSERT_EQ(twice.status, 0) << twice.output;
+  EXPECT_EQ(count(twice.output, "[worker:0] worker start"), 2) << twice.output;
+  EXPECT_THAT(twice.output, HasSubstr("starting it again alone (restart 1 of 1)"));
+  EXPECT_THAT(twice.output,
+              HasSubstr("exited with status 4; not started again (--max-restarts 1)"));
+}
+
+// The chief's failure stops every task and starts the whole cluster again; without restarts left
+// the launcher exits with the chief's status.
+TEST_F(PsCli, TheChiefsFailureRestartsEveryTaskAndItsStatusIsTheLaunchers) {
+  Result r = launch("--ps 1 -n 1 --max-restarts 1",
+                    "echo \"start $TASK\"; touch $D/up-$TASK\n"
+                    "case $TASK in\n"
+                    "  chief:0) if [ ! -e $D/failed ]; then wait_for up-worker:0; "
+                    "wait_for up-ps:0; touch $D/failed; exit 5; fi;\n"
+                    "           touch $D/done ;;\n"
+                    "  *) wait_for done ;;\n"
+                    "esac\n");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, testing::ContainsRegex(
+                            "weft launch: chief:0 \\(pid [0-9]+\\) exited with status 5; stopping "
+                            "the other tasks"));
+  EXPECT_THAT(r.output, HasSubstr("restarting every task (restart 1 of 1)"));
+  for (const char* task : {"chief:0", "worker:0", "ps:0"}) {
+    EXPECT_EQ(count(r.output, std::string("[") + task + "] start "), 2) << task << r.output;
+  }
+
+  Result failed = launch("--ps 1 -n 1", "[ $TASK = chief:0 ] && exit 6\nsleep 30\n");
+  EXPECT_EQ(failed.status, 6) << failed.output;
+  EXPECT_THAT(failed.output, HasSubstr("chief:0 (pid "));
+}
+
+// When the chief has ended, tasks still running are given a few seconds, then stopped; the
+// launcher's status stays the chief's.
+TEST_F(PsCli, TasksThatOutliveTheChiefAreStopped) {
+  auto start = std::chrono::steady_clock::now();
+  Result r = launch("--ps 1 -n 1", "[ $TASK = chief:0 ] && exit 0\nexec sleep 60\n");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("weft launch: the chief has ended; stopping the tasks still "
+                                  "running"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+}  // namespace

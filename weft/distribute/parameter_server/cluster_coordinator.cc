@@ -1,0 +1,452 @@
+#include "weft/distribute/parameter_server/cluster_coordinator.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "weft/core/errors.h"
+#include "weft/distribute/internal/grpc_glue.h"
+#include "weft/distribute/parameter_server/internal/tensor_value.h"
+#include "weft/distribute/parameter_server/worker.grpc.pb.h"
+
+namespace weft::distribute {
+namespace internal {
+
+// A scheduled closure: what to run, and how it ended.
+struct ClosureState {
+  enum class Status { kQueued, kDone, kFailed, kCancelled };
+  uint64_t id = 0;
+  std::string function;
+  std::vector<ClosureArgument> args;
+
+  mutable std::mutex mu;
+  mutable std::condition_variable cv;
+  Status status = Status::kQueued;
+  std::vector<Tensor> outputs;
+  std::exception_ptr error;
+
+  void finish(Status s, std::vector<Tensor> out, std::exception_ptr e) {
+    {
+      std::lock_guard lock(mu);
+      status = s;
+      outputs = std::move(out);
+      error = std::move(e);
+    }
+    cv.notify_all();
+  }
+};
+
+}  // namespace internal
+
+namespace {
+
+namespace pb = ::weft::ps;
+using Closure = std::shared_ptr<internal::ClosureState>;
+using SystemClock = std::chrono::system_clock;
+
+// How a closure's run on one worker ended.
+enum class Ran { kDone, kFunctionFailed, kWorkerLost };
+
+bool worker_lost(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         code == grpc::StatusCode::CANCELLED || code == grpc::StatusCode::ABORTED ||
+         code == grpc::StatusCode::UNKNOWN;
+}
+
+}  // namespace
+
+std::vector<Tensor> RemoteValue::fetch() const {
+  WEFT_CHECK(state_ != nullptr, FailedPrecondition) << "RemoteValue: not made by schedule()";
+  std::unique_lock lock(state_->mu);
+  state_->cv.wait(lock, [&] { return state_->status != internal::ClosureState::Status::kQueued; });
+  if (state_->error) std::rethrow_exception(state_->error);
+  return state_->outputs;
+}
+
+bool RemoteValue::ready() const {
+  if (state_ == nullptr) return false;
+  std::lock_guard lock(state_->mu);
+  return state_->status != internal::ClosureState::Status::kQueued;
+}
+
+class ClusterCoordinator::Impl {
+ public:
+  Impl(std::vector<std::pair<std::string, std::string>> workers, ClusterCoordinatorOptions options)
+      : options_(std::move(options)) {
+    WEFT_CHECK(!workers.empty(), InvalidArgument) << "ClusterCoordinator: no workers";
+    WEFT_CHECK(!options_.service.token.empty(), InvalidArgument)
+        << "ClusterCoordinator: the cluster token is empty (set "
+        << coordination::kTokenEnvironmentVariable << "; weft launch makes one)";
+    distribute::internal::quiet_grpc_logs();
+    for (auto& [task, address] : workers) {
+      auto w = std::make_unique<Worker>();
+      w->task = task;
+      w->address = address;
+      grpc::ChannelArguments args;
+      args.SetMaxReceiveMessageSize(static_cast<int>(parameter_server::kMaxMessageBytes));
+      args.SetMaxSendMessageSize(static_cast<int>(parameter_server::kMaxMessageBytes));
+      args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+      args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+      args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+      args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+      args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+      w->channel = grpc::CreateCustomChannel(
+          address, distribute::internal::channel_credentials(options_.service.tls), args);
+      w->stub = pb::Worker::NewStub(w->channel);
+      workers_.push_back(std::move(w));
+    }
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      workers_[i]->dispatcher = std::thread([this, i] { dispatch(i); });
+    }
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      cancel_queued();
+      for (auto& w : workers_) {
+        if (w->running != nullptr) w->running->TryCancel();
+      }
+    }
+    cv_.notify_all();
+    for (auto& w : workers_) w->dispatcher.join();
+  }
+
+  RemoteValue schedule(const RemoteFunction& fn, std::vector<ClosureArgument> args) {
+    std::unique_lock lock(mu_);
+    raise_if_error(lock);
+    WEFT_CHECK(!all_gave_up(), Unavailable)
+        << "schedule('" << fn.name << "'): " << every_worker_lost();
+    for (const auto& a : args) {
+      if (const auto* p = std::get_if<PerWorkerValues>(&a)) {
+        WEFT_CHECK(per_worker_.count(p->id) != 0, InvalidArgument)
+            << "schedule('" << fn.name << "'): per-worker value " << p->id
+            << " was not made by this coordinator's create_per_worker_dataset";
+      }
+    }
+    cv_.wait(lock, [&] { return queue_.size() < options_.max_queued_closures || stopping_; });
+    auto c = std::make_shared<internal::ClosureState>();
+    c->id = next_closure_++;
+    c->function = fn.name;
+    c->args = std::move(args);
+    queue_.push_back(c);
+    cv_.notify_all();
+    RemoteValue r;
+    r.state_ = c;
+    return r;
+  }
+
+  void join() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return (queue_.empty() && inflight_ == 0) || error_; });
+    raise_if_error(lock);
+  }
+
+  // Under the lock.
+  bool all_gave_up() const {
+    for (const auto& w : workers_) {
+      if (!w->gave_up) return false;
+    }
+    return true;
+  }
+  std::string every_worker_lost() const {
+    std::string why;
+    for (const auto& w : workers_)
+      why += (why.empty() ? "" : "; ") + w->task + " (" + w->lost + ")";
+    return "every worker was lost and none came back within " +
+           std::to_string(options_.worker_recovery_timeout.count()) + " ms: " + why;
+  }
+
+  bool done() {
+    std::unique_lock lock(mu_);
+    raise_if_error(lock);
+    return queue_.empty() && inflight_ == 0;
+  }
+
+  PerWorkerValues create_per_worker_dataset(const DatasetFunction& fn) {
+    std::lock_guard lock(mu_);
+    PerWorkerValues v{next_per_worker_++};
+    per_worker_[v.id] = fn.name;
+    return v;  // made on each worker before its first closure that takes it
+  }
+
+  int num_workers() const { return static_cast<int>(workers_.size()); }
+
+ private:
+  struct Worker {
+    std::string task;
+    std::string address;
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<pb::Worker::Stub> stub;
+    std::thread dispatcher;
+    // Only its dispatcher uses these:
+    uint64_t incarnation = 0;
+    std::set<uint64_t> made;  // per-worker values made on this incarnation
+    // Under mu_:
+    grpc::ClientContext* running = nullptr;
+    bool gave_up = false;
+    std::string lost;  // why it was lost last
+  };
+
+  // Under the lock: an error of a closure is pending: cancel what is queued, wait until nothing
+  // runs, then throw it (and forget it).
+  void raise_if_error(std::unique_lock<std::mutex>& lock) {
+    if (!error_) return;
+    cancel_queued();
+    cv_.wait(lock, [&] { return inflight_ == 0; });
+    std::exception_ptr e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+
+  // Under the lock.
+  void cancel_queued() {
+    for (auto& c : queue_) {
+      c->finish(internal::ClosureState::Status::kCancelled, {},
+                std::make_exception_ptr(Cancelled(
+                    "closure " + std::to_string(c->id) + " ('" + c->function +
+                    "') was cancelled: an earlier closure failed, or the coordinator stopped")));
+    }
+    queue_.clear();
+    cv_.notify_all();
+  }
+
+  // Under the lock: closure `c` failed with `e`; the first error is the one raised.
+  void fail(const Closure& c, std::exception_ptr e) {
+    c->finish(internal::ClosureState::Status::kFailed, {}, e);
+    if (!error_) {
+      error_ = e;
+      cancel_queued();
+    }
+  }
+
+  void dispatch(size_t index) {
+    Worker& w = *workers_[index];
+    for (;;) {
+      Closure c;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (stopping_) return;
+        c = queue_.front();
+        queue_.pop_front();
+        ++inflight_;
+        cv_.notify_all();  // a schedule() waiting for room
+      }
+      std::vector<Tensor> outputs;
+      std::exception_ptr error;
+      Ran ran = run_on(index, *c, &outputs, &error);
+      bool requeued = false;
+      {
+        std::lock_guard lock(mu_);
+        --inflight_;
+        if (ran == Ran::kDone) {
+          c->finish(internal::ClosureState::Status::kDone, std::move(outputs), nullptr);
+        } else if (ran == Ran::kFunctionFailed) {
+          fail(c, error);
+        } else if (stopping_ || error_) {
+          c->finish(internal::ClosureState::Status::kCancelled, {},
+                    std::make_exception_ptr(Cancelled("closure " + std::to_string(c->id) +
+                                                      " was cancelled while its worker " + w.task +
+                                                      " was lost")));
+        } else {
+          queue_.push_front(c);  // another worker runs it
+          requeued = true;
+        }
+        cv_.notify_all();
+      }
+      if (requeued && !wait_for(w)) return;
+    }
+  }
+
+  // Runs closure `c` on worker `index`, first making the per-worker values it takes there.
+  Ran run_on(size_t index, const internal::ClosureState& c, std::vector<Tensor>* outputs,
+             std::exception_ptr* error) {
+    Worker& w = *workers_[index];
+    pb::RunClosureRequest request;
+    request.set_closure_id(c.id);
+    request.set_function(c.function);
+    std::vector<uint64_t> needed;
+    for (const auto& a : c.args) {
+      auto* arg = request.add_args();
+      if (const auto* t = std::get_if<Tensor>(&a)) {
+        parameter_server::internal::encode(*t, arg->mutable_tensor());
+      } else {
+        arg->set_per_worker(std::get<PerWorkerValues>(a).id);
+        needed.push_back(std::get<PerWorkerValues>(a).id);
+      }
+    }
+    // A worker that restarted has lost its per-worker values: it says NOT_FOUND; make them
+    // again and run once more.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      for (uint64_t id : needed) {
+        if (w.made.count(id) != 0) continue;
+        if (Ran r = make_per_worker(index, id, error); r != Ran::kDone) return r;
+      }
+      pb::RunClosureResponse response;
+      grpc::ClientContext ctx;
+      ctx.AddMetadata(distribute::internal::kTokenMetadataKey, options_.service.token);
+      ctx.set_deadline(SystemClock::now() + options_.closure_timeout);
+      if (!begin_call(w, &ctx)) return Ran::kWorkerLost;
+      grpc::Status status = w.stub->RunClosure(&ctx, request, &response);
+      end_call(w);
+      if (status.ok()) {
+        note_incarnation(w, response.incarnation());
+        if (!response.error_code().empty()) {
+          *error =
+              make_error(error_code_from_name(response.error_code()), response.error_message());
+          return Ran::kFunctionFailed;
+        }
+        try {
+          for (int i = 0; i < response.outputs_size(); ++i) {
+            outputs->push_back(parameter_server::internal::decode(
+                response.outputs(i), "output " + std::to_string(i) + " of '" + c.function + "'"));
+          }
+        } catch (...) {
+          *error = std::current_exception();
+          return Ran::kFunctionFailed;
+        }
+        return Ran::kDone;
+      }
+      if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+        w.made.clear();
+        continue;
+      }
+      return call_failed(w, status, "closure " + std::to_string(c.id) + " ('" + c.function + "')",
+                         error);
+    }
+    return lost(w, "its per-worker values kept disappearing (does it keep restarting?)");
+  }
+
+  Ran make_per_worker(size_t index, uint64_t id, std::exception_ptr* error) {
+    Worker& w = *workers_[index];
+    pb::CreatePerWorkerRequest request;
+    request.set_id(id);
+    {
+      std::lock_guard lock(mu_);
+      request.set_dataset_function(per_worker_.at(id));
+    }
+    request.set_num_input_pipelines(static_cast<int>(workers_.size()));
+    request.set_input_pipeline_id(static_cast<int>(index));
+    pb::WorkerReply reply;
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(distribute::internal::kTokenMetadataKey, options_.service.token);
+    ctx.set_deadline(SystemClock::now() + options_.service.call_timeout);
+    if (!begin_call(w, &ctx)) return Ran::kWorkerLost;
+    grpc::Status status = w.stub->CreatePerWorker(&ctx, request, &reply);
+    end_call(w);
+    if (!status.ok()) {
+      return call_failed(w, status,
+                         "create_per_worker_dataset('" + request.dataset_function() + "')", error);
+    }
+    note_incarnation(w, reply.incarnation());
+    w.made.insert(id);
+    return Ran::kDone;
+  }
+
+  // A call to `w` failed: the worker is lost (it did not answer), or the call was refused for a
+  // reason that would refuse it anywhere (the closure's error).
+  Ran call_failed(Worker& w, const grpc::Status& status, const std::string& what,
+                  std::exception_ptr* error) {
+    if (worker_lost(status.error_code())) {
+      return lost(w, std::to_string(status.error_code()) + ": " + status.error_message());
+    }
+    try {
+      distribute::internal::throw_status(status, what, "worker " + w.task + " at " + w.address);
+    } catch (...) {
+      *error = std::current_exception();
+    }
+    return Ran::kFunctionFailed;
+  }
+
+  Ran lost(Worker& w, const std::string& why) {
+    std::lock_guard lock(mu_);
+    w.lost = why;
+    return Ran::kWorkerLost;
+  }
+
+  void note_incarnation(Worker& w, uint64_t incarnation) {
+    if (w.incarnation != 0 && w.incarnation != incarnation) w.made.clear();  // it restarted
+    w.incarnation = incarnation;
+  }
+
+  // Registers the call running on `w` (so that the destructor can cancel it); false when the
+  // coordinator is stopping.
+  bool begin_call(Worker& w, grpc::ClientContext* ctx) {
+    std::lock_guard lock(mu_);
+    if (stopping_) return false;
+    w.running = ctx;
+    return true;
+  }
+  void end_call(Worker& w) {
+    std::lock_guard lock(mu_);
+    w.running = nullptr;
+  }
+
+  // Waits until lost worker `w` can be reached again, at most worker_recovery_timeout; false
+  // when it did not come back (or the coordinator stops). When no worker is left, the queued
+  // closures fail naming every worker.
+  bool wait_for(Worker& w) {
+    const auto deadline = SystemClock::now() + options_.worker_recovery_timeout;
+    while (SystemClock::now() < deadline) {
+      {
+        std::lock_guard lock(mu_);
+        if (stopping_) return false;
+      }
+      w.channel->GetState(/*try_to_connect=*/true);
+      if (w.channel->WaitForConnected(
+              std::min(deadline, SystemClock::now() + std::chrono::milliseconds(200)))) {
+        return true;
+      }
+    }
+    std::lock_guard lock(mu_);
+    w.gave_up = true;
+    if (all_gave_up() && !queue_.empty()) {
+      // Nothing can run what is queued: the first closure fails naming every worker, and the
+      // others are cancelled.
+      Closure first = queue_.front();
+      queue_.pop_front();
+      auto e = std::make_exception_ptr(Unavailable(every_worker_lost()));
+      fail(first, e);
+      cancel_queued();
+    }
+    cv_.notify_all();
+    return false;
+  }
+
+  const ClusterCoordinatorOptions options_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::deque<Closure> queue_;
+  int inflight_ = 0;
+  std::exception_ptr error_;
+  uint64_t next_closure_ = 1;
+  uint64_t next_per_worker_ = 1;
+  std::map<uint64_t, std::string> per_worker_;  // id → dataset function
+};
+
+ClusterCoordinator::ClusterCoordinator(std::vector<std::pair<std::string, std::string>> workers,
+                                       ClusterCoordinatorOptions options)
+    : impl_(std::make_unique<Impl>(std::move(workers), std::move(options))) {}
+ClusterCoordinator::~ClusterCoordinator() = default;
+RemoteValue ClusterCoordinator::schedule(const RemoteFunction& fn,
+                                         std::vector<ClosureArgument> args) {
+  return impl_->schedule(fn, std::move(args));
+}
+void ClusterCoordinator::join() { impl_->join(); }
+bool ClusterCoordinator::done() { return impl_->done(); }
+PerWorkerValues ClusterCoordinator::create_per_worker_dataset(const DatasetFunction& fn) {
+  return impl_->create_per_worker_dataset(fn);
+}
+int ClusterCoordinator::num_workers() const { return impl_->num_workers(); }
+
+}  // namespace weft::distribute

@@ -1,0 +1,103 @@
+// tf.distribute.experimental.coordinator.ClusterCoordinator: schedules functions on the workers of
+// a parameter-server cluster and collects their results, as TensorFlow 2.4's does.
+//
+//   weft::distribute::ClusterCoordinator coordinator(workers, {.service = {.token = token}});
+//   auto iter = coordinator.create_per_worker_dataset(dataset_fn);  // remote_functions.h
+//   std::vector<weft::distribute::RemoteValue> losses;
+//   for (int step = 0; step < 100; ++step) losses.push_back(coordinator.schedule(train_step,
+//   {iter})); coordinator.join();                                  // every closure has run
+//   weft::Tensor last = losses.back().fetch()[0];
+//
+// schedule() puts a closure on a bounded queue and returns at once; one dispatcher per worker
+// takes the next closure and runs it there, so each worker runs one closure at a time. A closure
+// whose worker is lost (it cannot be reached, or restarted) goes back to the front of the queue
+// and runs on another worker; the lost worker's dispatcher waits for it to come back (its
+// per-worker datasets are made again). A closure whose function throws fails: the first such error
+// is raised by join(), done() or the next schedule(), after the closures still queued are cancelled
+// (their fetch() throws Cancelled) and those running have ended; then it is cleared. When join()
+// or done() returns or throws, no closure is running.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "weft/core/tensor.h"
+#include "weft/distribute/parameter_server/options.h"
+#include "weft/distribute/parameter_server/remote_functions.h"
+
+namespace weft::distribute {
+
+namespace internal {
+struct ClosureState;
+}
+
+// tf.distribute.experimental.coordinator.RemoteValue: a scheduled closure's outputs.
+class RemoteValue {
+ public:
+  RemoteValue() = default;
+  // Waits until the closure has run and returns its outputs; throws the function's error, or
+  // Cancelled when the closure was cancelled (an earlier closure failed) and so never ran.
+  std::vector<Tensor> fetch() const;
+  std::vector<Tensor> get() const { return fetch(); }
+  // Whether fetch() would return (or throw) without waiting.
+  bool ready() const;
+
+ private:
+  friend class ClusterCoordinator;
+  std::shared_ptr<internal::ClosureState> state_;
+};
+
+// tf.distribute.experimental.coordinator.PerWorkerValues: a value each worker holds its own copy
+// of (here, an iterator of a per-worker dataset); as a closure's argument, each worker's own.
+struct PerWorkerValues {
+  uint64_t id = 0;
+};
+
+// A closure's argument: a tensor (the same on every worker) or a per-worker value.
+using ClosureArgument = std::variant<Tensor, PerWorkerValues>;
+
+struct ClusterCoordinatorOptions {
+  // The cluster token and TLS every call carries, and the deadline of the short calls.
+  parameter_server::ServiceOptions service;
+  // The deadline of one closure's run.
+  std::chrono::milliseconds closure_timeout{std::chrono::hours(1)};
+  // How long a lost worker is waited for before its dispatcher gives up on it (TensorFlow waits
+  // an hour as well); its closures run on the other workers meanwhile.
+  std::chrono::milliseconds worker_recovery_timeout{std::chrono::hours(1)};
+  // schedule() waits while this many closures are queued (TensorFlow's 256 K).
+  std::size_t max_queued_closures = std::size_t{256} << 10;
+};
+
+class ClusterCoordinator {
+ public:
+  // `workers`: each worker task's name and address ({"worker:0", "10.0.0.2:2222"}, ...), in
+  // order. InvalidArgument for none.
+  ClusterCoordinator(std::vector<std::pair<std::string, std::string>> workers,
+                     ClusterCoordinatorOptions options);
+  // Cancels the queued closures and waits for those running.
+  ~ClusterCoordinator();
+  ClusterCoordinator(const ClusterCoordinator&) = delete;
+  ClusterCoordinator& operator=(const ClusterCoordinator&) = delete;
+
+  // Queues fn(args) to run on some worker; raises a pending error first (see above).
+  RemoteValue schedule(const RemoteFunction& fn, std::vector<ClosureArgument> args = {});
+  // Waits until every closure scheduled has run; raises the first error, if any.
+  void join();
+  // Whether every closure scheduled has run, without waiting; raises the first error, if any.
+  bool done();
+  // Makes the dataset fn(InputContext) on every worker (input pipeline i of the workers) and
+  // an iterator over each: as a closure's argument, the worker's own iterator.
+  PerWorkerValues create_per_worker_dataset(const DatasetFunction& fn);
+
+  int num_workers() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weft::distribute

@@ -1,0 +1,291 @@
+// ClusterCoordinator with worker services on 127.0.0.1 in this process (real gRPC), in the manner
+// of TensorFlow's cluster_coordinator_test and fault_tolerance_test: closures run on the workers
+// and return their outputs; per-worker datasets give each worker its own pipeline; the first
+// error is raised at join after the queued closures are cancelled; a closure whose worker cannot
+// be reached runs on another one, and the worker takes closures again once it is back; when
+// every worker stays lost, join says so. (Real processes killed mid-step are the CLI tests'.)
+#include "weft/distribute/parameter_server/cluster_coordinator.h"
+
+#include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <set>
+#include <thread>
+
+#include "weft/core/errors.h"
+#include "weft/distribute/cluster/local_ports.h"
+#include "weft/distribute/parameter_server/worker_service.h"
+#include "weft/ops/elementwise.h"
+
+namespace weft::distribute {
+namespace {
+
+using parameter_server::WorkerService;
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+
+constexpr const char* kToken = "0123456789abcdef";
+
+parameter_server::ServiceOptions service_options() {
+  parameter_server::ServiceOptions o;
+  o.token = kToken;
+  o.call_timeout = milliseconds(5000);
+  return o;
+}
+
+ClusterCoordinatorOptions coordinator_options() {
+  ClusterCoordinatorOptions o;
+  o.service = service_options();
+  o.closure_timeout = milliseconds(30000);
+  o.worker_recovery_timeout = milliseconds(30000);
+  return o;
+}
+
+// Worker i's pipeline: 1000 * i, 1000 * i + 1, ... (so an element names the worker it came from).
+DatasetFunction numbered_data() {
+  return register_dataset_function("test/numbered", [](const InputContext& context) {
+    const int64_t start = 1000 * context.input_pipeline_id;
+    EXPECT_EQ(context.num_input_pipelines, 2);
+    return data::Dataset::range(start, start + 500);
+  });
+}
+
+// The next element of the worker's iterator, after `sleep_ms` (argument 1).
+RemoteFunction next_element() {
+  return register_function("test/next_element", [](const ClosureArgs& args) {
+    std::this_thread::sleep_for(milliseconds(args.tensor(1).item<int64_t>()));
+    std::optional<data::Element> e = args.iterator(0).next();
+    WEFT_CHECK(e.has_value(), OutOfRange) << "the worker's data ran out";
+    return std::vector<Tensor>{(*e)[0]};
+  });
+}
+
+Tensor ms(int64_t v) { return Tensor::scalar(v, kInt64); }
+
+struct Workers {
+  Workers() {
+    for (int i = 0; i < 2; ++i) {
+      services.push_back(std::make_unique<WorkerService>(
+          "127.0.0.1:0", "worker:" + std::to_string(i), service_options()));
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> addresses() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& s : services) out.emplace_back(s->task(), s->address());
+    return out;
+  }
+  std::vector<std::unique_ptr<WorkerService>> services;
+};
+
+TEST(ClusterCoordinator, ClosuresRunOnTheWorkersWithTheirOwnPerWorkerIterators) {
+  Workers workers;
+  ClusterCoordinator coordinator(workers.addresses(), coordinator_options());
+  EXPECT_EQ(coordinator.num_workers(), 2);
+  PerWorkerValues iterators = coordinator.create_per_worker_dataset(numbered_data());
+  std::vector<RemoteValue> results;
+  for (int i = 0; i < 40; ++i)
+    results.push_back(coordinator.schedule(next_element(), {iterators, ms(5)}));
+  coordinator.join();
+  EXPECT_TRUE(coordinator.done());
+  std::set<int64_t> seen;
+  std::vector<std::set<int64_t>> by_worker(2);
+  for (auto& r : results) {
+    ASSERT_TRUE(r.ready());
+    int64_t v = r.fetch()[0].item<int64_t>();
+    EXPECT_TRUE(seen.insert(v).second) << v << " was read twice";
+    ASSERT_TRUE(v / 1000 == 0 || v / 1000 == 1) << v;
+    by_worker[static_cast<size_t>(v / 1000)].insert(v % 1000);
+  }
+  // Each worker read its own pipeline from its start, once per closure it ran.
+  for (int w = 0; w < 2; ++w) {
+    const auto& got = by_worker[static_cast<size_t>(w)];
+    EXPECT_EQ(static_cast<int64_t>(got.size()),
+              workers.services[static_cast<size_t>(w)]->closures_run());
+    EXPECT_GT(got.size(), 0u) << "worker " << w << " ran no closure";
+    int64_t expected = 0;
+    for (int64_t v : got) EXPECT_EQ(v, expected++);
+  }
+  EXPECT_EQ(workers.services[0]->closures_run() + workers.services[1]->closures_run(), 40);
+}
+
+TEST(ClusterCoordinator, TheFirstErrorIsRaisedAtJoinAfterTheQueuedClosuresAreCancelled) {
+  Workers workers;
+  ClusterCoordinator coordinator(workers.addresses(), coordinator_options());
+  auto fails_at_three = register_function("test/fails_at_three", [](const ClosureArgs& args) {
+    const int64_t i = args.tensor(0).item<int64_t>();
+    std::this_thread::sleep_for(milliseconds(20));
+    WEFT_CHECK(i != 3, InvalidArgument) << "closure 3 fails on purpose";
+    return std::vector<Tensor>{add(args.tensor(0), Tensor::scalar(int64_t{1}, kInt64))};
+  });
+  std::vector<RemoteValue> results;
+  for (int64_t i = 0; i < 30; ++i) results.push_back(coordinator.schedule(fails_at_three, {ms(i)}));
+  try {
+    coordinator.join();
+    FAIL() << "join did not raise the closure's error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("closure 3 fails on purpose"));
+  }
+  // Nothing runs after join: the count of closures run stays as it is.
+  const int64_t ran = workers.services[0]->closures_run() + workers.services[1]->closures_run();
+  EXPECT_LT(ran, 30);
+  int done = 0, cancelled = 0;
+  for (int64_t i = 0; i < 30; ++i) {
+    ASSERT_TRUE(results[static_cast<size_t>(i)].ready()) << i;
+    try {
+      EXPECT_EQ(results[static_cast<size_t>(i)].fetch()[0].item<int64_t>(), i + 1);
+      ++done;
+    } catch (const InvalidArgument&) {
+      EXPECT_EQ(i, 3);
+    } catch (const Cancelled& e) {
+      EXPECT_THAT(e.what(), HasSubstr("was cancelled"));
+      ++cancelled;
+    }
+  }
+  EXPECT_GT(cancelled, 0);
+  EXPECT_EQ(done + 1, ran);
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(workers.services[0]->closures_run() + workers.services[1]->closures_run(), ran);
+  // The error was raised once and cleared: the coordinator schedules again.
+  EXPECT_NO_THROW(coordinator.join());
+  RemoteValue again = coordinator.schedule(fails_at_three, {ms(10)});
+  EXPECT_EQ(again.fetch()[0].item<int64_t>(), 11);
+  EXPECT_TRUE(coordinator.done());
+}
+
+TEST(ClusterCoordinator, AnUnknownFunctionOrDatasetFunctionIsTheClosuresErrorNamingIt) {
+  Workers workers;
+  ClusterCoordinator coordinator(workers.addresses(), coordinator_options());
+  RemoteValue r = coordinator.schedule(RemoteFunction{"test/never_registered"});
+  try {
+    coordinator.join();
+    FAIL() << "an unknown function ran";
+  } catch (const FailedPrecondition& e) {
+    EXPECT_THAT(e.what(),
+                HasSubstr("no function 'test/never_registered' is registered on worker:"));
+  }
+  EXPECT_THROW(r.fetch(), FailedPrecondition);
+  PerWorkerValues missing = coordinator.create_per_worker_dataset(DatasetFunction{"test/no_data"});
+  coordinator.schedule(next_element(), {missing, ms(0)});
+  try {
+    coordinator.join();
+    FAIL() << "an unknown dataset function ran";
+  } catch (const FailedPrecondition& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no dataset function 'test/no_data' is registered on worker:"));
+  }
+  EXPECT_THROW(coordinator.schedule(next_element(), {PerWorkerValues{99}, ms(0)}), InvalidArgument);
+}
+
+// TensorFlow's fault_tolerance_test, worker preemption: a worker that cannot be reached leaves
+// its closures to the others and takes closures again once it is back (its per-worker dataset
+// made again, from its start).
+TEST(ClusterCoordinator, ALostWorkersClosuresRunElsewhereAndItRejoinsWhenBack) {
+  ReservedLocalPorts reserved(1);  // worker:1's address, where nothing serves yet
+  WorkerService worker0("127.0.0.1:0", "worker:0", service_options());
+  ClusterCoordinator coordinator(
+      {{"worker:0", worker0.address()}, {"worker:1", reserved.address(0)}}, coordinator_options());
+  PerWorkerValues iterators = coordinator.create_per_worker_dataset(numbered_data());
+  std::vector<RemoteValue> first;
+  for (int i = 0; i < 10; ++i)
+    first.push_back(coordinator.schedule(next_element(), {iterators, ms(1)}));
+  coordinator.join();
+  // worker:0 read its pipeline's first ten elements, once each (a closure worker:1 could not
+  // run went back to the queue, so their order among the closures may differ).
+  std::set<int64_t> read;
+  for (auto& r : first) read.insert(r.fetch()[0].item<int64_t>());
+  EXPECT_EQ(read, (std::set<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(worker0.closures_run(), 10);
+
+  // worker:1 comes up; closures that take long enough go to both workers.
+  WorkerService worker1(reserved.address(0), "worker:1", service_options());
+  std::vector<RemoteValue> second;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (worker1.closures_run() == 0 && std::chrono::steady_clock::now() < deadline) {
+    for (int i = 0; i < 4; ++i)
+      second.push_back(coordinator.schedule(next_element(), {iterators, ms(20)}));
+    coordinator.join();
+  }
+  EXPECT_GT(worker1.closures_run(), 0) << "worker:1 never took a closure after coming back";
+  std::set<int64_t> from1;
+  for (auto& r : second) {
+    int64_t v = r.fetch()[0].item<int64_t>();
+    if (v >= 1000) from1.insert(v - 1000);
+  }
+  ASSERT_FALSE(from1.empty());
+  EXPECT_EQ(*from1.begin(), 0);  // its pipeline from the start
+  EXPECT_EQ(static_cast<int64_t>(from1.size()), worker1.closures_run());
+}
+
+TEST(ClusterCoordinator, WhenEveryWorkerStaysLostJoinSaysSoNamingThem) {
+  ReservedLocalPorts reserved(2);
+  ClusterCoordinatorOptions o = coordinator_options();
+  o.worker_recovery_timeout = milliseconds(500);
+  ClusterCoordinator coordinator(
+      {{"worker:0", reserved.address(0)}, {"worker:1", reserved.address(1)}}, o);
+  auto start = std::chrono::steady_clock::now();
+  RemoteValue r = coordinator.schedule(next_element(), {ms(0), ms(0)});
+  RemoteValue later = coordinator.schedule(next_element(), {ms(0), ms(0)});
+  try {
+    coordinator.join();
+    FAIL() << "join returned without a worker";
+  } catch (const Unavailable& e) {
+    EXPECT_THAT(e.what(), HasSubstr("every worker was lost and none came back within 500 ms: "
+                                    "worker:0 ("));
+    EXPECT_THAT(e.what(), HasSubstr("; worker:1 ("));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  // One closure fails naming the workers, the other is cancelled (which one depends on the order
+  // they went back to the queue in).
+  int unavailable = 0, cancelled = 0;
+  for (RemoteValue* v : {&r, &later}) {
+    try {
+      v->fetch();
+    } catch (const Unavailable& e) {
+      EXPECT_THAT(e.what(), HasSubstr("every worker was lost"));
+      ++unavailable;
+    } catch (const Cancelled&) {
+      ++cancelled;
+    }
+  }
+  EXPECT_EQ(unavailable, 1);
+  EXPECT_EQ(cancelled, 1);
+  EXPECT_THROW(coordinator.schedule(next_element(), {ms(0), ms(0)}), Unavailable);
+}
+
+// A unary call with raw bytes to a worker: the status it answered.
+grpc::Status raw_call(const std::string& address, const std::string& method, const char* token) {
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  if (token != nullptr) ctx.AddMetadata("weft-cluster-token", token);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Slice slice(std::string("\xff\xff\xff\xff not a protobuf"));
+  grpc::ByteBuffer request(&slice, 1), response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, "/weft.ps.Worker/" + method, grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status s) { done.set_value(s); });
+  return done.get_future().get();
+}
+
+TEST(ClusterCoordinator, WorkersCheckTheTokenBeforeTheyParseARequest) {
+  WorkerService worker("127.0.0.1:0", "worker:0", service_options());
+  for (const char* method : {"RunClosure", "CreatePerWorker"}) {
+    SCOPED_TRACE(method);
+    EXPECT_EQ(raw_call(worker.address(), method, nullptr).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(raw_call(worker.address(), method, "0123456789abcdeX").error_message(),
+              "the call's cluster token is wrong");
+    grpc::Status parsed = raw_call(worker.address(), method, kToken);
+    EXPECT_EQ(parsed.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(parsed.error_message(), "malformed request");
+  }
+  EXPECT_EQ(worker.closures_run(), 0);
+  EXPECT_THROW(WorkerService("127.0.0.1:0", "worker:0", {}), InvalidArgument);
+  EXPECT_THROW(ClusterCoordinator({}, coordinator_options()), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace weft::distribute

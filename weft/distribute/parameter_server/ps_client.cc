@@ -1,0 +1,250 @@
+#include "weft/distribute/parameter_server/ps_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "weft/core/errors.h"
+#include "weft/distribute/internal/grpc_glue.h"
+#include "weft/distribute/parameter_server/ps.grpc.pb.h"
+#include "weft/ops/cast.h"
+
+namespace weft::distribute::parameter_server {
+namespace {
+
+namespace pb = ::weft::ps;
+
+// One piece of one variable: bytes [offset, offset + length).
+struct Piece {
+  size_t index;  // of the variable in the call's list
+  uint64_t offset;
+  uint64_t length;
+};
+
+// At most this many pieces in one call, so that their fields stay within kMaxMessageBytes.
+constexpr size_t kMaxPiecesPerCall = 1024;
+
+// The variables' bytes cut into pieces, grouped into calls of at most kChunkBytes (and
+// kMaxPiecesPerCall pieces) each, in order.
+std::vector<std::vector<Piece>> plan_calls(const std::vector<VariableSpec>& variables) {
+  std::vector<std::vector<Piece>> calls(1);
+  uint64_t in_call = 0;
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const uint64_t bytes = variables[i].bytes();
+    uint64_t offset = 0;
+    do {
+      uint64_t length = std::min<uint64_t>(bytes - offset, kChunkBytes - in_call);
+      calls.back().push_back({i, offset, length});
+      in_call += length;
+      offset += length;
+      if (in_call == kChunkBytes || calls.back().size() == kMaxPiecesPerCall) {
+        calls.emplace_back();
+        in_call = 0;
+      }
+    } while (offset < bytes);
+  }
+  if (calls.back().empty()) calls.pop_back();
+  return calls;
+}
+
+}  // namespace
+
+class ParameterServerClient::Impl {
+ public:
+  Impl(std::string task, std::string address, ServiceOptions options)
+      : task_(std::move(task)), address_(std::move(address)), options_(std::move(options)) {
+    distribute::internal::quiet_grpc_logs();
+    WEFT_CHECK(!options_.token.empty(), InvalidArgument)
+        << "parameter server client for " << task_ << ": the cluster token is empty (set "
+        << coordination::kTokenEnvironmentVariable << "; weft launch makes one)";
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
+    args.SetMaxSendMessageSize(static_cast<int>(kMaxMessageBytes));
+    // A lost PS is noticed within seconds even when no call is running, and a restarted one is
+    // reached again quickly (TensorFlow caps the reconnect backoff at 1 s as well).
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    channel_ = grpc::CreateCustomChannel(
+        address_, distribute::internal::channel_credentials(options_.tls), args);
+    stub_ = pb::ParameterServer::NewStub(channel_);
+  }
+
+  const std::string& task() const { return task_; }
+  const std::string& address() const { return address_; }
+
+  void create(const std::vector<VariableSpec>& variables, const std::string& optimizer_config) {
+    pb::CreateRequest request;
+    for (const auto& v : variables) {
+      auto* def = request.add_variables();
+      def->set_id(v.id);
+      def->set_name(v.name);
+      def->set_dtype(std::string(dtype_name(v.dtype)));
+      for (int64_t d : v.shape) def->add_shape(d);
+      def->set_trainable(v.trainable);
+    }
+    request.set_optimizer_config(optimizer_config);
+    pb::Reply reply;
+    auto ctx = context();
+    grpc::Status status = stub_->Create(ctx.get(), request, &reply);
+    check(status, "create", reply.incarnation());
+  }
+
+  std::vector<Tensor> pull(const std::vector<VariableSpec>& variables) {
+    std::vector<Tensor> values;
+    for (const auto& v : variables) values.push_back(Tensor::empty(v.shape, v.dtype));
+    for (const auto& call : plan_calls(variables)) {
+      pb::PullRequest request;
+      for (const Piece& p : call) {
+        auto* range = request.add_ranges();
+        range->set_id(variables[p.index].id);
+        range->set_offset(p.offset);
+        range->set_length(p.length);
+      }
+      pb::PullResponse reply;
+      auto ctx = context();
+      grpc::Status status = stub_->Pull(ctx.get(), request, &reply);
+      check(status, "pull", reply.incarnation());
+      WEFT_CHECK(reply.chunks_size() == static_cast<int>(call.size()), Internal)
+          << "pull from " << task_ << " at " << address_ << ": " << call.size()
+          << " ranges asked for, " << reply.chunks_size() << " answered";
+      for (size_t k = 0; k < call.size(); ++k) {
+        const Piece& p = call[k];
+        const auto& chunk = reply.chunks(static_cast<int>(k));
+        WEFT_CHECK(chunk.offset() == p.offset && chunk.data().size() == p.length, Internal)
+            << "pull from " << task_ << ": a chunk of " << variables[p.index].name
+            << " is not the range asked for";
+        std::memcpy(static_cast<char*>(values[p.index].raw_data()) + p.offset, chunk.data().data(),
+                    p.length);
+      }
+    }
+    return values;
+  }
+
+  void push(uint64_t closure_id, PushKind kind, const std::vector<VariableSpec>& variables,
+            const std::vector<Tensor>& values) {
+    WEFT_CHECK(variables.size() == values.size(), InvalidArgument)
+        << "push to " << task_ << ": " << variables.size() << " variables and " << values.size()
+        << " values";
+    std::vector<Tensor> bytes;
+    for (size_t i = 0; i < variables.size(); ++i) {
+      const VariableSpec& v = variables[i];
+      WEFT_CHECK(
+          values[i].defined() && values[i].dtype() == v.dtype && values[i].shape() == v.shape,
+          InvalidArgument)
+          << "push to " << task_ << ": the value for " << v.name << " must be "
+          << dtype_name(v.dtype) << " of its shape";
+      bytes.push_back(contiguous(values[i]));
+    }
+    for (const auto& call : plan_calls(variables)) {
+      pb::PushRequest request;
+      request.set_closure_id(closure_id);
+      request.set_kind(kind == PushKind::kValue ? pb::VALUE : pb::GRADIENT);
+      for (const Piece& p : call) {
+        auto* chunk = request.add_chunks();
+        chunk->set_id(variables[p.index].id);
+        chunk->set_offset(p.offset);
+        chunk->set_data(static_cast<const char*>(bytes[p.index].raw_data()) + p.offset, p.length);
+      }
+      pb::Reply reply;
+      auto ctx = context();
+      grpc::Status status = stub_->Push(ctx.get(), request, &reply);
+      check(status, "push", reply.incarnation());
+    }
+  }
+
+  bool commit(uint64_t closure_id, const CommitStep& step) {
+    pb::CommitRequest request;
+    request.set_closure_id(closure_id);
+    request.set_learning_rate(step.learning_rate);
+    request.set_iterations(step.iterations);
+    pb::CommitResponse reply;
+    auto ctx = context();
+    grpc::Status status = stub_->Commit(ctx.get(), request, &reply);
+    check(status, "commit of closure " + std::to_string(closure_id), reply.incarnation());
+    return reply.applied();
+  }
+
+  void abort(uint64_t closure_id) {
+    pb::AbortRequest request;
+    request.set_closure_id(closure_id);
+    pb::Reply reply;
+    auto ctx = context();
+    grpc::Status status = stub_->Abort(ctx.get(), request, &reply);
+    check(status, "abort of closure " + std::to_string(closure_id), reply.incarnation());
+  }
+
+  uint64_t incarnation() const {
+    std::lock_guard lock(mu_);
+    return incarnation_;
+  }
+
+ private:
+  std::unique_ptr<grpc::ClientContext> context() const {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->AddMetadata(distribute::internal::kTokenMetadataKey, options_.token);
+    ctx->set_deadline(std::chrono::system_clock::now() + options_.call_timeout);
+    return ctx;
+  }
+
+  // Throws for a failed call; notices a restart of the server (a new incarnation) even when the
+  // call succeeded, since what it holds is then gone.
+  void check(const grpc::Status& status, const std::string& what, uint64_t incarnation) {
+    const std::string server = "parameter server " + task_ + " at " + address_;
+    if (status.ok()) {
+      uint64_t was;
+      {
+        std::lock_guard lock(mu_);
+        was = incarnation_;
+        incarnation_ = incarnation;
+      }
+      if (was != 0 && was != incarnation) {
+        throw Unavailable(what + ": " + server +
+                          " restarted (a new incarnation): it holds none of the variables it was "
+                          "given before");
+      }
+      return;
+    }
+    if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+      throw FailedPrecondition(what + " refused by " + server + ": " + status.error_message());
+    }
+    distribute::internal::throw_status(status, what, server);
+  }
+
+  const std::string task_;
+  const std::string address_;
+  const ServiceOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::ParameterServer::Stub> stub_;
+  mutable std::mutex mu_;
+  uint64_t incarnation_ = 0;
+};
+
+ParameterServerClient::ParameterServerClient(std::string task, std::string address,
+                                             ServiceOptions options)
+    : impl_(std::make_unique<Impl>(std::move(task), std::move(address), std::move(options))) {}
+ParameterServerClient::~ParameterServerClient() = default;
+const std::string& ParameterServerClient::task() const { return impl_->task(); }
+const std::string& ParameterServerClient::address() const { return impl_->address(); }
+void ParameterServerClient::create(const std::vector<VariableSpec>& variables,
+                                   const std::string& optimizer_config) {
+  impl_->create(variables, optimizer_config);
+}
+std::vector<Tensor> ParameterServerClient::pull(const std::vector<VariableSpec>& variables) {
+  return impl_->pull(variables);
+}
+void ParameterServerClient::push(uint64_t closure_id, PushKind kind,
+                                 const std::vector<VariableSpec>& variables,
+                                 const std::vector<Tensor>& values) {
+  impl_->push(closure_id, kind, variables, values);
+}
+bool ParameterServerClient::commit(uint64_t closure_id, const CommitStep& step) {
+  return impl_->commit(closure_id, step);
+}
+void ParameterServerClient::abort(uint64_t closure_id) { impl_->abort(closure_id); }
+uint64_t ParameterServerClient::incarnation() const { return impl_->incarnation(); }
+
+}  // namespace weft::distribute::parameter_server

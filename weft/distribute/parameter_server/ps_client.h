@@ -1,0 +1,69 @@
+// A connection to one parameter server (ps_service.h): create variables on it, pull their
+// values, push gradients or values staged under a closure id, then commit or abort the closure.
+// Tensors travel in chunks of at most kChunkBytes, every call has a deadline
+// (options.call_timeout), and the channel keeps itself alive with pings.
+//
+//   ParameterServerClient ps0("ps:0", "10.0.0.3:2222", {.token = token});
+//   ps0.create({kernel, bias}, optimizer_config_json);
+//   ps0.push(closure, PushKind::kValue, {kernel, bias}, {k0, b0});
+//   ps0.commit(closure, {.learning_rate = 0.001, .iterations = 0});
+//   std::vector<weft::Tensor> values = ps0.pull({kernel, bias});
+//
+// Errors name the task and its address: Unavailable when it cannot be reached or has restarted
+// (its incarnation changed: it holds nothing of what it was given), DeadlineExceeded past the
+// call's deadline, FailedPrecondition for a refused token or an unknown variable,
+// ResourceExhausted for a message over the limit, InvalidArgument for a value of another shape or
+// dtype than its variable's.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/core/tensor.h"
+#include "weft/distribute/parameter_server/options.h"
+
+namespace weft::distribute::parameter_server {
+
+enum class PushKind {
+  kGradient,  // applied by the optimizer's update at commit
+  kValue,     // assigned at commit
+};
+
+// The optimizer step a commit applies its gradients with.
+struct CommitStep {
+  double learning_rate = 0.0;
+  int64_t iterations = 0;
+};
+
+class ParameterServerClient {
+ public:
+  ParameterServerClient(std::string task, std::string address, ServiceOptions options);
+  ~ParameterServerClient();
+  ParameterServerClient(const ParameterServerClient&) = delete;
+  ParameterServerClient& operator=(const ParameterServerClient&) = delete;
+
+  const std::string& task() const;
+  const std::string& address() const;
+
+  // Creates `variables` (zero-filled) with the slots of the optimizer whose Keras config (JSON)
+  // is `optimizer_config` ("": none).
+  void create(const std::vector<VariableSpec>& variables, const std::string& optimizer_config);
+  // The values of `variables`, in order.
+  std::vector<Tensor> pull(const std::vector<VariableSpec>& variables);
+  // Stages values[i] for variables[i] under `closure_id`.
+  void push(uint64_t closure_id, PushKind kind, const std::vector<VariableSpec>& variables,
+            const std::vector<Tensor>& values);
+  // Applies what `closure_id` staged; false when it had been applied already (dropped).
+  bool commit(uint64_t closure_id, const CommitStep& step);
+  void abort(uint64_t closure_id);
+
+  // The server's incarnation as it last answered (0 before any answer).
+  uint64_t incarnation() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weft::distribute::parameter_server

@@ -1,0 +1,391 @@
+#include "weft/distribute/parameter_server/ps_service.h"
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+
+#include "weft/core/config_dict.h"
+#include "weft/core/errors.h"
+#include "weft/distribute/internal/grpc_glue.h"
+#include "weft/distribute/parameter_server/ps.grpc.pb.h"
+#include "weft/ops/cast.h"
+#include "weft/ops/creation.h"
+#include "weft/optim/optimizer.h"
+
+namespace weft::distribute::parameter_server {
+namespace {
+
+namespace pb = ::weft::ps;
+using grpc::Status;
+using grpc::StatusCode;
+
+using RawService = pb::ParameterServer::WithRawCallbackMethod_Create<
+    pb::ParameterServer::WithRawCallbackMethod_Pull<pb::ParameterServer::WithRawCallbackMethod_Push<
+        pb::ParameterServer::WithRawCallbackMethod_Commit<
+            pb::ParameterServer::WithRawCallbackMethod_Abort<pb::ParameterServer::Service>>>>>;
+
+uint64_t draw_incarnation() {
+  std::random_device device;
+  return (uint64_t{device()} << 32) ^ device() ^ static_cast<uint64_t>(::getpid());
+}
+
+std::string shape_text(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string describe(const VariableSpec& v) {
+  return "variable " + std::to_string(v.id) + " (" + v.name + ", " +
+         std::string(dtype_name(v.dtype)) + shape_text(v.shape) + ")";
+}
+
+}  // namespace
+
+class ParameterServer::Impl final : public RawService {
+ public:
+  Impl(const std::string& address, std::string task, ServiceOptions options)
+      : task_(std::move(task)), options_(std::move(options)), incarnation_(draw_incarnation()) {
+    distribute::internal::quiet_grpc_logs();
+    WEFT_CHECK(!options_.token.empty(), InvalidArgument)
+        << "parameter server " << task_ << ": the cluster token is empty (set "
+        << coordination::kTokenEnvironmentVariable << "; weft launch makes one)";
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort(
+        address,
+        distribute::internal::server_credentials(options_.tls, "parameter server " + task_), &port);
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 1);
+    builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
+    builder.SetMaxSendMessageSize(static_cast<int>(kMaxMessageBytes));
+    // Clients ping every 10 s while idle (ps_client.cc); allow it rather than answer GOAWAY.
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+    builder.RegisterService(this);
+    server_ = builder.BuildAndStart();
+    WEFT_CHECK(server_ != nullptr && port != 0, Unavailable)
+        << "parameter server " << task_ << ": cannot listen on " << address
+        << " (is the address this host's own, and the port free?)";
+    address_ = address.substr(0, address.rfind(':') + 1) + std::to_string(port);
+    port_ = port;
+  }
+
+  ~Impl() override {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server_->Wait();
+  }
+
+  const std::string& address() const { return address_; }
+  int port() const { return port_; }
+  const std::string& task() const { return task_; }
+  uint64_t incarnation() const { return incarnation_; }
+
+  std::vector<VariableSpec> variables() const {
+    std::lock_guard lock(mu_);
+    std::vector<VariableSpec> out;
+    for (const auto& [id, v] : variables_) out.push_back(v.spec);
+    return out;
+  }
+  Tensor value(uint64_t id) const {
+    std::lock_guard lock(mu_);
+    return copy(stored(id).value);
+  }
+  std::vector<Tensor> slots(uint64_t id) const {
+    std::lock_guard lock(mu_);
+    std::vector<Tensor> out;
+    for (const auto& s : stored(id).slots) out.push_back(copy(s));
+    return out;
+  }
+  bool applied(uint64_t closure_id) const {
+    std::lock_guard lock(mu_);
+    return applied_.count(closure_id) != 0;
+  }
+  std::size_t staged_closures() const {
+    std::lock_guard lock(mu_);
+    return staged_.size();
+  }
+
+  // ---- the calls ----------------------------------------------------------------------------
+  grpc::ServerUnaryReactor* Create(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                   grpc::ByteBuffer* out) override {
+    return handle<pb::CreateRequest, pb::Reply>(ctx, in, out, [&](const auto& r, auto&) {
+      if (!r.optimizer_config().empty() && !algorithm_) {
+        try {
+          optimizer_ = optim::deserialize(ConfigDict::from_json(r.optimizer_config()));
+          algorithm_ = &optimizer_.algorithm();
+        } catch (const Error& e) {
+          return Status(StatusCode::INVALID_ARGUMENT,
+                        "the optimizer config cannot be read: " + std::string(e.what()));
+        }
+      }
+      for (const auto& def : r.variables()) {
+        VariableSpec spec;
+        spec.id = def.id();
+        spec.name = def.name();
+        try {
+          spec.dtype = dtype_from_name(def.dtype());
+        } catch (const Error& e) {
+          return Status(StatusCode::INVALID_ARGUMENT, e.message());
+        }
+        spec.shape.assign(def.shape().begin(), def.shape().end());
+        spec.trainable = def.trainable();
+        for (int64_t d : spec.shape) {
+          if (d < 0) {
+            return Status(StatusCode::INVALID_ARGUMENT,
+                          describe(spec) + ": a dimension is negative");
+          }
+        }
+        auto it = variables_.find(spec.id);
+        if (it != variables_.end()) {
+          const VariableSpec& was = it->second.spec;
+          if (was.name != spec.name || was.dtype != spec.dtype || was.shape != spec.shape ||
+              was.trainable != spec.trainable) {
+            return Status(StatusCode::INVALID_ARGUMENT, "id " + std::to_string(spec.id) +
+                                                            " is already " + describe(was) +
+                                                            ", not " + describe(spec));
+          }
+          continue;
+        }
+        Stored& v = variables_[spec.id];
+        v.spec = spec;
+        v.value = zeros(spec.shape, spec.dtype);
+        if (algorithm_ != nullptr && spec.trainable) {
+          for (const auto& slot : algorithm_->slots()) {
+            v.slots.push_back(full(spec.shape, slot.initial_value, spec.dtype));
+          }
+        }
+      }
+      return Status::OK;
+    });
+  }
+
+  grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                 grpc::ByteBuffer* out) override {
+    return handle<pb::PullRequest, pb::PullResponse>(ctx, in, out, [&](const auto& r, auto& a) {
+      uint64_t total = 0;
+      for (const auto& range : r.ranges()) total += range.length();
+      if (total > kChunkBytes) {
+        return Status(StatusCode::RESOURCE_EXHAUSTED,
+                      "a pull of " + std::to_string(total) + " bytes is over the limit of " +
+                          std::to_string(kChunkBytes) + " per call");
+      }
+      for (const auto& range : r.ranges()) {
+        const Stored* v = find(range.id());
+        if (v == nullptr) return unknown(range.id());
+        if (Status s = check_range(v->spec, range.offset(), range.length()); !s.ok()) return s;
+        auto* chunk = a.add_chunks();
+        chunk->set_id(range.id());
+        chunk->set_offset(range.offset());
+        chunk->set_data(static_cast<const char*>(v->value.raw_data()) + range.offset(),
+                        range.length());
+      }
+      return Status::OK;
+    });
+  }
+
+  grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                 grpc::ByteBuffer* out) override {
+    return handle<pb::PushRequest, pb::Reply>(ctx, in, out, [&](const auto& r, auto&) {
+      if (applied_.count(r.closure_id()) != 0) return Status::OK;  // a late resend: dropped
+      for (const auto& chunk : r.chunks()) {
+        const Stored* v = find(chunk.id());
+        if (v == nullptr) return unknown(chunk.id());
+        if (r.kind() == pb::GRADIENT && (!v->spec.trainable || algorithm_ == nullptr)) {
+          return Status(StatusCode::INVALID_ARGUMENT,
+                        "a gradient for " + describe(v->spec) +
+                            (algorithm_ == nullptr ? ", but no optimizer was created here"
+                                                   : ", which is not trainable"));
+        }
+        if (Status s = check_range(v->spec, chunk.offset(), chunk.data().size()); !s.ok()) {
+          return s;
+        }
+        Staged& staged = staged_[r.closure_id()][chunk.id()];
+        if (!staged.tensor.defined()) {
+          staged.kind = r.kind();
+          staged.tensor = Tensor::empty(v->spec.shape, v->spec.dtype);
+        } else if (staged.kind != r.kind()) {
+          return Status(StatusCode::INVALID_ARGUMENT,
+                        "closure " + std::to_string(r.closure_id()) +
+                            " pushes both a gradient and a value for " + describe(v->spec));
+        }
+        // A piece sent again replaces itself; pieces may not otherwise overlap.
+        auto next = staged.pieces.lower_bound(chunk.offset());
+        const uint64_t end = chunk.offset() + chunk.data().size();
+        bool same = next != staged.pieces.end() && next->first == chunk.offset() &&
+                    next->second == chunk.data().size();
+        bool overlaps = (next != staged.pieces.end() && next->first < end) ||
+                        (next != staged.pieces.begin() &&
+                         std::prev(next)->first + std::prev(next)->second > chunk.offset());
+        if (overlaps && !same) {
+          return Status(StatusCode::INVALID_ARGUMENT,
+                        "closure " + std::to_string(r.closure_id()) + ": bytes [" +
+                            std::to_string(chunk.offset()) + ", " + std::to_string(end) + ") of " +
+                            describe(v->spec) + " overlap a piece already pushed");
+        }
+        std::memcpy(static_cast<char*>(staged.tensor.raw_data()) + chunk.offset(),
+                    chunk.data().data(), chunk.data().size());
+        staged.pieces[chunk.offset()] = chunk.data().size();
+      }
+      return Status::OK;
+    });
+  }
+
+  grpc::ServerUnaryReactor* Commit(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                   grpc::ByteBuffer* out) override {
+    return handle<pb::CommitRequest, pb::CommitResponse>(ctx, in, out, [&](const auto& r, auto& a) {
+      const uint64_t id = r.closure_id();
+      if (applied_.count(id) != 0) {
+        staged_.erase(id);
+        a.set_applied(false);
+        return Status::OK;
+      }
+      auto it = staged_.find(id);
+      if (it != staged_.end()) {
+        for (const auto& [var, staged] : it->second) {
+          const VariableSpec& spec = variables_.at(var).spec;
+          if (staged.received() != spec.bytes()) {
+            return Status(StatusCode::FAILED_PRECONDITION,
+                          "closure " + std::to_string(id) + " cannot commit: " + describe(spec) +
+                              " got " + std::to_string(staged.received()) + " of its " +
+                              std::to_string(spec.bytes()) + " bytes");
+          }
+        }
+        const optim::Optimizer::Algorithm::Step step{r.learning_rate(), r.iterations()};
+        for (const auto& [var, staged] : it->second) {
+          Stored& v = variables_.at(var);
+          if (staged.kind == pb::VALUE) {
+            std::memcpy(v.value.raw_data(), staged.tensor.raw_data(), v.spec.bytes());
+          } else {
+            algorithm_->update(staged.tensor, v.value, v.slots, step);
+          }
+        }
+        staged_.erase(it);
+      }
+      applied_.insert(id);
+      a.set_applied(true);
+      return Status::OK;
+    });
+  }
+
+  grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                  grpc::ByteBuffer* out) override {
+    return handle<pb::AbortRequest, pb::Reply>(ctx, in, out, [&](const auto& r, auto&) {
+      staged_.erase(r.closure_id());
+      return Status::OK;
+    });
+  }
+
+ private:
+  // A variable's value or a staged tensor: bytes written in pieces.
+  struct Staged {
+    pb::PushKind kind = pb::GRADIENT;
+    Tensor tensor;
+    std::map<uint64_t, uint64_t> pieces;  // offset → length
+    uint64_t received() const {
+      uint64_t n = 0;
+      for (const auto& [offset, length] : pieces) n += length;
+      return n;
+    }
+  };
+
+  struct Stored {
+    VariableSpec spec;
+    Tensor value;
+    std::vector<Tensor> slots;
+  };
+
+  // Checks the token, parses the request, runs fn(request, answer) under the lock and answers
+  // with this server's incarnation.
+  template <typename Request, typename Answer, typename Fn>
+  grpc::ServerUnaryReactor* handle(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                   grpc::ByteBuffer* out, Fn&& fn) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    // The token first: a call without the right one is refused before its bytes are parsed.
+    if (auto refusal = distribute::internal::token_refusal(*ctx, options_.token)) {
+      reactor->Finish(*refusal);
+      return reactor;
+    }
+    Request request;
+    if (!request.ParseFromString(distribute::internal::bytes_of(*in))) {
+      reactor->Finish(Status(StatusCode::INVALID_ARGUMENT, "malformed request"));
+      return reactor;
+    }
+    Answer answer;
+    Status status;
+    try {
+      std::lock_guard lock(mu_);
+      status = fn(request, answer);
+    } catch (const std::exception& e) {  // an update that failed: nothing else is lost
+      status = Status(StatusCode::INTERNAL, e.what());
+    }
+    answer.set_incarnation(incarnation_);
+    if (status.ok()) *out = distribute::internal::buffer_of(answer.SerializeAsString());
+    reactor->Finish(status);
+    return reactor;
+  }
+
+  const Stored* find(uint64_t id) const {
+    auto it = variables_.find(id);
+    return it == variables_.end() ? nullptr : &it->second;
+  }
+  const Stored& stored(uint64_t id) const {
+    const Stored* v = find(id);
+    WEFT_CHECK(v != nullptr, InvalidArgument)
+        << "parameter server " << task_ << " holds no variable " << id;
+    return *v;
+  }
+  Status unknown(uint64_t id) const {
+    return Status(StatusCode::NOT_FOUND, task_ + " holds no variable " + std::to_string(id) +
+                                             " (holds " + std::to_string(variables_.size()) +
+                                             "; was it created here, before a restart?)");
+  }
+  static Status check_range(const VariableSpec& spec, uint64_t offset, uint64_t length) {
+    if (offset > spec.bytes() || length > spec.bytes() - offset) {
+      return Status(StatusCode::INVALID_ARGUMENT, "bytes [" + std::to_string(offset) + ", " +
+                                                      std::to_string(offset + length) +
+                                                      ") are outside " + describe(spec) + " of " +
+                                                      std::to_string(spec.bytes()) + " bytes");
+    }
+    return Status::OK;
+  }
+
+  const std::string task_;
+  const ServiceOptions options_;
+  const uint64_t incarnation_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  int port_ = 0;
+
+  mutable std::mutex mu_;
+  optim::Optimizer optimizer_;
+  const optim::Optimizer::Algorithm* algorithm_ = nullptr;
+  std::map<uint64_t, Stored> variables_;
+  std::map<uint64_t, std::map<uint64_t, Staged>> staged_;  // closure → variable → staged
+  std::set<uint64_t> applied_;
+};
+
+std::size_t VariableSpec::bytes() const {
+  return static_cast<std::size_t>(num_elements(shape) * dtype_size(dtype));
+}
+
+ParameterServer::ParameterServer(const std::string& address, std::string task,
+                                 ServiceOptions options)
+    : impl_(std::make_unique<Impl>(address, std::move(task), std::move(options))) {}
+ParameterServer::~ParameterServer() = default;
+std::string ParameterServer::address() const { return impl_->address(); }
+int ParameterServer::port() const { return impl_->port(); }
+const std::string& ParameterServer::task() const { return impl_->task(); }
+uint64_t ParameterServer::incarnation() const { return impl_->incarnation(); }
+std::vector<VariableSpec> ParameterServer::variables() const { return impl_->variables(); }
+Tensor ParameterServer::value(uint64_t id) const { return impl_->value(id); }
+std::vector<Tensor> ParameterServer::slots(uint64_t id) const { return impl_->slots(id); }
+bool ParameterServer::applied(uint64_t closure_id) const { return impl_->applied(closure_id); }
+std::size_t ParameterServer::staged_closures() const { return impl_->staged_closures(); }
+
+}  // namespace weft::distribute::parameter_server

@@ -1,0 +1,278 @@
+// A parameter server and its client in one process, over real gRPC on 127.0.0.1: values and
+// optimizer updates round-trip bit for bit against the same optimizer run locally, staged pushes
+// change nothing until their commit, a commit sent again is dropped, tensors larger than a
+// message travel in chunks, and calls without the token, over the size limit or to another
+// address are refused. A raw gRPC stub plays the misbehaving callers.
+#include "weft/distribute/parameter_server/ps_service.h"
+
+#include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <future>
+#include <random>
+
+#include "weft/core/errors.h"
+#include "weft/distribute/parameter_server/ps.pb.h"
+#include "weft/distribute/parameter_server/ps_client.h"
+#include "weft/optim/adam.h"
+#include "weft/optim/sgd.h"
+
+namespace weft::distribute::parameter_server {
+namespace {
+
+namespace pb = ::weft::ps;
+using ::testing::HasSubstr;
+
+constexpr const char* kToken = "0123456789abcdef";
+
+ServiceOptions options(std::string token = kToken) {
+  ServiceOptions o;
+  o.token = std::move(token);
+  o.call_timeout = std::chrono::milliseconds(10000);
+  return o;
+}
+
+Tensor random_tensor(const Shape& shape, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> v(static_cast<size_t>(num_elements(shape)));
+  for (auto& x : v) x = normal(rng);
+  return Tensor::from_vector(v, shape);
+}
+
+std::vector<float> values(const Tensor& t) { return t.to_vector<float>(); }
+
+std::string adam_config(double lr) {
+  return optim::Adam(optim::AdamOptions{.learning_rate = lr}).get_config().to_json();
+}
+
+// A unary call with raw bytes: the status the server answered.
+grpc::Status raw_call(const std::string& address, const std::string& method,
+                      const std::string& payload, const char* token) {
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  if (token != nullptr) ctx.AddMetadata("weft-cluster-token", token);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Slice slice(payload);
+  grpc::ByteBuffer request(&slice, 1), response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, "/weft.ps.ParameterServer/" + method, grpc::StubOptions(), &request,
+                 &response, [&](grpc::Status s) { done.set_value(s); });
+  return done.get_future().get();
+}
+
+const VariableSpec kKernel{.id = 0, .name = "dense/kernel", .dtype = kFloat32, .shape = {3, 4}};
+const VariableSpec kBias{.id = 1, .name = "dense/bias", .dtype = kFloat32, .shape = {4}};
+
+TEST(ParameterServer, CommittedUpdatesMatchTheSameOptimizerRunLocally) {
+  ParameterServer server("127.0.0.1:0", "ps:0", options());
+  ParameterServerClient client("ps:0", server.address(), options());
+  client.create({kKernel, kBias}, adam_config(0.01));
+  EXPECT_EQ(values(client.pull({kKernel})[0]), std::vector<float>(12, 0.0f));
+  EXPECT_EQ(client.incarnation(), server.incarnation());
+
+  Tensor k0 = random_tensor({3, 4}, 1), b0 = random_tensor({4}, 2);
+  client.push(1, PushKind::kValue, {kKernel, kBias}, {k0, b0});
+  // Staged only: nothing changes until the commit.
+  EXPECT_EQ(values(client.pull({kBias})[0]), std::vector<float>(4, 0.0f));
+  EXPECT_EQ(server.staged_closures(), 1u);
+  EXPECT_TRUE(client.commit(1, {}));
+  EXPECT_EQ(server.staged_closures(), 0u);
+  std::vector<Tensor> pulled = client.pull({kKernel, kBias});
+  EXPECT_EQ(values(pulled[0]), values(k0));
+  EXPECT_EQ(values(pulled[1]), values(b0));
+
+  // The same Adam, locally, on the same values and gradients: the same bits, slots included.
+  optim::Adam local(optim::AdamOptions{.learning_rate = 0.01});
+  Variable kernel(k0, "dense/kernel"), bias(b0, "dense/bias");
+  for (int step = 0; step < 3; ++step) {
+    Tensor gk = random_tensor({3, 4}, 10 + step), gb = random_tensor({4}, 20 + step);
+    const uint64_t closure = 2 + step;
+    client.push(closure, PushKind::kGradient, {kKernel, kBias}, {gk, gb});
+    EXPECT_TRUE(client.commit(closure, {.learning_rate = 0.01, .iterations = step}));
+    local.apply_gradients({{gk, kernel}, {gb, bias}});
+  }
+  pulled = client.pull({kKernel, kBias});
+  EXPECT_EQ(values(pulled[0]), values(kernel));
+  EXPECT_EQ(values(pulled[1]), values(bias));
+  std::vector<Tensor> slots = server.slots(kKernel.id);
+  ASSERT_EQ(slots.size(), 2u);
+  EXPECT_EQ(values(slots[0]), values(local.get_slot(kernel, "m")));
+  EXPECT_EQ(values(slots[1]), values(local.get_slot(kernel, "v")));
+}
+
+TEST(ParameterServer, ACommitSentAgainIsDroppedAndAnAbortDropsWhatWasStaged) {
+  ParameterServer server("127.0.0.1:0", "ps:0", options());
+  ParameterServerClient client("ps:0", server.address(), options());
+  client.create({kBias}, optim::SGD(0.5).get_config().to_json());
+  Tensor ones = Tensor::from_vector<float>({1, 1, 1, 1}, {4});
+  client.push(7, PushKind::kGradient, {kBias}, {ones});
+  EXPECT_TRUE(client.commit(7, {.learning_rate = 0.5}));
+  EXPECT_TRUE(server.applied(7));
+  const std::vector<float> once(4, -0.5f);
+  EXPECT_EQ(values(client.pull({kBias})[0]), once);
+  // A retry of the whole closure (its push and commit sent again) changes nothing.
+  client.push(7, PushKind::kGradient, {kBias}, {ones});
+  EXPECT_FALSE(client.commit(7, {.learning_rate = 0.5}));
+  EXPECT_EQ(values(client.pull({kBias})[0]), once);
+  EXPECT_EQ(server.staged_closures(), 0u);
+
+  client.push(8, PushKind::kGradient, {kBias}, {ones});
+  client.abort(8);
+  EXPECT_EQ(server.staged_closures(), 0u);
+  EXPECT_FALSE(server.applied(8));
+  EXPECT_TRUE(client.commit(8, {.learning_rate = 0.5}));  // nothing staged any more
+  EXPECT_EQ(values(client.pull({kBias})[0]), once);
+}
+
+TEST(ParameterServer, TensorsLargerThanAMessageTravelInChunks) {
+  ParameterServer server("127.0.0.1:0", "ps:0", options());
+  ParameterServerClient client("ps:0", server.address(), options());
+  // 2.5 M floats (10 MB: three calls) between two small variables.
+  const VariableSpec big{.id = 5, .name = "embedding", .dtype = kFloat32, .shape = {2500, 1000}};
+  client.create({kKernel, big, kBias}, "");
+  Tensor k = random_tensor({3, 4}, 1), e = random_tensor({2500, 1000}, 2),
+         b = random_tensor({4}, 3);
+  client.push(1, PushKind::kValue, {kKernel, big, kBias}, {k, e, b});
+  EXPECT_TRUE(client.commit(1, {}));
+  EXPECT_EQ(values(server.value(big.id)), values(e));
+  std::vector<Tensor> pulled = client.pull({kKernel, big, kBias});
+  EXPECT_EQ(values(pulled[0]), values(k));
+  EXPECT_EQ(values(pulled[1]), values(e));
+  EXPECT_EQ(values(pulled[2]), values(b));
+
+  // One message over the limit is refused by gRPC itself, before the server sees it.
+  pb::PushRequest huge;
+  huge.set_closure_id(2);
+  auto* chunk = huge.add_chunks();
+  chunk->set_id(big.id);
+  chunk->set_data(std::string(kMaxMessageBytes + 1, 'x'));
+  grpc::Status s = raw_call(server.address(), "Push", huge.SerializeAsString(), kToken);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  // A pull asking for more than a chunk's bytes in one call is refused naming the limit.
+  pb::PullRequest greedy;
+  auto* range = greedy.add_ranges();
+  range->set_id(big.id);
+  range->set_length(kChunkBytes + 4);
+  s = raw_call(server.address(), "Pull", greedy.SerializeAsString(), kToken);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("over the limit of 4194304 per call"));
+  EXPECT_EQ(server.staged_closures(), 0u);
+}
+
+TEST(ParameterServer, BadRequestsAreRefusedNamingWhatIsWrong) {
+  ParameterServer server("127.0.0.1:0", "ps:0", options());
+  ParameterServerClient client("ps:0", server.address(), options());
+  client.create({kKernel, kBias}, "");
+  try {
+    client.pull({VariableSpec{.id = 9, .name = "ghost", .shape = {2}}});
+    FAIL() << "an unknown variable was pulled";
+  } catch (const FailedPrecondition& e) {
+    EXPECT_THAT(e.what(), HasSubstr("parameter server ps:0 at " + server.address()));
+    EXPECT_THAT(e.what(), HasSubstr("holds no variable 9"));
+  }
+  VariableSpec other = kBias;
+  other.shape = {5};
+  try {
+    client.create({other}, "");
+    FAIL() << "a second definition was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("id 1 is already variable 1 (dense/bias, float32[4]), not "
+                                    "variable 1 (dense/bias, float32[5])"));
+  }
+  EXPECT_THROW(client.push(1, PushKind::kValue, {kBias}, {random_tensor({5}, 1)}), InvalidArgument);
+  try {
+    client.push(1, PushKind::kGradient, {kBias}, {random_tensor({4}, 1)});
+    FAIL() << "a gradient without an optimizer was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no optimizer was created here"));
+  }
+  // A closure whose push did not arrive whole cannot commit; its error names the variable.
+  pb::PushRequest half;
+  half.set_closure_id(3);
+  half.set_kind(pb::VALUE);
+  auto* chunk = half.add_chunks();
+  chunk->set_id(kKernel.id);
+  chunk->set_data(std::string(24, '\0'));
+  ASSERT_TRUE(raw_call(server.address(), "Push", half.SerializeAsString(), kToken).ok());
+  try {
+    client.commit(3, {});
+    FAIL() << "an incomplete closure committed";
+  } catch (const FailedPrecondition& e) {
+    EXPECT_THAT(e.what(), HasSubstr("closure 3 cannot commit: variable 0 (dense/kernel, "
+                                    "float32[3,4]) got 24 of its 48 bytes"));
+  }
+  chunk->set_offset(8);  // overlaps the first piece without being it
+  grpc::Status s = raw_call(server.address(), "Push", half.SerializeAsString(), kToken);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("overlap a piece already pushed"));
+  chunk->set_offset(40);  // past the end
+  s = raw_call(server.address(), "Push", half.SerializeAsString(), kToken);
+  EXPECT_THAT(s.error_message(), HasSubstr("bytes [40, 64) are outside variable 0"));
+  EXPECT_EQ(values(server.value(kKernel.id)), std::vector<float>(12, 0.0f));
+}
+
+TEST(ParameterServer, TheTokenIsCheckedBeforeThePayloadIsParsed) {
+  ParameterServer server("127.0.0.1:0", "ps:0", options());
+  const std::string garbage = "\xff\xff\xff\xff not a protobuf";
+  for (const char* method : {"Create", "Pull", "Push", "Commit", "Abort"}) {
+    SCOPED_TRACE(method);
+    grpc::Status none = raw_call(server.address(), method, garbage, nullptr);
+    EXPECT_EQ(none.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(none.error_message(), "the call carries no cluster token");
+    grpc::Status wrong = raw_call(server.address(), method, garbage, "0123456789abcdeX");
+    EXPECT_EQ(wrong.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(wrong.error_message(), "the call's cluster token is wrong");
+    grpc::Status parsed = raw_call(server.address(), method, garbage, kToken);
+    EXPECT_EQ(parsed.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(parsed.error_message(), "malformed request");
+  }
+  ParameterServerClient intruder("ps:0", server.address(), options("wrong token"));
+  try {
+    intruder.create({kBias}, "");
+    FAIL() << "a wrong token was accepted";
+  } catch (const FailedPrecondition& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the call's cluster token is wrong"));
+  }
+  EXPECT_TRUE(server.variables().empty());
+  EXPECT_THROW(ParameterServer("127.0.0.1:0", "ps:0", options("")), InvalidArgument);
+  EXPECT_THROW(ParameterServerClient("ps:0", server.address(), options("")), InvalidArgument);
+}
+
+TEST(ParameterServer, ItListensOnlyOnItsOwnAddress) {
+  ParameterServer server("127.0.0.2:0", "ps:0", options());
+  EXPECT_EQ(server.address(), "127.0.0.2:" + std::to_string(server.port()));
+  ServiceOptions quick = options();
+  quick.call_timeout = std::chrono::milliseconds(500);
+  ParameterServerClient elsewhere("ps:0", "127.0.0.1:" + std::to_string(server.port()), quick);
+  EXPECT_THROW(elsewhere.create({kBias}, ""), Error);
+  ParameterServerClient right("ps:0", server.address(), quick);
+  EXPECT_NO_THROW(right.create({kBias}, ""));
+  EXPECT_THROW(ParameterServer("192.0.2.1:0", "ps:0", options()), Unavailable);
+}
+
+TEST(ParameterServer, AClientNoticesThatTheServerRestarted) {
+  auto server = std::make_unique<ParameterServer>("127.0.0.1:0", "ps:0", options());
+  const std::string address = server->address();
+  ParameterServerClient client("ps:0", address, options());
+  client.create({kBias}, "");
+  const uint64_t first = client.incarnation();
+  server.reset();
+  server = std::make_unique<ParameterServer>(address, "ps:0", options());
+  try {
+    client.create({kBias}, "");
+    FAIL() << "the restart went unnoticed";
+  } catch (const Unavailable& e) {
+    EXPECT_THAT(e.what(), HasSubstr("parameter server ps:0 at " + address +
+                                    " restarted (a new incarnation)"));
+  }
+  EXPECT_NE(client.incarnation(), first);
+  EXPECT_EQ(client.incarnation(), server->incarnation());
+  EXPECT_NO_THROW(client.pull({kBias}));  // the new incarnation, known from now on
+}
+
+}  // namespace
+}  // namespace weft::distribute::parameter_server
