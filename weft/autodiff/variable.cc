@@ -27,6 +27,7 @@ struct Variable::State {
   VariableAggregation aggregation;
   VariableConstraint constraint;
   Tensor value;
+  std::shared_ptr<const VariableBinding> binding;  // null: the value lives here
 };
 
 Variable Variable::create(const VariableArgs& args) {
@@ -87,7 +88,25 @@ UpdateCollector::Suspend::~Suspend() { collector = saved_; }
 
 const Tensor& Variable::value() const {
   WEFT_CHECK(state_ != nullptr, FailedPrecondition) << "use of an uninitialised Variable";
+  if (state_->binding != nullptr) state_->binding->refresh(state_->value);
   return state_->value;
+}
+
+void Variable::bind(std::shared_ptr<const VariableBinding> binding) {
+  value();
+  WEFT_CHECK(state_->binding == nullptr, FailedPrecondition)
+      << "Variable \"" << state_->name << "\" is bound already";
+  state_->binding = std::move(binding);
+}
+
+const VariableBinding* Variable::binding() const {
+  value();
+  return state_->binding.get();
+}
+
+// A bound variable's new value goes where it lives too.
+void Variable::written() const {
+  if (state_->binding != nullptr) state_->binding->write(state_->value);
 }
 const std::string& Variable::name() const {
   value();
@@ -145,20 +164,25 @@ void Variable::assign(const Tensor& v) {
   // A view of the variable itself (v.assign(transpose(v))) is copied first: writing in place
   // would read elements it has already overwritten.
   assign_into(dst, v.storage() == dst.storage() ? copy(v) : v);
+  written();
 }
 
 void Variable::assign_add(const Tensor& delta) {
   autodiff::NoRecordScope no_record;
   if (records_change(delta)) return;
   Tensor sum = add(value(), delta);
-  if (!deferred(cast(sum, dtype()))) assign_into(value(), sum);
+  if (deferred(cast(sum, dtype()))) return;
+  assign_into(state_->value, sum);
+  written();
 }
 
 void Variable::assign_sub(const Tensor& delta) {
   autodiff::NoRecordScope no_record;
   if (records_change(neg(delta))) return;
   Tensor difference = sub(value(), delta);
-  if (!deferred(cast(difference, dtype()))) assign_into(value(), difference);
+  if (deferred(cast(difference, dtype()))) return;
+  assign_into(state_->value, difference);
+  written();
 }
 
 }  // namespace weft

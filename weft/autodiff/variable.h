@@ -41,6 +41,18 @@ struct VariableArgs {
 using VariableCreator = std::function<Variable(
     const VariableArgs& args, const std::function<Variable(const VariableArgs&)>& next)>;
 
+// Where a variable's value lives when it is not in this process (a parameter server's, under
+// ParameterServerStrategy): the variable's own value is then a copy, which value() refreshes
+// from there before each read, and an assignment is written through to there as well.
+class VariableBinding {
+ public:
+  virtual ~VariableBinding() = default;
+  // Brings `cache` (the variable's local value, contiguous) up to date.
+  virtual void refresh(const Tensor& cache) const = 0;
+  // Writes `value` (the variable's new value, already in its cache) to where it lives.
+  virtual void write(const Tensor& value) const = 0;
+};
+
 class Variable {
  public:
   Variable() = default;
@@ -72,6 +84,11 @@ class Variable {
   void assign_add(const Tensor& delta);
   void assign_sub(const Tensor& delta);
 
+  // Binds the variable to where its value lives (a strategy's variable creator does, once);
+  // binding() is null for a variable that lives here.
+  void bind(std::shared_ptr<const VariableBinding> binding);
+  const VariableBinding* binding() const;
+
   // Two Variable handles are equal when they name the same variable.
   bool operator==(const Variable& other) const { return state_ == other.state_; }
 
@@ -85,6 +102,8 @@ class Variable {
   // Whether the thread's UpdateCollector records `change` (of an assign_add/assign_sub) for a
   // SUM variable, to be added to it with the other replicas' changes.
   bool records_change(const Tensor& change) const;
+  // After an assignment: writes the new value where a bound variable lives.
+  void written() const;
   std::shared_ptr<State> state_;
 };
 

@@ -17,13 +17,14 @@
 #include "weft/distribute/coordination/client.h"
 #include "weft/distribute/coordination/coordination.pb.h"
 #include "weft/distribute/coordination/service.h"
+#include "weft/testing/tls_files.h"
 
 namespace weft::distribute::coordination {
 namespace {
 
 namespace pb = ::weft::coordination;
 using std::chrono::milliseconds;
-using testing::HasSubstr;
+using ::testing::HasSubstr;
 
 constexpr const char* kToken = "0123456789abcdef";
 
@@ -182,7 +183,7 @@ TEST(Coordination, BarrierPassesWhenAllArriveAndNamesWhoIsMissing) {
   } catch (const DeadlineExceeded& e) {
     // worker:1 never comes (worker:0 may have given up already on a loaded machine).
     EXPECT_THAT(e.what(), HasSubstr("barrier 'epoch 2' timed out after 400 ms waiting for "));
-    EXPECT_THAT(e.what(), testing::EndsWith("worker:1"));
+    EXPECT_THAT(e.what(), ::testing::EndsWith("worker:1"));
   }
   EXPECT_THROW(first.get(), DeadlineExceeded);
 }
@@ -577,29 +578,7 @@ TEST(CoordinationRecoverable, TheServiceStopsWaitingForLostTasksToLeave) {
   EXPECT_EQ(cluster.service.failure(), "");
 }
 
-// Certificates made with openssl for 127.0.0.1: a CA, the service's, and a client's.
-class CoordinationTls : public testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("weft_tls_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-    const std::string d = dir_.string();
-    const std::string script =
-        "cd " + d +
-        " && ( "
-        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=weft-test-ca "
-        "-keyout ca.key -out ca.pem && "
-        "for who in server client; do "
-        "openssl req -newkey rsa:2048 -nodes -subj /CN=$who -keyout $who.key -out $who.csr && "
-        "printf 'subjectAltName=IP:127.0.0.1\\n' > $who.ext && "
-        "openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
-        "-extfile $who.ext -out $who.pem; done ) > log 2>&1";
-    ASSERT_EQ(std::system(script.c_str()), 0) << "openssl failed, see " << d << "/log";
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string file(const char* name) const { return (dir_ / name).string(); }
-  std::filesystem::path dir_;
-};
+using CoordinationTls = weft::testing::TlsFilesTest;
 
 TEST_F(CoordinationTls, MutualTlsAcceptsSignedClientsAndRefusesOthers) {
   CoordinationOptions served = options();

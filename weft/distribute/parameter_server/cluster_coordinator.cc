@@ -434,6 +434,23 @@ class ClusterCoordinator::Impl {
   std::map<uint64_t, std::string> per_worker_;  // id → dataset function
 };
 
+namespace {
+ClusterCoordinatorOptions with_strategys_service(const ParameterServerStrategy& strategy,
+                                                 ClusterCoordinatorOptions options) {
+  WEFT_CHECK(strategy.is_chief(), FailedPrecondition)
+      << "a ClusterCoordinator runs on the chief; this is " << strategy.task()
+      << " (call strategy.join() there)";
+  options.service.token = strategy.service_options().token;
+  options.service.tls = strategy.service_options().tls;
+  return options;
+}
+}  // namespace
+
+ClusterCoordinator::ClusterCoordinator(const ParameterServerStrategy& strategy,
+                                       ClusterCoordinatorOptions options)
+    : ClusterCoordinator(strategy.workers(), with_strategys_service(strategy, std::move(options))) {
+}
+
 ClusterCoordinator::ClusterCoordinator(std::vector<std::pair<std::string, std::string>> workers,
                                        ClusterCoordinatorOptions options)
     : impl_(std::make_unique<Impl>(std::move(workers), std::move(options))) {}

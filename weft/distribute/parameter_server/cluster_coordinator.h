@@ -1,7 +1,7 @@
 // tf.distribute.experimental.coordinator.ClusterCoordinator: schedules functions on the workers of
 // a parameter-server cluster and collects their results, as TensorFlow 2.4's does.
 //
-//   weft::distribute::ClusterCoordinator coordinator(workers, {.service = {.token = token}});
+//   weft::distribute::ClusterCoordinator coordinator(strategy);  // ParameterServerStrategy
 //   auto iter = coordinator.create_per_worker_dataset(dataset_fn);  // remote_functions.h
 //   std::vector<weft::distribute::RemoteValue> losses;
 //   for (int step = 0; step < 100; ++step) losses.push_back(coordinator.schedule(train_step,
@@ -27,6 +27,7 @@
 
 #include "weft/core/tensor.h"
 #include "weft/distribute/parameter_server/options.h"
+#include "weft/distribute/parameter_server/parameter_server_strategy.h"
 #include "weft/distribute/parameter_server/remote_functions.h"
 
 namespace weft::distribute {
@@ -74,6 +75,10 @@ struct ClusterCoordinatorOptions {
 
 class ClusterCoordinator {
  public:
+  // The workers of `strategy`'s cluster, with its token and TLS (options.service's are not
+  // used); on the chief only (FailedPrecondition elsewhere), as TensorFlow's.
+  explicit ClusterCoordinator(const ParameterServerStrategy& strategy,
+                              ClusterCoordinatorOptions options = {});
   // `workers`: each worker task's name and address ({"worker:0", "10.0.0.2:2222"}, ...), in
   // order. InvalidArgument for none.
   ClusterCoordinator(std::vector<std::pair<std::string, std::string>> workers,

@@ -20,6 +20,7 @@
 #include "weft/distribute/cluster/local_ports.h"
 #include "weft/distribute/parameter_server/worker_service.h"
 #include "weft/ops/elementwise.h"
+#include "weft/testing/tls_files.h"
 
 namespace weft::distribute {
 namespace {
@@ -285,6 +286,32 @@ TEST(ClusterCoordinator, WorkersCheckTheTokenBeforeTheyParseARequest) {
   EXPECT_EQ(worker.closures_run(), 0);
   EXPECT_THROW(WorkerService("127.0.0.1:0", "worker:0", {}), InvalidArgument);
   EXPECT_THROW(ClusterCoordinator({}, coordinator_options()), InvalidArgument);
+}
+
+using ClusterCoordinatorTls = weft::testing::TlsFilesTest;
+
+// A worker with mutual TLS runs the closures of a coordinator holding a certificate the CA
+// signed; a coordinator without one never reaches it.
+TEST_F(ClusterCoordinatorTls, WorkersWithMutualTlsServeSignedCoordinatorsOnly) {
+  parameter_server::ServiceOptions served = service_options();
+  served.tls = {file("server.pem"), file("server.key"), file("ca.pem")};
+  WorkerService worker("127.0.0.1:0", "worker:0", served);
+  auto twice = register_function("test/twice", [](const ClosureArgs& args) {
+    return std::vector<Tensor>{add(args.tensor(0), args.tensor(0))};
+  });
+  ClusterCoordinatorOptions signed_options = coordinator_options();
+  signed_options.service.tls = {file("client.pem"), file("client.key"), file("ca.pem")};
+  {
+    ClusterCoordinator coordinator({{"worker:0", worker.address()}}, signed_options);
+    EXPECT_EQ(coordinator.schedule(twice, {ms(21)}).fetch()[0].item<int64_t>(), 42);
+  }
+  ClusterCoordinatorOptions anonymous = coordinator_options();
+  anonymous.service.tls.ca_file = file("ca.pem");
+  anonymous.worker_recovery_timeout = milliseconds(500);
+  ClusterCoordinator refused({{"worker:0", worker.address()}}, anonymous);
+  refused.schedule(twice, {ms(1)});
+  EXPECT_THROW(refused.join(), Unavailable);
+  EXPECT_EQ(worker.closures_run(), 1);
 }
 
 }  // namespace

@@ -119,6 +119,8 @@ class ParameterServer::Impl final : public RawService {
         try {
           optimizer_ = optim::deserialize(ConfigDict::from_json(r.optimizer_config()));
           algorithm_ = &optimizer_.algorithm();
+          // Variables made before the optimizer was known get their slots now.
+          for (auto& [id, v] : variables_) add_slots(v);
         } catch (const Error& e) {
           return Status(StatusCode::INVALID_ARGUMENT,
                         "the optimizer config cannot be read: " + std::string(e.what()));
@@ -155,11 +157,7 @@ class ParameterServer::Impl final : public RawService {
         Stored& v = variables_[spec.id];
         v.spec = spec;
         v.value = zeros(spec.shape, spec.dtype);
-        if (algorithm_ != nullptr && spec.trainable) {
-          for (const auto& slot : algorithm_->slots()) {
-            v.slots.push_back(full(spec.shape, slot.initial_value, spec.dtype));
-          }
-        }
+        add_slots(v);
       }
       return Status::OK;
     });
@@ -328,6 +326,14 @@ class ParameterServer::Impl final : public RawService {
     if (status.ok()) *out = distribute::internal::buffer_of(answer.SerializeAsString());
     reactor->Finish(status);
     return reactor;
+  }
+
+  // Under the lock: the optimizer's slots of a trainable variable that has none yet.
+  void add_slots(Stored& v) const {
+    if (algorithm_ == nullptr || !v.spec.trainable || !v.slots.empty()) return;
+    for (const auto& slot : algorithm_->slots()) {
+      v.slots.push_back(full(v.spec.shape, slot.initial_value, v.spec.dtype));
+    }
   }
 
   const Stored* find(uint64_t id) const {

@@ -18,6 +18,7 @@
 #include "weft/distribute/parameter_server/ps_client.h"
 #include "weft/optim/adam.h"
 #include "weft/optim/sgd.h"
+#include "weft/testing/tls_files.h"
 
 namespace weft::distribute::parameter_server {
 namespace {
@@ -213,6 +214,11 @@ TEST(ParameterServer, BadRequestsAreRefusedNamingWhatIsWrong) {
   s = raw_call(server.address(), "Push", half.SerializeAsString(), kToken);
   EXPECT_THAT(s.error_message(), HasSubstr("bytes [40, 64) are outside variable 0"));
   EXPECT_EQ(values(server.value(kKernel.id)), std::vector<float>(12, 0.0f));
+  // The optimizer may come after the variables (a model is built before it is compiled): they
+  // get its slots then.
+  EXPECT_TRUE(server.slots(kKernel.id).empty());
+  client.create({}, adam_config(0.1));
+  EXPECT_EQ(server.slots(kKernel.id).size(), 2u);
 }
 
 TEST(ParameterServer, TheTokenIsCheckedBeforeThePayloadIsParsed) {
@@ -272,6 +278,32 @@ TEST(ParameterServer, AClientNoticesThatTheServerRestarted) {
   EXPECT_NE(client.incarnation(), first);
   EXPECT_EQ(client.incarnation(), server->incarnation());
   EXPECT_NO_THROW(client.pull({kBias}));  // the new incarnation, known from now on
+}
+
+using ParameterServerTls = weft::testing::TlsFilesTest;
+
+// With --tls-ca the server requires a client certificate the CA signed: a client without one,
+// or without TLS, is refused before any call reaches the server.
+TEST_F(ParameterServerTls, MutualTlsAcceptsSignedClientsOnly) {
+  ServiceOptions served = options();
+  served.tls = {file("server.pem"), file("server.key"), file("ca.pem")};
+  ParameterServer server("127.0.0.1:0", "ps:0", served);
+  ServiceOptions signed_client = options();
+  signed_client.tls = {file("client.pem"), file("client.key"), file("ca.pem")};
+  ParameterServerClient good("ps:0", server.address(), signed_client);
+  good.create({kBias}, "");
+  EXPECT_EQ(values(good.pull({kBias})[0]), std::vector<float>(4, 0.0f));
+
+  ServiceOptions no_cert = options();
+  no_cert.tls.ca_file = file("ca.pem");
+  no_cert.call_timeout = std::chrono::milliseconds(1500);
+  ParameterServerClient anonymous("ps:0", server.address(), no_cert);
+  EXPECT_THROW(anonymous.create({kKernel}, ""), Error);
+  ServiceOptions plain = options();
+  plain.call_timeout = std::chrono::milliseconds(1500);
+  ParameterServerClient cleartext("ps:0", server.address(), plain);
+  EXPECT_THROW(cleartext.create({kKernel}, ""), Error);
+  EXPECT_EQ(server.variables().size(), 1u);  // only the signed client's
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "weft/core/errors.h"
 #include "weft/distribute/internal/grpc_glue.h"
+#include "weft/distribute/parameter_server/internal/remote_variable.h"
 #include "weft/distribute/parameter_server/internal/tensor_value.h"
 #include "weft/distribute/parameter_server/remote_functions.h"
 #include "weft/distribute/parameter_server/worker.grpc.pb.h"
@@ -113,6 +114,8 @@ class WorkerService::Impl final : public RawWorker {
             WEFT_CHECK(static_cast<bool>(fn), FailedPrecondition)
                 << "no function '" << r.function() << "' is registered on " << task_
                 << " (register_function it in every process of the program)";
+            // The closure reads each of the variables that live on parameter servers once.
+            internal::SnapshotScope snapshot;
             std::vector<Tensor> outputs = fn(ClosureArgs(std::move(args)));
             for (const Tensor& t : outputs) internal::encode(t, response.add_outputs());
             WEFT_CHECK(response.ByteSizeLong() <= kMaxMessageBytes - 1024, ResourceExhausted)

@@ -1,0 +1,232 @@
+#include "weft/distribute/parameter_server/parameter_server_strategy.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+
+#include "weft/autodiff/tape.h"
+#include "weft/core/errors.h"
+#include "weft/distribute/coordination/client.h"
+#include "weft/distribute/coordination/service.h"
+#include "weft/distribute/parameter_server/internal/remote_variable.h"
+#include "weft/distribute/parameter_server/ps_client.h"
+#include "weft/distribute/parameter_server/ps_service.h"
+#include "weft/distribute/parameter_server/worker_service.h"
+
+namespace weft::distribute {
+namespace {
+
+using std::chrono::milliseconds;
+namespace ps = parameter_server;
+
+// The key the chief sets when the job is done, which join() waits for.
+constexpr const char* kDoneKey = "weft/parameter_server/done";
+
+class ParameterServerImpl : public StrategyImpl {
+ public:
+  ParameterServerImpl(const cluster_resolver::ClusterResolver& resolver,
+                      ParameterServerOptions options)
+      : options_(std::move(options)) {
+    const ClusterSpec& cluster = resolver.cluster_spec();
+    for (const char* job : {"chief", "worker", "ps"}) {
+      WEFT_CHECK(cluster.num_tasks(job) > 0, InvalidArgument)
+          << "ParameterServerStrategy needs a cluster with a chief, workers and ps tasks; "
+             "TF_CONFIG's cluster has no \""
+          << job << "\" job";
+    }
+    type_ = resolver.task_type();
+    WEFT_CHECK(type_ == "chief" || type_ == "worker" || type_ == "ps", InvalidArgument)
+        << "ParameterServerStrategy runs on the chief, worker and ps tasks, not on a task of "
+           "type \""
+        << type_ << "\"";
+    task_ = type_ + ":" + std::to_string(resolver.task_id());
+    for (const char* job : {"chief", "worker", "ps"}) {
+      for (int i = 0; i < cluster.num_tasks(job); ++i) {
+        std::string name = std::string(job) + ":" + std::to_string(i);
+        tasks_.push_back(name);
+        addresses_[name] = cluster.task_address(job, i);
+        if (std::strcmp(job, "worker") == 0) workers_.emplace_back(name, addresses_[name]);
+        if (std::strcmp(job, "ps") == 0) ps_tasks_.push_back(name);
+      }
+    }
+    coordination::CoordinationOptions co = options_.coordination;
+    if (co.token.empty()) {
+      const char* env = std::getenv(coordination::kTokenEnvironmentVariable);
+      co.token = env != nullptr ? env : "";
+    }
+    WEFT_CHECK(!co.token.empty(), InvalidArgument)
+        << "ParameterServerStrategy: " << coordination::kTokenEnvironmentVariable
+        << " is not set; every task of the cluster needs the same token (weft launch sets it)";
+    co.recoverable_jobs = {"worker", "ps"};
+    service_options_.token = co.token;
+    service_options_.tls = co.tls;
+    const std::string& own = addresses_.at(task_);
+    // Each task serves on its own address: the chief the coordination service, a ps task its
+    // variables, a worker its closures; then every task meets the others.
+    if (type_ == "chief") {
+      service_ = std::make_unique<coordination::CoordinationService>(own, tasks_, co);
+    } else if (type_ == "ps") {
+      ps_server_ = std::make_unique<ps::ParameterServer>(own, task_, service_options_);
+    } else {
+      worker_ = std::make_unique<ps::WorkerService>(own, task_, service_options_);
+    }
+    client_ = std::make_unique<coordination::CoordinationClient>(task_, "chief:0",
+                                                                 addresses_.at("chief:0"), co);
+    client_->connect(options_.startup_timeout);
+    client_->wait_at_barrier("weft/parameter_server/started", options_.startup_timeout);
+    if (type_ != "ps") {
+      for (const auto& t : ps_tasks_) {
+        ps_clients_.push_back(
+            std::make_shared<ps::ParameterServerClient>(t, addresses_.at(t), service_options_));
+      }
+    }
+    std::random_device device;
+    write_ids_ = std::make_shared<ps::internal::WriteIds>(uint64_t{device()});
+  }
+
+  ~ParameterServerImpl() override {
+    if (type_ == "chief") {
+      try {
+        if (std::uncaught_exceptions() > 0) {
+          client_->report_error("the chief stopped with an error");
+        } else {
+          // The others leave once they see the key; the service waits for them, this task
+          // included, before it stops.
+          client_->insert_key_value(kDoneKey, "1");
+          client_.reset();
+          service_->wait_for_tasks_to_leave(milliseconds(10000));
+        }
+      } catch (const std::exception&) {
+        // The cluster failed: the others hear it from the service as it stops.
+      }
+    }
+    client_.reset();
+    service_.reset();
+  }
+
+  int num_replicas_in_sync() const override { return 1; }
+  std::string name() const override { return "parameter_server"; }
+  void run_replicas(const std::function<void(int)>& fn) override { fn(0); }
+
+  std::optional<VariableCreator> variable_creator() const override {
+    if (type_ == "ps") return std::nullopt;  // a ps task's own copies are never read
+    return
+        [this](const VariableArgs& args, const std::function<Variable(const VariableArgs&)>& next) {
+          Variable v = next(args);
+          std::lock_guard lock(creating_);
+          autodiff::NoRecordScope no_record;
+          auto binding = std::make_shared<ps::internal::RemoteVariable>(place(args), write_ids_);
+          if (type_ == "chief") {
+            binding->create();
+            binding->write(v.value());
+          }
+          v.bind(binding);
+          return v;
+        };
+  }
+
+  void report_error(const std::string& message) const override { client_->report_error(message); }
+  std::string failed_peer() const override {
+    std::string failed = client_->failed_task();
+    return failed == task_ ? "" : failed;
+  }
+
+  void join() const {
+    WEFT_CHECK(type_ != "chief", FailedPrecondition)
+        << "ParameterServerStrategy::join is for worker and ps tasks; the chief coordinates";
+    client_->get_key_value(kDoneKey, std::chrono::hours(24 * 365));
+  }
+
+  const std::string& task() const { return task_; }
+  bool is_chief() const { return type_ == "chief"; }
+  int num_workers() const { return static_cast<int>(workers_.size()); }
+  int num_ps() const { return static_cast<int>(ps_tasks_.size()); }
+  const std::vector<std::pair<std::string, std::string>>& workers() const { return workers_; }
+  const ps::ServiceOptions& service_options() const { return service_options_; }
+
+ private:
+  // Where a new variable goes: its shards (one without a partitioner, or for a scalar), each on
+  // the next ps task round-robin, numbered in creation order (the same on every task).
+  std::vector<ps::internal::RemoteVariable::Shard> place(const VariableArgs& args) const {
+    const Tensor& init = args.initial_value;
+    int64_t shards = 1;
+    if (options_.variable_partitioner && init.rank() > 0) {
+      std::vector<int64_t> parts = options_.variable_partitioner(init.shape(), init.dtype());
+      WEFT_CHECK(parts.size() == static_cast<size_t>(init.rank()), InvalidArgument)
+          << "variable_partitioner for \"" << args.name << "\" returned " << parts.size()
+          << " partition counts for a rank-" << init.rank() << " variable";
+      for (size_t a = 1; a < parts.size(); ++a) {
+        WEFT_CHECK(parts[a] == 1, InvalidArgument)
+            << "variable_partitioner for \"" << args.name
+            << "\": ParameterServerStrategy partitions only along axis 0, not axis " << a;
+      }
+      shards = parts[0];
+    }
+    std::vector<ps::internal::RemoteVariable::Shard> out;
+    std::vector<int64_t> rows =
+        shards > 1 ? shard_rows(init.shape()[0], shards) : std::vector<int64_t>{};
+    const int64_t row_bytes = init.rank() > 0 && init.shape()[0] > 0
+                                  ? init.numel() / init.shape()[0] * dtype_size(init.dtype())
+                                  : 0;
+    size_t offset = 0;
+    for (int64_t s = 0; s < shards; ++s) {
+      ps::VariableSpec spec;
+      spec.id = next_id_++;
+      spec.name = shards > 1 ? args.name + "/part_" + std::to_string(s) : args.name;
+      spec.dtype = init.dtype();
+      spec.shape = init.shape();
+      if (shards > 1) spec.shape[0] = rows[static_cast<size_t>(s)];
+      spec.trainable = args.trainable;
+      const size_t ps_index = next_ps_++ % ps_clients_.size();
+      out.push_back({ps_clients_[ps_index], spec, offset});
+      offset +=
+          shards > 1 ? static_cast<size_t>(rows[static_cast<size_t>(s)] * row_bytes) : spec.bytes();
+    }
+    return out;
+  }
+
+  ParameterServerOptions options_;
+  std::string type_;
+  std::string task_;
+  std::vector<std::string> tasks_;
+  std::map<std::string, std::string> addresses_;
+  std::vector<std::pair<std::string, std::string>> workers_;
+  std::vector<std::string> ps_tasks_;
+  ps::ServiceOptions service_options_;
+  std::unique_ptr<coordination::CoordinationService> service_;
+  std::unique_ptr<ps::ParameterServer> ps_server_;
+  std::unique_ptr<ps::WorkerService> worker_;
+  std::unique_ptr<coordination::CoordinationClient> client_;
+  std::vector<std::shared_ptr<ps::ParameterServerClient>> ps_clients_;
+  std::shared_ptr<ps::internal::WriteIds> write_ids_;
+  mutable std::mutex creating_;
+  mutable uint64_t next_id_ = 0;
+  mutable size_t next_ps_ = 0;
+};
+
+ParameterServerImpl& ps_impl_of(const Strategy& s) {
+  return static_cast<ParameterServerImpl&>(s.extended());
+}
+
+}  // namespace
+
+ParameterServerStrategy::ParameterServerStrategy(const cluster_resolver::ClusterResolver& resolver,
+                                                 ParameterServerOptions options)
+    : Strategy(std::make_shared<ParameterServerImpl>(resolver, std::move(options))) {}
+std::string ParameterServerStrategy::task() const { return ps_impl_of(*this).task(); }
+bool ParameterServerStrategy::is_chief() const { return ps_impl_of(*this).is_chief(); }
+int ParameterServerStrategy::num_workers() const { return ps_impl_of(*this).num_workers(); }
+int ParameterServerStrategy::num_ps() const { return ps_impl_of(*this).num_ps(); }
+std::vector<std::pair<std::string, std::string>> ParameterServerStrategy::workers() const {
+  return ps_impl_of(*this).workers();
+}
+void ParameterServerStrategy::join() const { ps_impl_of(*this).join(); }
+const parameter_server::ServiceOptions& ParameterServerStrategy::service_options() const {
+  return ps_impl_of(*this).service_options();
+}
+
+}  // namespace weft::distribute

@@ -1,0 +1,64 @@
+// tf.distribute.experimental.ParameterServerStrategy (TensorFlow 2.4): a cluster of a chief, which
+// coordinates (ClusterCoordinator), workers, which run closures, and ps tasks, which hold the
+// variables. Every task runs the same program and learns its role from TF_CONFIG:
+//
+//   // TF_CONFIG='{"cluster": {"chief": ["h0:2222"], "worker": ["h1:2222", "h2:2222"],
+//   //             "ps": ["h3:2222"]}, "task": {"type": "worker", "index": 0}}'
+//   weft::distribute::ParameterServerStrategy strategy(
+//       weft::distribute::cluster_resolver::TFConfigClusterResolver{});
+//   { auto scope = strategy.scope(); model = build_model(); }  // variables on the ps tasks
+//   if (!strategy.is_chief()) { strategy.join(); return 0; }  // serve until the chief is done
+//
+// The chief serves the coordination service, in which workers and ps tasks are recoverable (their
+// loss is a task state the chief acts on, coordination/options.h); a ps task serves a
+// ParameterServer, a worker a WorkerService, each on its own address from TF_CONFIG. Variables
+// made in scope() on the chief are created on the ps tasks, round-robin in creation order, or cut
+// along axis 0 by the variable_partitioner (partitioners.h) into shards placed round-robin: a
+// ShardedVariable, which reads as the shards concatenated. On every task the same variable
+// (the same creation order) is bound to the same place, so that a closure on a worker reads it
+// from there. A read outside a closure pulls the value; an assignment writes it through.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "weft/distribute/cluster/cluster_resolver.h"
+#include "weft/distribute/coordination/options.h"
+#include "weft/distribute/parameter_server/options.h"
+#include "weft/distribute/parameter_server/partitioners.h"
+#include "weft/distribute/strategy.h"
+
+namespace weft::distribute {
+
+struct ParameterServerOptions {
+  // Cuts variables into shards along axis 0 (none: each variable on one ps task).
+  VariablePartitioner variable_partitioner{};
+  // The control plane; an empty token is read from WEFT_CLUSTER_TOKEN.
+  coordination::CoordinationOptions coordination;
+  // How long a task waits at start for the chief's service and the other tasks.
+  std::chrono::milliseconds startup_timeout{std::chrono::minutes(10)};
+};
+
+class ParameterServerStrategy : public Strategy {
+ public:
+  // The cluster `resolver` describes; it needs a chief, at least one worker and one ps task
+  // (InvalidArgument naming what is missing).
+  explicit ParameterServerStrategy(const cluster_resolver::ClusterResolver& resolver,
+                                   ParameterServerOptions options = {});
+
+  // This process's task: "chief:0", "worker:1", "ps:0".
+  std::string task() const;
+  bool is_chief() const;
+  int num_workers() const;
+  int num_ps() const;
+  // The workers' task names and addresses, in order (a ClusterCoordinator's).
+  std::vector<std::pair<std::string, std::string>> workers() const;
+  // The cluster token and TLS files the tasks' services take.
+  const parameter_server::ServiceOptions& service_options() const;
+  // On a worker or ps task: serves until the chief has finished (it returns) or failed
+  // (Unavailable naming it). FailedPrecondition on the chief.
+  void join() const;
+};
+
+}  // namespace weft::distribute
