@@ -17,6 +17,7 @@
 #include "weft/distribute/coordination/client.h"
 #include "weft/distribute/coordination/coordination.pb.h"
 #include "weft/distribute/coordination/service.h"
+#include "weft/testing/raw_grpc.h"
 #include "weft/testing/tls_files.h"
 
 namespace weft::distribute::coordination {
@@ -53,20 +54,10 @@ struct Cluster {
   std::vector<std::unique_ptr<CoordinationClient>> clients;
 };
 
-// A unary call with raw bytes, outside the client: returns the status the service answered.
 grpc::Status raw_call(const std::string& address, const std::string& method,
                       const std::string& payload, const char* token) {
-  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext ctx;
-  if (token != nullptr) ctx.AddMetadata("weft-cluster-token", token);
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Slice slice(payload);
-  grpc::ByteBuffer request(&slice, 1), response;
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&ctx, "/weft.coordination.Coordination/" + method, grpc::StubOptions(), &request,
-                 &response, [&](grpc::Status s) { done.set_value(s); });
-  return done.get_future().get();
+  return weft::testing::raw_call(address, "/weft.coordination.Coordination/" + method, payload,
+                                 token);
 }
 
 pb::Caller caller(const std::string& task, uint64_t incarnation) {

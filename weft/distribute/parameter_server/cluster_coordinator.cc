@@ -11,6 +11,7 @@
 
 #include "weft/core/errors.h"
 #include "weft/distribute/internal/grpc_glue.h"
+#include "weft/distribute/parameter_server/internal/serving.h"
 #include "weft/distribute/parameter_server/internal/tensor_value.h"
 #include "weft/distribute/parameter_server/worker.grpc.pb.h"
 
@@ -82,21 +83,11 @@ class ClusterCoordinator::Impl {
     WEFT_CHECK(!options_.service.token.empty(), InvalidArgument)
         << "ClusterCoordinator: the cluster token is empty (set "
         << coordination::kTokenEnvironmentVariable << "; weft launch makes one)";
-    distribute::internal::quiet_grpc_logs();
     for (auto& [task, address] : workers) {
       auto w = std::make_unique<Worker>();
       w->task = task;
       w->address = address;
-      grpc::ChannelArguments args;
-      args.SetMaxReceiveMessageSize(static_cast<int>(parameter_server::kMaxMessageBytes));
-      args.SetMaxSendMessageSize(static_cast<int>(parameter_server::kMaxMessageBytes));
-      args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-      args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-      args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-      args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-      args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-      w->channel = grpc::CreateCustomChannel(
-          address, distribute::internal::channel_credentials(options_.service.tls), args);
+      w->channel = parameter_server::internal::open_channel(address, options_.service);
       w->stub = pb::Worker::NewStub(w->channel);
       workers_.push_back(std::move(w));
     }

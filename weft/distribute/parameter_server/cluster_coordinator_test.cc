@@ -7,7 +7,6 @@
 #include "weft/distribute/parameter_server/cluster_coordinator.h"
 
 #include <gmock/gmock.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -20,6 +19,7 @@
 #include "weft/distribute/cluster/local_ports.h"
 #include "weft/distribute/parameter_server/worker_service.h"
 #include "weft/ops/elementwise.h"
+#include "weft/testing/raw_grpc.h"
 #include "weft/testing/tls_files.h"
 
 namespace weft::distribute {
@@ -256,19 +256,10 @@ TEST(ClusterCoordinator, WhenEveryWorkerStaysLostJoinSaysSoNamingThem) {
   EXPECT_THROW(coordinator.schedule(next_element(), {ms(0), ms(0)}), Unavailable);
 }
 
-// A unary call with raw bytes to a worker: the status it answered.
+// A call with bytes that are no message to a worker's `method`: the status it answered.
 grpc::Status raw_call(const std::string& address, const std::string& method, const char* token) {
-  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext ctx;
-  if (token != nullptr) ctx.AddMetadata("weft-cluster-token", token);
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::Slice slice(std::string("\xff\xff\xff\xff not a protobuf"));
-  grpc::ByteBuffer request(&slice, 1), response;
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&ctx, "/weft.ps.Worker/" + method, grpc::StubOptions(), &request, &response,
-                 [&](grpc::Status s) { done.set_value(s); });
-  return done.get_future().get();
+  return weft::testing::raw_call(address, "/weft.ps.Worker/" + method,
+                                 "\xff\xff\xff\xff not a protobuf", token);
 }
 
 TEST(ClusterCoordinator, WorkersCheckTheTokenBeforeTheyParseARequest) {

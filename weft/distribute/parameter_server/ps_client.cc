@@ -7,6 +7,7 @@
 
 #include "weft/core/errors.h"
 #include "weft/distribute/internal/grpc_glue.h"
+#include "weft/distribute/parameter_server/internal/serving.h"
 #include "weft/distribute/parameter_server/ps.grpc.pb.h"
 #include "weft/ops/cast.h"
 
@@ -54,22 +55,10 @@ class ParameterServerClient::Impl {
  public:
   Impl(std::string task, std::string address, ServiceOptions options)
       : task_(std::move(task)), address_(std::move(address)), options_(std::move(options)) {
-    distribute::internal::quiet_grpc_logs();
     WEFT_CHECK(!options_.token.empty(), InvalidArgument)
         << "parameter server client for " << task_ << ": the cluster token is empty (set "
         << coordination::kTokenEnvironmentVariable << "; weft launch makes one)";
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
-    args.SetMaxSendMessageSize(static_cast<int>(kMaxMessageBytes));
-    // A lost PS is noticed within seconds even when no call is running, and a restarted one is
-    // reached again quickly (TensorFlow caps the reconnect backoff at 1 s as well).
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    channel_ = grpc::CreateCustomChannel(
-        address_, distribute::internal::channel_credentials(options_.tls), args);
+    channel_ = internal::open_channel(address_, options_);
     stub_ = pb::ParameterServer::NewStub(channel_);
   }
 

@@ -13,6 +13,7 @@
 #include "weft/core/config_dict.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/internal/grpc_glue.h"
+#include "weft/distribute/parameter_server/internal/serving.h"
 #include "weft/distribute/parameter_server/ps.grpc.pb.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
@@ -30,11 +31,6 @@ using RawService = pb::ParameterServer::WithRawCallbackMethod_Create<
         pb::ParameterServer::WithRawCallbackMethod_Commit<
             pb::ParameterServer::WithRawCallbackMethod_Abort<pb::ParameterServer::Service>>>>>;
 
-uint64_t draw_incarnation() {
-  std::random_device device;
-  return (uint64_t{device()} << 32) ^ device() ^ static_cast<uint64_t>(::getpid());
-}
-
 std::string shape_text(const Shape& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
@@ -51,29 +47,14 @@ std::string describe(const VariableSpec& v) {
 class ParameterServer::Impl final : public RawService {
  public:
   Impl(const std::string& address, std::string task, ServiceOptions options)
-      : task_(std::move(task)), options_(std::move(options)), incarnation_(draw_incarnation()) {
-    distribute::internal::quiet_grpc_logs();
-    WEFT_CHECK(!options_.token.empty(), InvalidArgument)
-        << "parameter server " << task_ << ": the cluster token is empty (set "
-        << coordination::kTokenEnvironmentVariable << "; weft launch makes one)";
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort(
-        address,
-        distribute::internal::server_credentials(options_.tls, "parameter server " + task_), &port);
-    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 1);
-    builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
-    builder.SetMaxSendMessageSize(static_cast<int>(kMaxMessageBytes));
-    // Clients ping every 10 s while idle (ps_client.cc); allow it rather than answer GOAWAY.
-    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
-    builder.RegisterService(this);
-    server_ = builder.BuildAndStart();
-    WEFT_CHECK(server_ != nullptr && port != 0, Unavailable)
-        << "parameter server " << task_ << ": cannot listen on " << address
-        << " (is the address this host's own, and the port free?)";
-    address_ = address.substr(0, address.rfind(':') + 1) + std::to_string(port);
-    port_ = port;
+      : task_(std::move(task)),
+        options_(std::move(options)),
+        incarnation_(internal::draw_incarnation()) {
+    internal::Serving serving =
+        internal::serve(address, this, options_, "parameter server " + task_);
+    server_ = std::move(serving.server);
+    address_ = serving.address;
+    port_ = serving.port;
   }
 
   ~Impl() override {

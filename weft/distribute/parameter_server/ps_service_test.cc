@@ -6,7 +6,6 @@
 #include "weft/distribute/parameter_server/ps_service.h"
 
 #include <gmock/gmock.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -18,6 +17,7 @@
 #include "weft/distribute/parameter_server/ps_client.h"
 #include "weft/optim/adam.h"
 #include "weft/optim/sgd.h"
+#include "weft/testing/raw_grpc.h"
 #include "weft/testing/tls_files.h"
 
 namespace weft::distribute::parameter_server {
@@ -49,20 +49,9 @@ std::string adam_config(double lr) {
   return optim::Adam(optim::AdamOptions{.learning_rate = lr}).get_config().to_json();
 }
 
-// A unary call with raw bytes: the status the server answered.
 grpc::Status raw_call(const std::string& address, const std::string& method,
                       const std::string& payload, const char* token) {
-  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext ctx;
-  if (token != nullptr) ctx.AddMetadata("weft-cluster-token", token);
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::Slice slice(payload);
-  grpc::ByteBuffer request(&slice, 1), response;
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&ctx, "/weft.ps.ParameterServer/" + method, grpc::StubOptions(), &request,
-                 &response, [&](grpc::Status s) { done.set_value(s); });
-  return done.get_future().get();
+  return weft::testing::raw_call(address, "/weft.ps.ParameterServer/" + method, payload, token);
 }
 
 const VariableSpec kKernel{.id = 0, .name = "dense/kernel", .dtype = kFloat32, .shape = {3, 4}};

@@ -14,6 +14,7 @@
 #include "weft/core/errors.h"
 #include "weft/distribute/internal/grpc_glue.h"
 #include "weft/distribute/parameter_server/internal/remote_variable.h"
+#include "weft/distribute/parameter_server/internal/serving.h"
 #include "weft/distribute/parameter_server/internal/tensor_value.h"
 #include "weft/distribute/parameter_server/remote_functions.h"
 #include "weft/distribute/parameter_server/worker.grpc.pb.h"
@@ -28,37 +29,18 @@ using grpc::StatusCode;
 using RawWorker = pb::Worker::WithRawCallbackMethod_RunClosure<
     pb::Worker::WithRawCallbackMethod_CreatePerWorker<pb::Worker::Service>>;
 
-uint64_t new_incarnation() {
-  std::random_device device;
-  return (uint64_t{device()} << 32) ^ device() ^ static_cast<uint64_t>(::getpid()) ^ 0x5eed;
-}
-
 }  // namespace
 
 class WorkerService::Impl final : public RawWorker {
  public:
   Impl(const std::string& address, std::string task, ServiceOptions options)
-      : task_(std::move(task)), options_(std::move(options)), incarnation_(new_incarnation()) {
-    distribute::internal::quiet_grpc_logs();
-    WEFT_CHECK(!options_.token.empty(), InvalidArgument)
-        << "worker service " << task_ << ": the cluster token is empty (set "
-        << coordination::kTokenEnvironmentVariable << "; weft launch makes one)";
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort(
-        address, distribute::internal::server_credentials(options_.tls, "worker " + task_), &port);
-    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 1);
-    builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
-    builder.SetMaxSendMessageSize(static_cast<int>(kMaxMessageBytes));
-    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
-    builder.RegisterService(this);
-    server_ = builder.BuildAndStart();
-    WEFT_CHECK(server_ != nullptr && port != 0, Unavailable)
-        << "worker service " << task_ << ": cannot listen on " << address
-        << " (is the address this host's own, and the port free?)";
-    address_ = address.substr(0, address.rfind(':') + 1) + std::to_string(port);
-    port_ = port;
+      : task_(std::move(task)),
+        options_(std::move(options)),
+        incarnation_(internal::draw_incarnation()) {
+    internal::Serving serving = internal::serve(address, this, options_, "worker " + task_);
+    server_ = std::move(serving.server);
+    address_ = serving.address;
+    port_ = serving.port;
     executor_ = std::thread([this] { run_jobs(); });
   }
 
