@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -18,6 +19,25 @@
 namespace weft::distribute {
 namespace internal {
 
+// A closure's error, kept as its code and message: each fetch() and join() throws an exception of
+// its own, so that no exception object is shared between threads.
+struct Failure {
+  ErrorCode code = ErrorCode::kInternal;
+  std::string message;
+  [[noreturn]] void raise() const { std::rethrow_exception(make_error(code, message)); }
+};
+
+// The failure an exception being handled carries.
+Failure failure_of_current_exception() {
+  try {
+    throw;
+  } catch (const Error& e) {
+    return {e.code(), e.message()};
+  } catch (const std::exception& e) {
+    return {ErrorCode::kInternal, e.what()};
+  }
+}
+
 // A scheduled closure: what to run, and how it ended.
 struct ClosureState {
   enum class Status { kQueued, kDone, kFailed, kCancelled };
@@ -29,14 +49,14 @@ struct ClosureState {
   mutable std::condition_variable cv;
   Status status = Status::kQueued;
   std::vector<Tensor> outputs;
-  std::exception_ptr error;
+  std::optional<Failure> failure;
 
-  void finish(Status s, std::vector<Tensor> out, std::exception_ptr e) {
+  void finish(Status s, std::vector<Tensor> out, std::optional<Failure> f) {
     {
       std::lock_guard lock(mu);
       status = s;
       outputs = std::move(out);
-      error = std::move(e);
+      failure = std::move(f);
     }
     cv.notify_all();
   }
@@ -65,7 +85,7 @@ std::vector<Tensor> RemoteValue::fetch() const {
   WEFT_CHECK(state_ != nullptr, FailedPrecondition) << "RemoteValue: not made by schedule()";
   std::unique_lock lock(state_->mu);
   state_->cv.wait(lock, [&] { return state_->status != internal::ClosureState::Status::kQueued; });
-  if (state_->error) std::rethrow_exception(state_->error);
+  if (state_->failure) state_->failure->raise();
   return state_->outputs;
 }
 
@@ -191,25 +211,26 @@ class ClusterCoordinator::Impl {
     if (!error_) return;
     cancel_queued();
     cv_.wait(lock, [&] { return inflight_ == 0; });
-    std::exception_ptr e = error_;
-    error_ = nullptr;
-    std::rethrow_exception(e);
+    internal::Failure e = *error_;
+    error_.reset();
+    e.raise();
   }
 
   // Under the lock.
   void cancel_queued() {
     for (auto& c : queue_) {
       c->finish(internal::ClosureState::Status::kCancelled, {},
-                std::make_exception_ptr(Cancelled(
-                    "closure " + std::to_string(c->id) + " ('" + c->function +
-                    "') was cancelled: an earlier closure failed, or the coordinator stopped")));
+                internal::Failure{ErrorCode::kCancelled,
+                                  "closure " + std::to_string(c->id) + " ('" + c->function +
+                                      "') was cancelled: an earlier closure failed, or the "
+                                      "coordinator stopped"});
     }
     queue_.clear();
     cv_.notify_all();
   }
 
   // Under the lock: closure `c` failed with `e`; the first error is the one raised.
-  void fail(const Closure& c, std::exception_ptr e) {
+  void fail(const Closure& c, const internal::Failure& e) {
     c->finish(internal::ClosureState::Status::kFailed, {}, e);
     if (!error_) {
       error_ = e;
@@ -231,21 +252,22 @@ class ClusterCoordinator::Impl {
         cv_.notify_all();  // a schedule() waiting for room
       }
       std::vector<Tensor> outputs;
-      std::exception_ptr error;
+      internal::Failure error;
       Ran ran = run_on(index, *c, &outputs, &error);
       bool requeued = false;
       {
         std::lock_guard lock(mu_);
         --inflight_;
         if (ran == Ran::kDone) {
-          c->finish(internal::ClosureState::Status::kDone, std::move(outputs), nullptr);
+          c->finish(internal::ClosureState::Status::kDone, std::move(outputs), std::nullopt);
         } else if (ran == Ran::kFunctionFailed) {
           fail(c, error);
         } else if (stopping_ || error_) {
-          c->finish(internal::ClosureState::Status::kCancelled, {},
-                    std::make_exception_ptr(Cancelled("closure " + std::to_string(c->id) +
-                                                      " was cancelled while its worker " + w.task +
-                                                      " was lost")));
+          c->finish(
+              internal::ClosureState::Status::kCancelled, {},
+              internal::Failure{ErrorCode::kCancelled, "closure " + std::to_string(c->id) +
+                                                           " was cancelled while its worker " +
+                                                           w.task + " was lost"});
         } else {
           queue_.push_front(c);  // another worker runs it
           requeued = true;
@@ -258,7 +280,7 @@ class ClusterCoordinator::Impl {
 
   // Runs closure `c` on worker `index`, first making the per-worker values it takes there.
   Ran run_on(size_t index, const internal::ClosureState& c, std::vector<Tensor>* outputs,
-             std::exception_ptr* error) {
+             internal::Failure* error) {
     Worker& w = *workers_[index];
     pb::RunClosureRequest request;
     request.set_closure_id(c.id);
@@ -290,8 +312,7 @@ class ClusterCoordinator::Impl {
       if (status.ok()) {
         note_incarnation(w, response.incarnation());
         if (!response.error_code().empty()) {
-          *error =
-              make_error(error_code_from_name(response.error_code()), response.error_message());
+          *error = {error_code_from_name(response.error_code()), response.error_message()};
           return Ran::kFunctionFailed;
         }
         try {
@@ -300,7 +321,7 @@ class ClusterCoordinator::Impl {
                 response.outputs(i), "output " + std::to_string(i) + " of '" + c.function + "'"));
           }
         } catch (...) {
-          *error = std::current_exception();
+          *error = internal::failure_of_current_exception();
           return Ran::kFunctionFailed;
         }
         return Ran::kDone;
@@ -315,7 +336,7 @@ class ClusterCoordinator::Impl {
     return lost(w, "its per-worker values kept disappearing (does it keep restarting?)");
   }
 
-  Ran make_per_worker(size_t index, uint64_t id, std::exception_ptr* error) {
+  Ran make_per_worker(size_t index, uint64_t id, internal::Failure* error) {
     Worker& w = *workers_[index];
     pb::CreatePerWorkerRequest request;
     request.set_id(id);
@@ -344,14 +365,14 @@ class ClusterCoordinator::Impl {
   // A call to `w` failed: the worker is lost (it did not answer), or the call was refused for a
   // reason that would refuse it anywhere (the closure's error).
   Ran call_failed(Worker& w, const grpc::Status& status, const std::string& what,
-                  std::exception_ptr* error) {
+                  internal::Failure* error) {
     if (worker_lost(status.error_code())) {
       return lost(w, std::to_string(status.error_code()) + ": " + status.error_message());
     }
     try {
       distribute::internal::throw_status(status, what, "worker " + w.task + " at " + w.address);
     } catch (...) {
-      *error = std::current_exception();
+      *error = internal::failure_of_current_exception();
     }
     return Ran::kFunctionFailed;
   }
@@ -403,8 +424,7 @@ class ClusterCoordinator::Impl {
       // others are cancelled.
       Closure first = queue_.front();
       queue_.pop_front();
-      auto e = std::make_exception_ptr(Unavailable(every_worker_lost()));
-      fail(first, e);
+      fail(first, internal::Failure{ErrorCode::kUnavailable, every_worker_lost()});
       cancel_queued();
     }
     cv_.notify_all();
@@ -419,7 +439,7 @@ class ClusterCoordinator::Impl {
   bool stopping_ = false;
   std::deque<Closure> queue_;
   int inflight_ = 0;
-  std::exception_ptr error_;
+  std::optional<internal::Failure> error_;
   uint64_t next_closure_ = 1;
   uint64_t next_per_worker_ = 1;
   std::map<uint64_t, std::string> per_worker_;  // id → dataset function

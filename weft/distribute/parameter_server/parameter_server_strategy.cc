@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -138,7 +139,19 @@ class ParameterServerImpl : public StrategyImpl {
   void join() const {
     WEFT_CHECK(type_ != "chief", FailedPrecondition)
         << "ParameterServerStrategy::join is for worker and ps tasks; the chief coordinates";
-    client_->get_key_value(kDoneKey, std::chrono::hours(24 * 365));
+    try {
+      client_->get_key_value(kDoneKey, std::chrono::hours(24 * 365));
+    } catch (const Unavailable&) {
+      // The chief failed or is gone. Its own report may come on the watch a moment after the
+      // call failed: wait for what this task learns (bounded), so that the error names why.
+      auto learned = std::make_shared<std::promise<std::string>>();
+      client_->on_failure([learned](const std::string& f) { learned->set_value(f); });
+      auto f = learned->get_future();
+      if (f.wait_for(std::chrono::seconds(2)) == std::future_status::ready) {
+        throw Unavailable(f.get());
+      }
+      throw;
+    }
   }
 
   const std::string& task() const { return task_; }
