@@ -100,8 +100,8 @@ void Variable::bind(std::shared_ptr<const VariableBinding> binding) {
 }
 
 const VariableBinding* Variable::binding() const {
-  value();
-  return state_->binding.get();
+  WEFT_CHECK(state_ != nullptr, FailedPrecondition) << "use of an uninitialised Variable";
+  return state_->binding.get();  // without a read: that would pull the value
 }
 
 // A bound variable's new value goes where it lives too.

@@ -151,6 +151,14 @@ GradsAndVars checked(const std::string& name, const char* where, GradsAndVars gv
     auto& [g, v] = gv[i];
     WEFT_CHECK(v.defined(), InvalidArgument)
         << name << ".apply_gradients: pair " << i << where << " has an undefined variable";
+    // A variable whose value lives elsewhere would be updated here only in its copy, which its
+    // next read replaces.
+    WEFT_CHECK(v.binding() == nullptr, FailedPrecondition)
+        << name << ".apply_gradients: variable \"" << v.name()
+        << "\" lives on a parameter server (ParameterServerStrategy), where its updates are "
+           "applied; updating this process's copy would be lost at its next read. Training "
+           "under ParameterServerStrategy (fit, closures that push their gradients) is not built "
+           "yet (docs/distributed.md)";
     if (!g.defined()) continue;
     WEFT_CHECK(is_floating(v.dtype()), InvalidArgument)
         << name << ".apply_gradients: variable \"" << v.name() << "\" has dtype " << v.dtype()

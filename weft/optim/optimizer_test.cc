@@ -772,5 +772,27 @@ TEST(OptimizerErrors, GetSlot) {
               ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("\"momentum\"")));
 }
 
+// A variable whose value lives on a parameter server (a VariableBinding) would be updated only
+// in its copy here, which its next read replaces: the optimizer refuses it, naming it.
+TEST(Optimizer, RefusesAVariableWhoseValueLivesElsewhere) {
+  struct Elsewhere : VariableBinding {
+    void refresh(const Tensor&) const override {}
+    void write(const Tensor&) const override { ++writes; }
+    mutable int writes = 0;
+  };
+  Variable v(zeros({3}), "remote/kernel");
+  auto binding = std::make_shared<Elsewhere>();
+  v.bind(binding);
+  try {
+    SGD(0.1).apply_gradients({{full({3}, 1.0f), v}});
+    FAIL() << "an update of a bound variable's copy was accepted";
+  } catch (const FailedPrecondition& e) {
+    EXPECT_THAT(e.what(),
+                ::testing::HasSubstr("variable \"remote/kernel\" lives on a parameter server"));
+  }
+  EXPECT_EQ(binding->writes, 0);
+  EXPECT_EQ(v.value().to_vector<float>(), std::vector<float>(3, 0.0f));
+}
+
 }  // namespace
 }  // namespace weft::optim
