@@ -3,6 +3,7 @@
 // for byte strings as it arrives. A string split across two segments of one connection is found
 // too. Nothing is stored but the counts.
 //
+//   ASSERT_EQ(weft::testing::use_private_loopback(), "");  // not the other tests' traffic
 //   weft::testing::LoopbackCapture wire({token, "tfew"});
 //   ... run the cluster ...
 //   wire.stop();
@@ -18,6 +19,8 @@
 #include <netinet/ip6.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -33,6 +36,31 @@
 #include <vector>
 
 namespace weft::testing {
+
+// Moves the calling thread, and the threads and processes it starts from now on, into a network
+// namespace of its own with its loopback interface up (127.0.0.1 and ::1). A capture made there
+// sees this test's traffic alone: ctest runs other tests beside it, and their collectives send
+// the same handshakes on the machine's loopback. Needs CAP_SYS_ADMIN (root); returns why not, or
+// "" when done. The namespace goes away with the test's process.
+inline std::string use_private_loopback() {
+  if (::unshare(CLONE_NEWNET) != 0)
+    return std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::string("socket(AF_INET): ") + std::strerror(errno);
+  ifreq lo{};
+  std::strncpy(lo.ifr_name, "lo", IFNAMSIZ - 1);
+  std::string error;
+  if (::ioctl(fd, SIOCGIFFLAGS, &lo) != 0) {
+    error = std::string("SIOCGIFFLAGS lo: ") + std::strerror(errno);
+  } else {
+    lo.ifr_flags = static_cast<short>(lo.ifr_flags | IFF_UP);
+    if (::ioctl(fd, SIOCSIFFLAGS, &lo) != 0) {
+      error = std::string("SIOCSIFFLAGS lo up: ") + std::strerror(errno);
+    }
+  }
+  ::close(fd);
+  return error;
+}
 
 class LoopbackCapture {
  public:
