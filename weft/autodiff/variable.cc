@@ -92,6 +92,9 @@ const Tensor& Variable::value() const {
   return state_->value;
 }
 
+bool VariableBinding::stage_gradient(const GradientUpdate&) const { return false; }
+bool VariableBinding::stage_add(const Tensor&) const { return false; }
+
 void Variable::bind(std::shared_ptr<const VariableBinding> binding) {
   value();
   WEFT_CHECK(state_->binding == nullptr, FailedPrecondition)

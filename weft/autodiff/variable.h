@@ -51,6 +51,21 @@ class VariableBinding {
   virtual void refresh(const Tensor& cache) const = 0;
   // Writes `value` (the variable's new value, already in its cache) to where it lives.
   virtual void write(const Tensor& value) const = 0;
+
+  // An optimizer step's update, staged where the variable lives by a closure that a coordinator
+  // commits (ParameterServerStrategy): the gradient is applied there with the optimizer's
+  // algorithm `optimizer` (its Keras config as JSON) at `learning_rate` and `iterations`.
+  struct GradientUpdate {
+    Tensor gradient;
+    std::string optimizer;
+    double learning_rate = 0.0;
+    int64_t iterations = 0;
+  };
+  // Stages `update` under the closure this thread runs; false when it runs none (nothing is
+  // staged, and the caller refuses the update). The default stages nothing.
+  virtual bool stage_gradient(const GradientUpdate& update) const;
+  // Stages adding `delta` (of the variable's dtype and shape) likewise.
+  virtual bool stage_add(const Tensor& delta) const;
 };
 
 class Variable {

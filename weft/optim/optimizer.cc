@@ -151,14 +151,6 @@ GradsAndVars checked(const std::string& name, const char* where, GradsAndVars gv
     auto& [g, v] = gv[i];
     WEFT_CHECK(v.defined(), InvalidArgument)
         << name << ".apply_gradients: pair " << i << where << " has an undefined variable";
-    // A variable whose value lives elsewhere would be updated here only in its copy, which its
-    // next read replaces.
-    WEFT_CHECK(v.binding() == nullptr, FailedPrecondition)
-        << name << ".apply_gradients: variable \"" << v.name()
-        << "\" lives on a parameter server (ParameterServerStrategy), where its updates are "
-           "applied; updating this process's copy would be lost at its next read. Training "
-           "under ParameterServerStrategy (fit, closures that push their gradients) is not built "
-           "yet (docs/distributed.md)";
     if (!g.defined()) continue;
     WEFT_CHECK(is_floating(v.dtype()), InvalidArgument)
         << name << ".apply_gradients: variable \"" << v.name() << "\" has dtype " << v.dtype()
@@ -319,6 +311,8 @@ void Optimizer::apply_aggregated(GradsAndVars gv,
     gv = checked(s.name, " (after a gradient transformer)", transform(std::move(gv)));
   }
 
+  if (stage_on_parameter_servers(gv)) return;
+
   // Checked after aggregation, so that every replica skips the same steps.
   bool finite = true;
   if (has_loss_scale()) {
@@ -332,6 +326,55 @@ void Optimizer::apply_aggregated(GradsAndVars gv,
   s.apply(s.updates_for(gv), s.step_now(), 0, 1);
   apply_constraints(gv);
   ++*s.iterations.value().data<int64_t>();
+}
+
+bool Optimizer::stage_on_parameter_servers(const GradsAndVars& gv) {
+  State& s = state();
+  bool remote = false;
+  for (const auto& [g, v] : gv) remote = remote || v.binding() != nullptr;
+  if (!remote) return false;
+  for (const auto& [g, v] : gv) {
+    WEFT_CHECK(v.binding() != nullptr, FailedPrecondition)
+        << s.name << ".apply_gradients: variable \"" << v.name()
+        << "\" lives in this process, while others updated with it live on parameter servers "
+           "(ParameterServerStrategy): make every variable in the strategy's scope";
+    WEFT_CHECK(!v.constraint(), FailedPrecondition)
+        << s.name << ".apply_gradients: variable \"" << v.name()
+        << "\" has a constraint, which the parameter server that updates it cannot run (it is "
+           "code, not a config)";
+  }
+  WEFT_CHECK(!has_loss_scale(), FailedPrecondition)
+      << s.name
+      << ".apply_gradients: loss scaling is not supported for variables on parameter "
+         "servers (ParameterServerStrategy): its scale would have to be shared by every "
+         "worker";
+  ConfigDict algorithm = s.algorithm->get_config();
+  WEFT_CHECK(algorithm.has("class_name"), FailedPrecondition)
+      << s.name
+      << ".apply_gradients: its Algorithm defines no get_config(), so the parameter "
+         "servers that hold its variables cannot run it (the built-in ones can)";
+  VariableBinding::GradientUpdate update;
+  update.optimizer = algorithm.to_json();
+  std::lock_guard lock(s.mu);
+  const Algorithm::Step step = s.step_now();
+  update.learning_rate = step.learning_rate;
+  update.iterations = step.iterations;
+  for (const auto& [g, v] : gv) {
+    update.gradient = cast(g, v.dtype());
+    WEFT_CHECK(v.binding()->stage_gradient(update), FailedPrecondition)
+        << s.name << ".apply_gradients: variable \"" << v.name()
+        << "\" lives on a parameter server (ParameterServerStrategy), which applies its updates "
+           "when a closure that a ClusterCoordinator scheduled commits; outside one, updating "
+           "this process's copy would be lost at its next read. Apply gradients in a scheduled "
+           "function (fit schedules its steps so)";
+  }
+  // One step more, where iterations lives (at the commit) and in this closure's copy, from which
+  // its next step reads.
+  if (const VariableBinding* counter = s.iterations.binding()) {
+    counter->stage_add(Tensor::scalar(1, kInt64));
+  }
+  ++*s.iterations.value().data<int64_t>();
+  return true;
 }
 
 bool Optimizer::updates_in_parts(const std::vector<GradientTransformer>& transformers) const {

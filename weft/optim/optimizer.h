@@ -2,8 +2,8 @@
 // and Ftrl: Keras' optimizer as refactored in TF 2.4. apply_gradients() drops undefined
 // gradients, combines replicas' gradients with the gradient_aggregator (identity on one replica),
 // clips (clipvalue, clipnorm, global_clipnorm), runs the gradient_transformers in order, then
-// updates each variable and its slots in one fused pass over memory, and increments `iterations`. minimize() takes the loss and
-// the tape and computes the gradients itself.
+// updates each variable and its slots in one fused pass over memory, and increments `iterations`.
+// minimize() takes the loss and the tape and computes the gradients itself.
 //
 //   weft::optim::Adam optimizer({.learning_rate = 1e-3, .global_clipnorm = 1.0});
 //   weft::GradientTape tape;
@@ -104,7 +104,11 @@ class Optimizer : public Trackable {
   // (unless a gradient_aggregator or experimental_aggregate_gradients = false says otherwise),
   // one replica applies them (merge_call) or, with an element-wise algorithm and no clipping,
   // transformer or loss scale, each replica applies its part of every variable
-  // (merge_call_in_parts: the same bits), and `iterations` grows by one.
+  // (merge_call_in_parts: the same bits), and `iterations` grows by one. Variables that live on
+  // parameter servers (ParameterServerStrategy) are updated there: inside a closure a
+  // ClusterCoordinator scheduled, each final gradient is staged on its variable's parameter
+  // server and applied there, with this step, when the closure commits (FailedPrecondition
+  // outside one).
   void apply_gradients(const GradsAndVars& grads_and_vars,
                        bool experimental_aggregate_gradients = true);
   // tape.gradient(loss, vars) paired with vars.
@@ -183,6 +187,11 @@ class Optimizer : public Trackable {
   // The part of apply_gradients after aggregation: clipping, transformers, loss-scale check,
   // update, iterations; run once per step.
   void apply_aggregated(GradsAndVars gv, const std::vector<GradientTransformer>& transformers);
+  // For variables that live on parameter servers (bound, ParameterServerStrategy): stages each
+  // gradient where its variable lives, applied there with this step when the running closure
+  // commits, and one more iteration; false for variables that live here. FailedPrecondition
+  // outside a closure, for a mix of both, a constraint, or loss scaling.
+  bool stage_on_parameter_servers(const GradsAndVars& gv);
   // Whether the aggregated gradients go to the variables as they are (an element-wise algorithm;
   // no clipping, transformers or loss scale), so that the replicas can each update their part.
   bool updates_in_parts(const std::vector<GradientTransformer>& transformers) const;

@@ -772,26 +772,55 @@ TEST(OptimizerErrors, GetSlot) {
               ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("\"momentum\"")));
 }
 
-// A variable whose value lives on a parameter server (a VariableBinding) would be updated only
-// in its copy here, which its next read replaces: the optimizer refuses it, naming it.
-TEST(Optimizer, RefusesAVariableWhoseValueLivesElsewhere) {
+// A variable whose value lives on a parameter server (a VariableBinding) is updated there: inside
+// a closure the optimizer stages its final gradient (clipped) with the step, and counts the step;
+// outside one it refuses, naming the variable, since updating the copy here would be lost.
+TEST(Optimizer, StagesTheGradientsOfVariablesThatLiveElsewhere) {
   struct Elsewhere : VariableBinding {
     void refresh(const Tensor&) const override {}
     void write(const Tensor&) const override { ++writes; }
+    bool stage_gradient(const GradientUpdate& u) const override {
+      if (in_closure) staged.push_back(u);
+      return in_closure;
+    }
     mutable int writes = 0;
+    mutable std::vector<GradientUpdate> staged;
+    bool in_closure = false;
   };
   Variable v(zeros({3}), "remote/kernel");
   auto binding = std::make_shared<Elsewhere>();
   v.bind(binding);
+  SGD sgd(SGDOptions{.learning_rate = 0.1, .momentum = 0.5, .clipnorm = 1.0});
   try {
-    SGD(0.1).apply_gradients({{full({3}, 1.0f), v}});
-    FAIL() << "an update of a bound variable's copy was accepted";
+    sgd.apply_gradients({{full({3}, 1.0f), v}});
+    FAIL() << "an update of a bound variable's copy outside a closure was accepted";
   } catch (const FailedPrecondition& e) {
     EXPECT_THAT(e.what(),
                 ::testing::HasSubstr("variable \"remote/kernel\" lives on a parameter server"));
   }
+  binding->in_closure = true;
+  sgd.apply_gradients({{full({3}, 2.0f), v}});
+  sgd.apply_gradients({{full({3}, 0.0f), v}});
+  ASSERT_EQ(binding->staged.size(), 2u);
+  const float clipped = static_cast<float>(2.0 / std::sqrt(12.0));  // to norm 1
+  for (float g : binding->staged[0].gradient.to_vector<float>()) EXPECT_FLOAT_EQ(g, clipped);
+  EXPECT_EQ(binding->staged[0].learning_rate, 0.1);
+  EXPECT_EQ(binding->staged[0].iterations, 0);
+  EXPECT_EQ(binding->staged[1].iterations, 1);  // iterations (local here) counts the steps
+  EXPECT_EQ(binding->staged[0].optimizer, sgd.algorithm().get_config().to_json());
+  EXPECT_EQ(sgd.iterations().value().item<int64_t>(), 2);
   EXPECT_EQ(binding->writes, 0);
-  EXPECT_EQ(v.value().to_vector<float>(), std::vector<float>(3, 0.0f));
+  EXPECT_EQ(v.value().to_vector<float>(), std::vector<float>(3, 0.0f));  // not updated here
+  EXPECT_THROW(sgd.get_slot(v, "momentum"), FailedPrecondition);         // its slots are there
+
+  // Updated with a variable that lives here: refused, naming it.
+  Variable local(zeros({3}), "local/bias");
+  EXPECT_THAT(
+      [&] {
+        sgd.apply_gradients({{full({3}, 1.0f), v}, {full({3}, 1.0f), local}});
+      },
+      ::testing::ThrowsMessage<FailedPrecondition>(
+          ::testing::HasSubstr("variable \"local/bias\" lives in this process")));
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ namespace {
 template <typename Options>
 Options common(const ConfigDict& c, Options o) {
   o.name = c.get_string("name", o.name);
-  o.learning_rate = schedules::deserialize(c.get_dict("learning_rate"));
+  // Keras's from_config leaves a missing hyperparameter at its default.
+  if (c.has("learning_rate")) o.learning_rate = schedules::deserialize(c.get_dict("learning_rate"));
   o.clipnorm = c.get_optional_double("clipnorm");
   o.clipvalue = c.get_optional_double("clipvalue");
   o.global_clipnorm = c.get_optional_double("global_clipnorm");

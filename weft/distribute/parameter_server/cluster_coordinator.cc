@@ -7,13 +7,16 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <thread>
 
 #include "weft/core/errors.h"
 #include "weft/distribute/internal/grpc_glue.h"
+#include "weft/distribute/parameter_server/internal/remote_variable.h"
 #include "weft/distribute/parameter_server/internal/serving.h"
 #include "weft/distribute/parameter_server/internal/tensor_value.h"
+#include "weft/distribute/parameter_server/ps_client.h"
 #include "weft/distribute/parameter_server/worker.grpc.pb.h"
 
 namespace weft::distribute {
@@ -97,8 +100,10 @@ bool RemoteValue::ready() const {
 
 class ClusterCoordinator::Impl {
  public:
-  Impl(std::vector<std::pair<std::string, std::string>> workers, ClusterCoordinatorOptions options)
-      : options_(std::move(options)) {
+  Impl(std::vector<std::pair<std::string, std::string>> workers, ClusterCoordinatorOptions options,
+       const std::vector<std::pair<std::string, std::string>>& ps_tasks)
+      : options_(std::move(options)),
+        run_ids_(parameter_server::internal::UniqueIds::kClosures, std::random_device{}()) {
     WEFT_CHECK(!workers.empty(), InvalidArgument) << "ClusterCoordinator: no workers";
     WEFT_CHECK(!options_.service.token.empty(), InvalidArgument)
         << "ClusterCoordinator: the cluster token is empty (set "
@@ -110,6 +115,10 @@ class ClusterCoordinator::Impl {
       w->channel = parameter_server::internal::open_channel(address, options_.service);
       w->stub = pb::Worker::NewStub(w->channel);
       workers_.push_back(std::move(w));
+    }
+    for (const auto& [task, address] : ps_tasks) {
+      ps_.push_back(std::make_unique<parameter_server::ParameterServerClient>(task, address,
+                                                                              options_.service));
     }
     for (size_t i = 0; i < workers_.size(); ++i) {
       workers_[i]->dispatcher = std::thread([this, i] { dispatch(i); });
@@ -283,7 +292,6 @@ class ClusterCoordinator::Impl {
              internal::Failure* error) {
     Worker& w = *workers_[index];
     pb::RunClosureRequest request;
-    request.set_closure_id(c.id);
     request.set_function(c.function);
     std::vector<uint64_t> needed;
     for (const auto& a : c.args) {
@@ -302,6 +310,10 @@ class ClusterCoordinator::Impl {
         if (w.made.count(id) != 0) continue;
         if (Ran r = make_per_worker(index, id, error); r != Ran::kDone) return r;
       }
+      // Each run stages its updates under an id of its own: a run given up for lost cannot add
+      // to the next one's.
+      const uint64_t run = run_ids_.next();
+      request.set_closure_id(run);
       pb::RunClosureResponse response;
       grpc::ClientContext ctx;
       ctx.AddMetadata(distribute::internal::kTokenMetadataKey, options_.service.token);
@@ -311,21 +323,25 @@ class ClusterCoordinator::Impl {
       end_call(w);
       if (status.ok()) {
         note_incarnation(w, response.incarnation());
-        if (!response.error_code().empty()) {
-          *error = {error_code_from_name(response.error_code()), response.error_message()};
-          return Ran::kFunctionFailed;
-        }
         try {
+          if (!response.error_code().empty()) {
+            std::rethrow_exception(
+                make_error(error_code_from_name(response.error_code()), response.error_message()));
+          }
           for (int i = 0; i < response.outputs_size(); ++i) {
             outputs->push_back(parameter_server::internal::decode(
                 response.outputs(i), "output " + std::to_string(i) + " of '" + c.function + "'"));
           }
+          // What the closure staged on the parameter servers is applied.
+          for (auto& ps : ps_) ps->commit(run);
         } catch (...) {
           *error = internal::failure_of_current_exception();
+          abort_run(run);
           return Ran::kFunctionFailed;
         }
         return Ran::kDone;
       }
+      abort_run(run);
       if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
         w.made.clear();
         continue;
@@ -360,6 +376,17 @@ class ClusterCoordinator::Impl {
     note_incarnation(w, reply.incarnation());
     w.made.insert(id);
     return Ran::kDone;
+  }
+
+  // Drops what run `run` staged on the parameter servers (its closure failed or its worker was
+  // lost). A parameter server that cannot be reached keeps it, never applied.
+  void abort_run(uint64_t run) {
+    for (auto& ps : ps_) {
+      try {
+        ps->abort(run);
+      } catch (const Error&) {
+      }
+    }
   }
 
   // A call to `w` failed: the worker is lost (it did not answer), or the call was refused for a
@@ -433,6 +460,8 @@ class ClusterCoordinator::Impl {
 
   const ClusterCoordinatorOptions options_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::unique_ptr<parameter_server::ParameterServerClient>> ps_;
+  parameter_server::internal::UniqueIds run_ids_;  // the id each run stages its updates under
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -459,12 +488,13 @@ ClusterCoordinatorOptions with_strategys_service(const ParameterServerStrategy& 
 
 ClusterCoordinator::ClusterCoordinator(const ParameterServerStrategy& strategy,
                                        ClusterCoordinatorOptions options)
-    : ClusterCoordinator(strategy.workers(), with_strategys_service(strategy, std::move(options))) {
-}
+    : ClusterCoordinator(strategy.workers(), with_strategys_service(strategy, std::move(options)),
+                         strategy.ps_tasks()) {}
 
-ClusterCoordinator::ClusterCoordinator(std::vector<std::pair<std::string, std::string>> workers,
-                                       ClusterCoordinatorOptions options)
-    : impl_(std::make_unique<Impl>(std::move(workers), std::move(options))) {}
+ClusterCoordinator::ClusterCoordinator(
+    std::vector<std::pair<std::string, std::string>> workers, ClusterCoordinatorOptions options,
+    const std::vector<std::pair<std::string, std::string>>& ps_tasks)
+    : impl_(std::make_unique<Impl>(std::move(workers), std::move(options), ps_tasks)) {}
 ClusterCoordinator::~ClusterCoordinator() = default;
 RemoteValue ClusterCoordinator::schedule(const RemoteFunction& fn,
                                          std::vector<ClosureArgument> args) {

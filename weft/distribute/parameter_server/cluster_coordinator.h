@@ -15,7 +15,10 @@
 // per-worker datasets are made again). A closure whose function throws fails: the first such error
 // is raised by join(), done() or the next schedule(), after the closures still queued are cancelled
 // (their fetch() throws Cancelled) and those running have ended; then it is cleared. When join()
-// or done() returns or throws, no closure is running.
+// or done() returns or throws, no closure is running. The optimizer updates a closure makes
+// (apply_gradients on variables that live on the ps tasks) are staged there under an id of its
+// run and applied when it has returned (committed in the order closures finish); a run that
+// failed, or whose worker was lost, has them dropped (aborted), and its retry stages its own.
 #pragma once
 
 #include <chrono>
@@ -80,9 +83,12 @@ class ClusterCoordinator {
   explicit ClusterCoordinator(const ParameterServerStrategy& strategy,
                               ClusterCoordinatorOptions options = {});
   // `workers`: each worker task's name and address ({"worker:0", "10.0.0.2:2222"}, ...), in
-  // order. InvalidArgument for none.
+  // order. InvalidArgument for none. `ps_tasks` likewise: where a closure that ran commits the
+  // updates it staged (Optimizer::apply_gradients on their variables), or aborts them when it
+  // failed or its worker was lost.
   ClusterCoordinator(std::vector<std::pair<std::string, std::string>> workers,
-                     ClusterCoordinatorOptions options);
+                     ClusterCoordinatorOptions options,
+                     const std::vector<std::pair<std::string, std::string>>& ps_tasks = {});
   // Cancels the queued closures and waits for those running.
   ~ClusterCoordinator();
   ClusterCoordinator(const ClusterCoordinator&) = delete;

@@ -86,7 +86,8 @@ class ParameterServerImpl : public StrategyImpl {
       }
     }
     std::random_device device;
-    write_ids_ = std::make_shared<ps::internal::WriteIds>(uint64_t{device()});
+    write_ids_ = std::make_shared<ps::internal::UniqueIds>(ps::internal::UniqueIds::kWrites,
+                                                           uint64_t{device()});
   }
 
   ~ParameterServerImpl() override {
@@ -159,6 +160,11 @@ class ParameterServerImpl : public StrategyImpl {
   int num_workers() const { return static_cast<int>(workers_.size()); }
   int num_ps() const { return static_cast<int>(ps_tasks_.size()); }
   const std::vector<std::pair<std::string, std::string>>& workers() const { return workers_; }
+  std::vector<std::pair<std::string, std::string>> ps_tasks() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& t : ps_tasks_) out.emplace_back(t, addresses_.at(t));
+    return out;
+  }
   const ps::ServiceOptions& service_options() const { return service_options_; }
 
  private:
@@ -215,7 +221,7 @@ class ParameterServerImpl : public StrategyImpl {
   std::unique_ptr<ps::WorkerService> worker_;
   std::unique_ptr<coordination::CoordinationClient> client_;
   std::vector<std::shared_ptr<ps::ParameterServerClient>> ps_clients_;
-  std::shared_ptr<ps::internal::WriteIds> write_ids_;
+  std::shared_ptr<ps::internal::UniqueIds> write_ids_;
   mutable std::mutex creating_;
   mutable uint64_t next_id_ = 0;
   mutable size_t next_ps_ = 0;
@@ -236,6 +242,9 @@ int ParameterServerStrategy::num_workers() const { return ps_impl_of(*this).num_
 int ParameterServerStrategy::num_ps() const { return ps_impl_of(*this).num_ps(); }
 std::vector<std::pair<std::string, std::string>> ParameterServerStrategy::workers() const {
   return ps_impl_of(*this).workers();
+}
+std::vector<std::pair<std::string, std::string>> ParameterServerStrategy::ps_tasks() const {
+  return ps_impl_of(*this).ps_tasks();
 }
 void ParameterServerStrategy::join() const { ps_impl_of(*this).join(); }
 const parameter_server::ServiceOptions& ParameterServerStrategy::service_options() const {

@@ -54,6 +54,8 @@ class ParameterServerStrategy : public Strategy {
   int num_ps() const;
   // The workers' task names and addresses, in order (a ClusterCoordinator's).
   std::vector<std::pair<std::string, std::string>> workers() const;
+  // The ps tasks' names and addresses, in order.
+  std::vector<std::pair<std::string, std::string>> ps_tasks() const;
   // The cluster token and TLS files the tasks' services take.
   const parameter_server::ServiceOptions& service_options() const;
   // On a worker or ps task: serves until the chief has finished (it returns) or failed

@@ -11,11 +11,16 @@
 
 #include <future>
 
+#include "weft/autodiff/tape.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/cluster/local_ports.h"
 #include "weft/distribute/cluster/tf_config.h"
 #include "weft/distribute/parameter_server/cluster_coordinator.h"
 #include "weft/ops/creation.h"
+#include "weft/ops/elementwise.h"
+#include "weft/ops/linalg.h"
+#include "weft/ops/reduce.h"
+#include "weft/optim/adam.h"
 
 namespace weft::distribute {
 namespace {
@@ -24,14 +29,22 @@ using ::testing::HasSubstr;
 
 const char* kTasks[] = {"chief:0", "worker:0", "worker:1", "ps:0", "ps:1"};
 
-// TF_CONFIG for task `task` of the cluster at `ports` (in kTasks' order).
-std::string tf_config(const ReservedLocalPorts& ports, const std::string& task) {
-  auto quoted = [&](int i) { return "\"" + ports.address(i) + "\""; };
+// TF_CONFIG for task `task` of the cluster at `ports`: a chief, then `workers` workers, then
+// `ps` ps tasks (kTasks' order).
+std::string tf_config(const ReservedLocalPorts& ports, const std::string& task, int workers = 2,
+                      int ps = 2) {
+  auto quoted = [&](int from, int n) {
+    std::string list;
+    for (int i = from; i < from + n; ++i) {
+      list += (list.empty() ? "\"" : ", \"") + ports.address(static_cast<size_t>(i)) + "\"";
+    }
+    return "[" + list + "]";
+  };
   const std::string type = task.substr(0, task.find(':'));
   const std::string index = task.substr(task.find(':') + 1);
-  return R"({"cluster": {"chief": [)" + quoted(0) + R"(], "worker": [)" + quoted(1) + ", " +
-         quoted(2) + R"(], "ps": [)" + quoted(3) + ", " + quoted(4) + R"(]}, "task": {"type": ")" +
-         type + R"(", "index": )" + index + "}}";
+  return R"({"cluster": {"chief": )" + quoted(0, 1) + R"(, "worker": )" + quoted(1, workers) +
+         R"(, "ps": )" + quoted(1 + workers, ps) + R"(}, "task": {"type": ")" + type +
+         R"(", "index": )" + index + "}}";
 }
 
 ParameterServerOptions options() {
@@ -111,6 +124,100 @@ TEST(ParameterServerStrategy, VariablesLiveOnThePsTasksAndEveryTaskReadsTheChief
     EXPECT_EQ(seen[static_cast<size_t>(w)].small, (std::vector<float>{40, 41, 42}));
     EXPECT_EQ(seen[static_cast<size_t>(w)].sharded, expected);
   }
+}
+
+// A linear model's step on a batch (x, y): the mean squared error, and its gradients.
+std::pair<Tensor, optim::GradsAndVars> mse_step(const Variable& kernel, const Variable& bias,
+                                                const Tensor& x, const Tensor& y) {
+  GradientTape tape;
+  Tensor loss = mean(square(sub(add(matmul(x, kernel), bias), y)));
+  std::vector<Tensor> g = tape.gradient(loss, {kernel, bias});
+  return {loss, {{g[0], kernel}, {g[1], bias}}};
+}
+
+// Training through closures: a worker's step (Optimizer::apply_gradients on variables that live
+// on the ps tasks, the kernel cut into two shards) is staged there and applied at the closure's
+// commit. With one worker the closures run one after another, so the variables and Adam's
+// iterations end as the same Adam run in one process leaves them, bit for bit. A closure that
+// fails after its step has that step dropped.
+TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessWould) {
+  ReservedLocalPorts ports(4);
+  const char* tasks[] = {"chief:0", "worker:0", "ps:0", "ps:1"};
+  const Tensor k0 = iota({5, 2}, 1.0f), b0 = iota({2}, -1.0f);
+  auto batch = [](int i) {
+    return std::pair{mul(iota({4, 5}, static_cast<float>(i)), 0.1f), iota({4, 2}, 0.5f)};
+  };
+  std::promise<void> registered;
+  std::shared_future<void> registered_future = registered.get_future().share();
+  auto run_task = [&](const std::string& task) -> std::vector<float> {
+    auto resolver = cluster_resolver::TFConfigClusterResolver::from_json(
+        tf_config(ports, task, /*workers=*/1, /*ps=*/2));
+    ParameterServerStrategy strategy(resolver, options());
+    std::optional<Variable> kernel, bias;
+    std::optional<optim::Adam> adam;
+    {
+      auto scope = strategy.scope();
+      kernel.emplace(strategy.is_chief() ? k0 : zeros({5, 2}), "kernel");
+      bias.emplace(strategy.is_chief() ? b0 : zeros({2}), "bias");
+      adam.emplace(optim::AdamOptions{.learning_rate = 0.05});  // iterations on a ps task too
+    }
+    if (strategy.task() == "worker:0") {
+      register_function("test/train_step", [&](const ClosureArgs& args) {
+        auto [loss, gv] = mse_step(*kernel, *bias, args.tensor(0), args.tensor(1));
+        adam->apply_gradients(gv);
+        return std::vector<Tensor>{loss};
+      });
+      register_function("test/step_then_fail", [&](const ClosureArgs& args) -> std::vector<Tensor> {
+        adam->apply_gradients(mse_step(*kernel, *bias, args.tensor(0), args.tensor(1)).second);
+        throw InvalidArgument("the step after it failed");
+      });
+      registered.set_value();
+    }
+    if (!strategy.is_chief()) {
+      strategy.join();
+      return {};
+    }
+    registered_future.wait();
+    ClusterCoordinator coordinator(strategy);
+    std::vector<RemoteValue> losses;
+    for (int i = 0; i < 5; ++i) {
+      auto [x, y] = batch(i);
+      losses.push_back(coordinator.schedule(RemoteFunction{"test/train_step"}, {x, y}));
+    }
+    coordinator.join();
+    EXPECT_EQ(adam->iterations().value().item<int64_t>(), 5);
+    std::vector<float> trained = kernel->value().to_vector<float>();
+    for (float b : bias->value().to_vector<float>()) trained.push_back(b);
+    auto [x, y] = batch(9);
+    coordinator.schedule(RemoteFunction{"test/step_then_fail"}, {x, y});
+    EXPECT_THAT([&] { coordinator.join(); },
+                ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("the step after it failed")));
+    EXPECT_EQ(adam->iterations().value().item<int64_t>(), 5);
+    std::vector<float> after = kernel->value().to_vector<float>();
+    for (float b : bias->value().to_vector<float>()) after.push_back(b);
+    EXPECT_EQ(after, trained) << "the failed closure's step was applied";
+    for (const auto& loss : losses) trained.push_back(loss.fetch()[0].item<float>());
+    return trained;
+  };
+  std::vector<std::future<std::vector<float>>> running;
+  for (const char* t : tasks) running.push_back(std::async(std::launch::async, run_task, t));
+  std::vector<float> trained = running[0].get();
+  for (size_t i = 1; i < running.size(); ++i) running[i].get();
+
+  optim::Adam local(optim::AdamOptions{.learning_rate = 0.05});
+  Variable kernel(k0, "kernel"), bias(b0, "bias");
+  std::vector<float> losses;
+  for (int i = 0; i < 5; ++i) {
+    auto [x, y] = batch(i);
+    auto [loss, gv] = mse_step(kernel, bias, x, y);
+    local.apply_gradients(gv);
+    losses.push_back(loss.item<float>());
+  }
+  // The variables, then each closure's loss (computed on the values the closures before it left).
+  std::vector<float> expected = kernel.value().to_vector<float>();
+  for (float b : bias.value().to_vector<float>()) expected.push_back(b);
+  for (float l : losses) expected.push_back(l);
+  EXPECT_EQ(trained, expected);
 }
 
 TEST(ParameterServerStrategy, AClusterWithoutPsTasksOrAStrangersTaskIsRefused) {

@@ -114,7 +114,7 @@ class ParameterServerClient::Impl {
   }
 
   void push(uint64_t closure_id, PushKind kind, const std::vector<VariableSpec>& variables,
-            const std::vector<Tensor>& values) {
+            const std::vector<Tensor>& values, const GradientStep& step) {
     WEFT_CHECK(variables.size() == values.size(), InvalidArgument)
         << "push to " << task_ << ": " << variables.size() << " variables and " << values.size()
         << " values";
@@ -131,7 +131,15 @@ class ParameterServerClient::Impl {
     for (const auto& call : plan_calls(variables)) {
       pb::PushRequest request;
       request.set_closure_id(closure_id);
-      request.set_kind(kind == PushKind::kValue ? pb::VALUE : pb::GRADIENT);
+      request.set_kind(kind == PushKind::kValue ? pb::VALUE
+                       : kind == PushKind::kAdd ? pb::ADD
+                                                : pb::GRADIENT);
+      if (kind == PushKind::kGradient) {
+        request.set_step(step.index);
+        request.set_optimizer_config(step.optimizer);
+        request.set_learning_rate(step.learning_rate);
+        request.set_iterations(step.iterations);
+      }
       for (const Piece& p : call) {
         auto* chunk = request.add_chunks();
         chunk->set_id(variables[p.index].id);
@@ -145,11 +153,9 @@ class ParameterServerClient::Impl {
     }
   }
 
-  bool commit(uint64_t closure_id, const CommitStep& step) {
+  bool commit(uint64_t closure_id) {
     pb::CommitRequest request;
     request.set_closure_id(closure_id);
-    request.set_learning_rate(step.learning_rate);
-    request.set_iterations(step.iterations);
     pb::CommitResponse reply;
     auto ctx = context();
     grpc::Status status = stub_->Commit(ctx.get(), request, &reply);
@@ -227,12 +233,10 @@ std::vector<Tensor> ParameterServerClient::pull(const std::vector<VariableSpec>&
 }
 void ParameterServerClient::push(uint64_t closure_id, PushKind kind,
                                  const std::vector<VariableSpec>& variables,
-                                 const std::vector<Tensor>& values) {
-  impl_->push(closure_id, kind, variables, values);
+                                 const std::vector<Tensor>& values, const GradientStep& step) {
+  impl_->push(closure_id, kind, variables, values, step);
 }
-bool ParameterServerClient::commit(uint64_t closure_id, const CommitStep& step) {
-  return impl_->commit(closure_id, step);
-}
+bool ParameterServerClient::commit(uint64_t closure_id) { return impl_->commit(closure_id); }
 void ParameterServerClient::abort(uint64_t closure_id) { impl_->abort(closure_id); }
 uint64_t ParameterServerClient::incarnation() const { return impl_->incarnation(); }
 

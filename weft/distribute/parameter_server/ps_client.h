@@ -6,7 +6,9 @@
 //   ParameterServerClient ps0("ps:0", "10.0.0.3:2222", {.token = token});
 //   ps0.create({kernel, bias}, optimizer_config_json);
 //   ps0.push(closure, PushKind::kValue, {kernel, bias}, {k0, b0});
-//   ps0.commit(closure, {.learning_rate = 0.001, .iterations = 0});
+//   ps0.push(closure, PushKind::kGradient, {kernel}, {dk},
+//            {.optimizer = adam_config_json, .learning_rate = 0.001, .iterations = 0});
+//   ps0.commit(closure);
 //   std::vector<weft::Tensor> values = ps0.pull({kernel, bias});
 //
 // Errors name the task and its address: Unavailable when it cannot be reached or has restarted
@@ -28,12 +30,17 @@ namespace weft::distribute::parameter_server {
 enum class PushKind {
   kGradient,  // applied by the optimizer's update at commit
   kValue,     // assigned at commit
+  kAdd,       // added at commit
 };
 
-// The optimizer step a commit applies its gradients with.
-struct CommitStep {
+// What a pushed gradient is applied with at its closure's commit: the optimizer's algorithm (its
+// Keras config as JSON: the class and hyperparameters; optim::Optimizer::Algorithm::get_config)
+// and the step. `index` orders several steps of one closure (steps_per_execution).
+struct GradientStep {
+  std::string optimizer;
   double learning_rate = 0.0;
   int64_t iterations = 0;
+  uint32_t index = 0;
 };
 
 class ParameterServerClient {
@@ -51,11 +58,11 @@ class ParameterServerClient {
   void create(const std::vector<VariableSpec>& variables, const std::string& optimizer_config);
   // The values of `variables`, in order.
   std::vector<Tensor> pull(const std::vector<VariableSpec>& variables);
-  // Stages values[i] for variables[i] under `closure_id`.
+  // Stages values[i] for variables[i] under `closure_id` (gradients with `step`).
   void push(uint64_t closure_id, PushKind kind, const std::vector<VariableSpec>& variables,
-            const std::vector<Tensor>& values);
+            const std::vector<Tensor>& values, const GradientStep& step = {});
   // Applies what `closure_id` staged; false when it had been applied already (dropped).
-  bool commit(uint64_t closure_id, const CommitStep& step);
+  bool commit(uint64_t closure_id);
   void abort(uint64_t closure_id);
 
   // The server's incarnation as it last answered (0 before any answer).

@@ -17,6 +17,7 @@
 #include "weft/distribute/parameter_server/ps.grpc.pb.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
+#include "weft/ops/elementwise.h"
 #include "weft/optim/optimizer.h"
 
 namespace weft::distribute::parameter_server {
@@ -31,15 +32,9 @@ using RawService = pb::ParameterServer::WithRawCallbackMethod_Create<
         pb::ParameterServer::WithRawCallbackMethod_Commit<
             pb::ParameterServer::WithRawCallbackMethod_Abort<pb::ParameterServer::Service>>>>>;
 
-std::string shape_text(const Shape& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 std::string describe(const VariableSpec& v) {
   return "variable " + std::to_string(v.id) + " (" + v.name + ", " +
-         std::string(dtype_name(v.dtype)) + shape_text(v.shape) + ")";
+         std::string(dtype_name(v.dtype)) + " " + shape_str(v.shape) + ")";
 }
 
 }  // namespace
@@ -96,17 +91,8 @@ class ParameterServer::Impl final : public RawService {
   grpc::ServerUnaryReactor* Create(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                    grpc::ByteBuffer* out) override {
     return handle<pb::CreateRequest, pb::Reply>(ctx, in, out, [&](const auto& r, auto&) {
-      if (!r.optimizer_config().empty() && !algorithm_) {
-        try {
-          optimizer_ = optim::deserialize(ConfigDict::from_json(r.optimizer_config()));
-          algorithm_ = &optimizer_.algorithm();
-          // Variables made before the optimizer was known get their slots now.
-          for (auto& [id, v] : variables_) add_slots(v);
-        } catch (const Error& e) {
-          return Status(StatusCode::INVALID_ARGUMENT,
-                        "the optimizer config cannot be read: " + std::string(e.what()));
-        }
-      }
+      const optim::Optimizer::Algorithm* algorithm = nullptr;
+      if (Status s = algorithm_of(r.optimizer_config(), &algorithm); !s.ok()) return s;
       for (const auto& def : r.variables()) {
         VariableSpec spec;
         spec.id = def.id();
@@ -138,7 +124,12 @@ class ParameterServer::Impl final : public RawService {
         Stored& v = variables_[spec.id];
         v.spec = spec;
         v.value = zeros(spec.shape, spec.dtype);
-        add_slots(v);
+      }
+      // Trainable variables without an optimizer yet, these and those made before, get its slots.
+      if (algorithm != nullptr) {
+        for (auto& [id, v] : variables_) {
+          if (v.spec.trainable && v.algorithm == nullptr) use_algorithm(v, algorithm);
+        }
       }
       return Status::OK;
     });
@@ -172,26 +163,28 @@ class ParameterServer::Impl final : public RawService {
                                  grpc::ByteBuffer* out) override {
     return handle<pb::PushRequest, pb::Reply>(ctx, in, out, [&](const auto& r, auto&) {
       if (applied_.count(r.closure_id()) != 0) return Status::OK;  // a late resend: dropped
+      const optim::Optimizer::Algorithm* algorithm = nullptr;
+      if (Status s = algorithm_of(r.optimizer_config(), &algorithm); !s.ok()) return s;
       for (const auto& chunk : r.chunks()) {
-        const Stored* v = find(chunk.id());
+        Stored* v = find(chunk.id());
         if (v == nullptr) return unknown(chunk.id());
-        if (r.kind() == pb::GRADIENT && (!v->spec.trainable || algorithm_ == nullptr)) {
-          return Status(StatusCode::INVALID_ARGUMENT,
-                        "a gradient for " + describe(v->spec) +
-                            (algorithm_ == nullptr ? ", but no optimizer was created here"
-                                                   : ", which is not trainable"));
+        if (r.kind() == pb::GRADIENT) {
+          if (Status s = takes_gradients(*v, algorithm); !s.ok()) return s;
         }
         if (Status s = check_range(v->spec, chunk.offset(), chunk.data().size()); !s.ok()) {
           return s;
         }
-        Staged& staged = staged_[r.closure_id()][chunk.id()];
+        const uint32_t step = r.kind() == pb::GRADIENT ? r.step() : 0;
+        Staged& staged = staged_[r.closure_id()][{chunk.id(), step}];
         if (!staged.tensor.defined()) {
           staged.kind = r.kind();
           staged.tensor = Tensor::empty(v->spec.shape, v->spec.dtype);
+          staged.step = {r.learning_rate(), r.iterations()};
         } else if (staged.kind != r.kind()) {
           return Status(StatusCode::INVALID_ARGUMENT,
                         "closure " + std::to_string(r.closure_id()) +
-                            " pushes both a gradient and a value for " + describe(v->spec));
+                            " pushes two kinds of update (gradient, value, addition) for " +
+                            describe(v->spec));
         }
         // A piece sent again replaces itself; pieces may not otherwise overlap.
         auto next = staged.pieces.lower_bound(chunk.offset());
@@ -226,8 +219,8 @@ class ParameterServer::Impl final : public RawService {
       }
       auto it = staged_.find(id);
       if (it != staged_.end()) {
-        for (const auto& [var, staged] : it->second) {
-          const VariableSpec& spec = variables_.at(var).spec;
+        for (const auto& [key, staged] : it->second) {
+          const VariableSpec& spec = variables_.at(key.first).spec;
           if (staged.received() != spec.bytes()) {
             return Status(StatusCode::FAILED_PRECONDITION,
                           "closure " + std::to_string(id) + " cannot commit: " + describe(spec) +
@@ -235,13 +228,15 @@ class ParameterServer::Impl final : public RawService {
                               std::to_string(spec.bytes()) + " bytes");
           }
         }
-        const optim::Optimizer::Algorithm::Step step{r.learning_rate(), r.iterations()};
-        for (const auto& [var, staged] : it->second) {
-          Stored& v = variables_.at(var);
+        // Each variable's steps in order (the map orders them by variable, then step).
+        for (const auto& [key, staged] : it->second) {
+          Stored& v = variables_.at(key.first);
           if (staged.kind == pb::VALUE) {
             std::memcpy(v.value.raw_data(), staged.tensor.raw_data(), v.spec.bytes());
+          } else if (staged.kind == pb::ADD) {
+            assign_into(v.value, add(v.value, staged.tensor));
           } else {
-            algorithm_->update(staged.tensor, v.value, v.slots, step);
+            v.algorithm->update(staged.tensor, v.value, v.slots, staged.step);
           }
         }
         staged_.erase(it);
@@ -264,6 +259,7 @@ class ParameterServer::Impl final : public RawService {
   // A variable's value or a staged tensor: bytes written in pieces.
   struct Staged {
     pb::PushKind kind = pb::GRADIENT;
+    optim::Optimizer::Algorithm::Step step{};  // a gradient's
     Tensor tensor;
     std::map<uint64_t, uint64_t> pieces;  // offset → length
     uint64_t received() const {
@@ -276,6 +272,9 @@ class ParameterServer::Impl final : public RawService {
   struct Stored {
     VariableSpec spec;
     Tensor value;
+    // A trainable variable's optimizer (its algorithm, shared) and slots, from the first
+    // CreateRequest or gradient that names one.
+    const optim::Optimizer::Algorithm* algorithm = nullptr;
     std::vector<Tensor> slots;
   };
 
@@ -309,15 +308,61 @@ class ParameterServer::Impl final : public RawService {
     return reactor;
   }
 
-  // Under the lock: the optimizer's slots of a trainable variable that has none yet.
-  void add_slots(Stored& v) const {
-    if (algorithm_ == nullptr || !v.spec.trainable || !v.slots.empty()) return;
-    for (const auto& slot : algorithm_->slots()) {
+  // Under the lock: the algorithm of the optimizer `config` describes (null for ""), one per
+  // distinct algorithm and hyperparameters.
+  Status algorithm_of(const std::string& config, const optim::Optimizer::Algorithm** out) {
+    *out = nullptr;
+    if (config.empty()) return Status::OK;
+    auto known = algorithm_of_config_.find(config);
+    if (known != algorithm_of_config_.end()) {
+      *out = known->second;
+      return Status::OK;
+    }
+    try {
+      optim::Optimizer o = optim::deserialize(ConfigDict::from_json(config));
+      auto [it, made] = optimizers_.emplace(o.algorithm().get_config().to_json(), o);
+      *out = &it->second.algorithm();
+    } catch (const Error& e) {
+      return Status(StatusCode::INVALID_ARGUMENT,
+                    "the optimizer config cannot be read: " + std::string(e.what()));
+    }
+    algorithm_of_config_[config] = *out;
+    return Status::OK;
+  }
+
+  // Under the lock: whether `v` takes a gradient applied with `algorithm` (null: its own).
+  Status takes_gradients(Stored& v, const optim::Optimizer::Algorithm* algorithm) {
+    if (!v.spec.trainable) {
+      return Status(StatusCode::INVALID_ARGUMENT,
+                    "a gradient for " + describe(v.spec) + ", which is not trainable");
+    }
+    if (algorithm == nullptr && v.algorithm == nullptr) {
+      return Status(StatusCode::INVALID_ARGUMENT,
+                    "a gradient for " + describe(v.spec) + " without an optimizer to apply it");
+    }
+    if (algorithm != nullptr && v.algorithm != nullptr && algorithm != v.algorithm) {
+      return Status(StatusCode::INVALID_ARGUMENT,
+                    "a gradient for " + describe(v.spec) + " from the optimizer " +
+                        algorithm->get_config().to_json() + ", while it is updated by " +
+                        v.algorithm->get_config().to_json());
+    }
+    if (v.algorithm == nullptr) use_algorithm(v, algorithm);
+    return Status::OK;
+  }
+
+  // Under the lock: `v` is updated by `algorithm`, with its slots.
+  static void use_algorithm(Stored& v, const optim::Optimizer::Algorithm* algorithm) {
+    v.algorithm = algorithm;
+    for (const auto& slot : algorithm->slots()) {
       v.slots.push_back(full(v.spec.shape, slot.initial_value, v.spec.dtype));
     }
   }
 
   const Stored* find(uint64_t id) const {
+    auto it = variables_.find(id);
+    return it == variables_.end() ? nullptr : &it->second;
+  }
+  Stored* find(uint64_t id) {
     auto it = variables_.find(id);
     return it == variables_.end() ? nullptr : &it->second;
   }
@@ -350,10 +395,11 @@ class ParameterServer::Impl final : public RawService {
   int port_ = 0;
 
   mutable std::mutex mu_;
-  optim::Optimizer optimizer_;
-  const optim::Optimizer::Algorithm* algorithm_ = nullptr;
+  std::map<std::string, optim::Optimizer> optimizers_;  // by their algorithm's config
+  std::map<std::string, const optim::Optimizer::Algorithm*> algorithm_of_config_;
   std::map<uint64_t, Stored> variables_;
-  std::map<uint64_t, std::map<uint64_t, Staged>> staged_;  // closure → variable → staged
+  // closure → (variable, step) → staged
+  std::map<uint64_t, std::map<std::pair<uint64_t, uint32_t>, Staged>> staged_;
   std::set<uint64_t> applied_;
 };
 

@@ -69,20 +69,26 @@ TEST(ParameterServer, CommittedUpdatesMatchTheSameOptimizerRunLocally) {
   // Staged only: nothing changes until the commit.
   EXPECT_EQ(values(client.pull({kBias})[0]), std::vector<float>(4, 0.0f));
   EXPECT_EQ(server.staged_closures(), 1u);
-  EXPECT_TRUE(client.commit(1, {}));
+  EXPECT_TRUE(client.commit(1));
   EXPECT_EQ(server.staged_closures(), 0u);
   std::vector<Tensor> pulled = client.pull({kKernel, kBias});
   EXPECT_EQ(values(pulled[0]), values(k0));
   EXPECT_EQ(values(pulled[1]), values(b0));
 
   // The same Adam, locally, on the same values and gradients: the same bits, slots included.
+  // Step 0 is closure 2's; steps 1 and 2 are closure 3's (two steps staged, applied in order).
   optim::Adam local(optim::AdamOptions{.learning_rate = 0.01});
   Variable kernel(k0, "dense/kernel"), bias(b0, "dense/bias");
+  for (int step = 2; step >= 0; --step) {  // pushed last step first: the commit orders them
+    Tensor gk = random_tensor({3, 4}, 10 + step), gb = random_tensor({4}, 20 + step);
+    GradientStep at{.optimizer = "", .learning_rate = 0.01, .iterations = step};
+    at.index = static_cast<uint32_t>(step == 0 ? 0 : step - 1);
+    client.push(step == 0 ? 2 : 3, PushKind::kGradient, {kKernel, kBias}, {gk, gb}, at);
+  }
+  EXPECT_TRUE(client.commit(2));
+  EXPECT_TRUE(client.commit(3));
   for (int step = 0; step < 3; ++step) {
     Tensor gk = random_tensor({3, 4}, 10 + step), gb = random_tensor({4}, 20 + step);
-    const uint64_t closure = 2 + step;
-    client.push(closure, PushKind::kGradient, {kKernel, kBias}, {gk, gb});
-    EXPECT_TRUE(client.commit(closure, {.learning_rate = 0.01, .iterations = step}));
     local.apply_gradients({{gk, kernel}, {gb, bias}});
   }
   pulled = client.pull({kKernel, kBias});
@@ -97,25 +103,49 @@ TEST(ParameterServer, CommittedUpdatesMatchTheSameOptimizerRunLocally) {
 TEST(ParameterServer, ACommitSentAgainIsDroppedAndAnAbortDropsWhatWasStaged) {
   ParameterServer server("127.0.0.1:0", "ps:0", options());
   ParameterServerClient client("ps:0", server.address(), options());
-  client.create({kBias}, optim::SGD(0.5).get_config().to_json());
+  client.create({kBias}, "");
+  // The optimizer comes with the gradient here (its algorithm's config), not at creation.
+  const GradientStep sgd{.optimizer = optim::SGD(0.5).algorithm().get_config().to_json(),
+                         .learning_rate = 0.5};
   Tensor ones = Tensor::from_vector<float>({1, 1, 1, 1}, {4});
-  client.push(7, PushKind::kGradient, {kBias}, {ones});
-  EXPECT_TRUE(client.commit(7, {.learning_rate = 0.5}));
+  client.push(7, PushKind::kGradient, {kBias}, {ones}, sgd);
+  EXPECT_TRUE(client.commit(7));
   EXPECT_TRUE(server.applied(7));
   const std::vector<float> once(4, -0.5f);
   EXPECT_EQ(values(client.pull({kBias})[0]), once);
   // A retry of the whole closure (its push and commit sent again) changes nothing.
-  client.push(7, PushKind::kGradient, {kBias}, {ones});
-  EXPECT_FALSE(client.commit(7, {.learning_rate = 0.5}));
+  client.push(7, PushKind::kGradient, {kBias}, {ones}, sgd);
+  EXPECT_FALSE(client.commit(7));
   EXPECT_EQ(values(client.pull({kBias})[0]), once);
   EXPECT_EQ(server.staged_closures(), 0u);
 
-  client.push(8, PushKind::kGradient, {kBias}, {ones});
+  client.push(8, PushKind::kGradient, {kBias}, {ones}, sgd);
   client.abort(8);
   EXPECT_EQ(server.staged_closures(), 0u);
   EXPECT_FALSE(server.applied(8));
-  EXPECT_TRUE(client.commit(8, {.learning_rate = 0.5}));  // nothing staged any more
+  EXPECT_TRUE(client.commit(8));  // nothing staged any more
   EXPECT_EQ(values(client.pull({kBias})[0]), once);
+
+  // An addition (the optimizer's iterations count) is staged and applied the same way.
+  const VariableSpec iterations{.id = 9, .name = "iterations", .dtype = kInt64, .shape = {}};
+  client.create({iterations}, "");
+  client.push(10, PushKind::kAdd, {iterations}, {Tensor::scalar(1, kInt64)});
+  EXPECT_EQ(server.value(9).item<int64_t>(), 0);
+  EXPECT_TRUE(client.commit(10));
+  client.push(11, PushKind::kAdd, {iterations}, {Tensor::scalar(2, kInt64)});
+  EXPECT_TRUE(client.commit(11));
+  EXPECT_FALSE(client.commit(11));
+  EXPECT_EQ(server.value(9).item<int64_t>(), 3);
+
+  // Another optimizer's gradient for a variable Sgd updates is refused, naming both.
+  const GradientStep adam{.optimizer = adam_config(0.01), .learning_rate = 0.01};
+  try {
+    client.push(12, PushKind::kGradient, {kBias}, {ones}, adam);
+    FAIL() << "a second optimizer was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("from the optimizer {\"amsgrad\""));
+    EXPECT_THAT(e.what(), HasSubstr("while it is updated by {\"class_name\":\"SGD\""));
+  }
 }
 
 TEST(ParameterServer, TensorsLargerThanAMessageTravelInChunks) {
@@ -127,7 +157,7 @@ TEST(ParameterServer, TensorsLargerThanAMessageTravelInChunks) {
   Tensor k = random_tensor({3, 4}, 1), e = random_tensor({2500, 1000}, 2),
          b = random_tensor({4}, 3);
   client.push(1, PushKind::kValue, {kKernel, big, kBias}, {k, e, b});
-  EXPECT_TRUE(client.commit(1, {}));
+  EXPECT_TRUE(client.commit(1));
   EXPECT_EQ(values(server.value(big.id)), values(e));
   std::vector<Tensor> pulled = client.pull({kKernel, big, kBias});
   EXPECT_EQ(values(pulled[0]), values(k));
@@ -170,15 +200,16 @@ TEST(ParameterServer, BadRequestsAreRefusedNamingWhatIsWrong) {
     client.create({other}, "");
     FAIL() << "a second definition was accepted";
   } catch (const InvalidArgument& e) {
-    EXPECT_THAT(e.what(), HasSubstr("id 1 is already variable 1 (dense/bias, float32[4]), not "
-                                    "variable 1 (dense/bias, float32[5])"));
+    EXPECT_THAT(e.what(), HasSubstr("id 1 is already variable 1 (dense/bias, float32 (4,)), not "
+                                    "variable 1 (dense/bias, float32 (5,))"));
   }
   EXPECT_THROW(client.push(1, PushKind::kValue, {kBias}, {random_tensor({5}, 1)}), InvalidArgument);
   try {
     client.push(1, PushKind::kGradient, {kBias}, {random_tensor({4}, 1)});
     FAIL() << "a gradient without an optimizer was accepted";
   } catch (const InvalidArgument& e) {
-    EXPECT_THAT(e.what(), HasSubstr("no optimizer was created here"));
+    EXPECT_THAT(e.what(), HasSubstr("a gradient for variable 1 (dense/bias, float32 (4,)) without an "
+                                    "optimizer to apply it"));
   }
   // A closure whose push did not arrive whole cannot commit; its error names the variable.
   pb::PushRequest half;
@@ -189,11 +220,11 @@ TEST(ParameterServer, BadRequestsAreRefusedNamingWhatIsWrong) {
   chunk->set_data(std::string(24, '\0'));
   ASSERT_TRUE(raw_call(server.address(), "Push", half.SerializeAsString(), kToken).ok());
   try {
-    client.commit(3, {});
+    client.commit(3);
     FAIL() << "an incomplete closure committed";
   } catch (const FailedPrecondition& e) {
     EXPECT_THAT(e.what(), HasSubstr("closure 3 cannot commit: variable 0 (dense/kernel, "
-                                    "float32[3,4]) got 24 of its 48 bytes"));
+                                    "float32 (3, 4)) got 24 of its 48 bytes"));
   }
   chunk->set_offset(8);  // overlaps the first piece without being it
   grpc::Status s = raw_call(server.address(), "Push", half.SerializeAsString(), kToken);

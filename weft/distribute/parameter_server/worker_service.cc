@@ -97,7 +97,7 @@ class WorkerService::Impl final : public RawWorker {
                 << "no function '" << r.function() << "' is registered on " << task_
                 << " (register_function it in every process of the program)";
             // The closure reads each of the variables that live on parameter servers once.
-            internal::SnapshotScope snapshot;
+            internal::SnapshotScope snapshot(r.closure_id());
             std::vector<Tensor> outputs = fn(ClosureArgs(std::move(args)));
             for (const Tensor& t : outputs) internal::encode(t, response.add_outputs());
             WEFT_CHECK(response.ByteSizeLong() <= kMaxMessageBytes - 1024, ResourceExhausted)

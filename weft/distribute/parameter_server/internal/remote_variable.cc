@@ -1,6 +1,7 @@
 #include "weft/distribute/parameter_server/internal/remote_variable.h"
 
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "weft/core/errors.h"
@@ -9,14 +10,22 @@
 namespace weft::distribute::parameter_server::internal {
 namespace {
 
-// The variables pulled in the thread's snapshot scope, or null outside one.
-thread_local std::set<const RemoteVariable*>* snapshot = nullptr;
+// The closure this thread runs: its id, the variables it has pulled and the gradient steps it
+// has staged of each.
+struct Closure {
+  uint64_t id = 0;
+  std::set<const RemoteVariable*> pulled;
+  std::map<const RemoteVariable*, uint32_t> steps;
+};
+
+// Null outside a closure.
+thread_local Closure* snapshot = nullptr;
 
 }  // namespace
 
-SnapshotScope::SnapshotScope() {
+SnapshotScope::SnapshotScope(uint64_t closure_id) {
   WEFT_ASSERT(snapshot == nullptr) << "snapshot scopes do not nest";
-  snapshot = new std::set<const RemoteVariable*>;
+  snapshot = new Closure{closure_id, {}, {}};
 }
 
 SnapshotScope::~SnapshotScope() {
@@ -29,7 +38,7 @@ void RemoteVariable::create() const {
 }
 
 void RemoteVariable::refresh(const Tensor& cache) const {
-  if (snapshot != nullptr && !snapshot->insert(this).second) return;  // pulled in this closure
+  if (snapshot != nullptr && !snapshot->pulled.insert(this).second) return;  // pulled already
   for (const Shard& s : shards_) {
     Tensor piece = s.ps->pull({s.spec})[0];
     std::memcpy(static_cast<char*>(cache.raw_data()) + s.offset, piece.raw_data(), s.spec.bytes());
@@ -37,16 +46,35 @@ void RemoteVariable::refresh(const Tensor& cache) const {
 }
 
 void RemoteVariable::write(const Tensor& value) const {
-  Tensor whole = contiguous(value);
   const uint64_t id = ids_->next();
+  push_pieces(id, PushKind::kValue, value, {});
+  // Committed only once every shard has the whole of its piece.
+  for (const Shard& s : shards_) s.ps->commit(id);
+}
+
+bool RemoteVariable::stage_gradient(const GradientUpdate& update) const {
+  if (snapshot == nullptr) return false;
+  GradientStep step{update.optimizer, update.learning_rate, update.iterations,
+                    snapshot->steps[this]++};
+  push_pieces(snapshot->id, PushKind::kGradient, update.gradient, step);
+  return true;
+}
+
+bool RemoteVariable::stage_add(const Tensor& delta) const {
+  if (snapshot == nullptr) return false;
+  push_pieces(snapshot->id, PushKind::kAdd, delta, {});
+  return true;
+}
+
+void RemoteVariable::push_pieces(uint64_t closure_id, PushKind kind, const Tensor& value,
+                                 const GradientStep& step) const {
+  Tensor whole = contiguous(value);
   for (const Shard& s : shards_) {
     Tensor piece = Tensor::empty(s.spec.shape, s.spec.dtype);
     std::memcpy(piece.raw_data(), static_cast<const char*>(whole.raw_data()) + s.offset,
                 s.spec.bytes());
-    s.ps->push(id, PushKind::kValue, {s.spec}, {piece});
+    s.ps->push(closure_id, kind, {s.spec}, {piece}, step);
   }
-  // Committed only once every shard has the whole of its piece.
-  for (const Shard& s : shards_) s.ps->commit(id, {});
 }
 
 }  // namespace weft::distribute::parameter_server::internal

@@ -1,6 +1,6 @@
 // A variable whose value lives on parameter servers (ParameterServerStrategy's variables): the
-// binding that pulls it before a read and writes an assignment through, and the snapshot scope
-// in which a closure reads each variable once.
+// binding that pulls it before a read, writes an assignment through and stages a closure's
+// optimizer updates, and the scope of a closure, in which it reads each variable once.
 #pragma once
 
 #include <atomic>
@@ -13,12 +13,14 @@
 
 namespace weft::distribute::parameter_server::internal {
 
-// Ids of the writes made outside closures (the chief's initial values and assignments): the top
-// bit set, then 31 bits drawn per process, then a counter, so that they never meet a
-// coordinator's closure ids (which count from 1) nor the writes of an earlier chief.
-class WriteIds {
+// The ids a process stages updates under: a coordinator's closures (kClosures), or the writes
+// made outside closures (kWrites: the chief's initial values and assignments). The top bit says
+// which, then 31 bits drawn per process, then a counter: ids never meet across the two kinds nor
+// across processes (an earlier chief's, a restarted one's) but by a chance of 2^-31.
+class UniqueIds {
  public:
-  explicit WriteIds(uint64_t seed) : prefix_((uint64_t{1} << 63) | ((seed & 0x7fffffff) << 32)) {}
+  enum Kind : uint64_t { kClosures = 0, kWrites = 1 };
+  UniqueIds(Kind kind, uint64_t seed) : prefix_((kind << 63) | ((seed & 0x7fffffff) << 32)) {}
   uint64_t next() { return prefix_ | (counter_++ & 0xffffffffu); }
 
  private:
@@ -34,25 +36,35 @@ class RemoteVariable final : public VariableBinding {
     VariableSpec spec;
     std::size_t offset = 0;
   };
-  RemoteVariable(std::vector<Shard> shards, std::shared_ptr<WriteIds> ids)
+  RemoteVariable(std::vector<Shard> shards, std::shared_ptr<UniqueIds> ids)
       : shards_(std::move(shards)), ids_(std::move(ids)) {}
 
   // Creates the shards on their ps tasks (zero-filled until the first write).
   void create() const;
   void refresh(const Tensor& cache) const override;
   void write(const Tensor& value) const override;
+  // Push each shard's piece under the running closure's id (SnapshotScope), a gradient as that
+  // closure's next step of this variable.
+  bool stage_gradient(const GradientUpdate& update) const override;
+  bool stage_add(const Tensor& delta) const override;
   const std::vector<Shard>& shards() const { return shards_; }
 
  private:
+  // Pushes each shard's piece of `whole` (the variable's shape) under `closure_id`.
+  void push_pieces(uint64_t closure_id, PushKind kind, const Tensor& whole,
+                   const GradientStep& step) const;
+
   std::vector<Shard> shards_;
-  std::shared_ptr<WriteIds> ids_;
+  std::shared_ptr<UniqueIds> ids_;
 };
 
-// While one lives on a thread, each remote variable read there is pulled once, at its first read
-// (a closure's snapshot, TensorFlow's cache_variable_reads), instead of at every read.
+// A closure running on this thread (a worker's): each remote variable read there is pulled once,
+// at its first read (the closure's snapshot, TensorFlow's cache_variable_reads), instead of at
+// every read, and the optimizer updates it makes are staged under `closure_id`, which the
+// coordinator commits or aborts.
 class SnapshotScope {
  public:
-  SnapshotScope();
+  explicit SnapshotScope(uint64_t closure_id);
   ~SnapshotScope();
   SnapshotScope(const SnapshotScope&) = delete;
   SnapshotScope& operator=(const SnapshotScope&) = delete;
