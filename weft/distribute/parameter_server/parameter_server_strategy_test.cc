@@ -152,9 +152,11 @@ TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessW
   auto run_task = [&](const std::string& task) -> std::vector<float> {
     auto resolver = cluster_resolver::TFConfigClusterResolver::from_json(
         tf_config(ports, task, /*workers=*/1, /*ps=*/2));
-    ParameterServerStrategy strategy(resolver, options());
+    // Made before the strategy, so that they outlive its worker service's thread, which runs the
+    // closures that use them (its end is what ThreadSanitizer sees ordered before theirs).
     std::optional<Variable> kernel, bias;
     std::optional<optim::Adam> adam;
+    ParameterServerStrategy strategy(resolver, options());
     {
       auto scope = strategy.scope();
       kernel.emplace(strategy.is_chief() ? k0 : zeros({5, 2}), "kernel");
