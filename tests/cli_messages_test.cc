@@ -89,12 +89,12 @@ TEST(CliMessages, HelpShowsTheDefaults) {
 }
 
 TEST(CliMessages, WhatIsMissingIsSaidWithWhatToUseInstead) {
-  Result r = run("train --strategy parameter_server");
+  Result r = run("train --strategy parameter_server --backup-dir backups");
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.output,
-            "weft: FailedPrecondition: --strategy parameter_server is not supported by this "
-            "version of weft; use multi_worker (synchronous, across processes), mirrored "
-            "(replicas on threads) or default\n");
+            "weft: FailedPrecondition: --backup-dir is not supported with --strategy "
+            "parameter_server yet; use --strategy multi_worker for training that resumes from "
+            "its backup after a failure\n");
   EXPECT_THAT(r.output, Not(HasSubstr("issue")));
 }
 

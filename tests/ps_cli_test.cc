@@ -163,4 +163,23 @@ TEST_F(PsCli, TasksThatOutliveTheChiefAreStopped) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }
 
+// weft train --strategy parameter_server under weft launch: the chief's fit schedules each step
+// on the two workers, whose updates are applied on the two ps tasks; each of the epoch's 60 000
+// examples is trained on once (a step's batch travels with its closure), each step is one
+// iteration of the optimizer (whose count lives on a ps task), and the model learns.
+TEST_F(PsCli, WeftTrainTrainsOnTheWorkersWithTheVariablesOnThePsTasks) {
+  const fs::path json = dir_ / "ps.json";
+  Result r = shell("timeout 600 " + std::string(WEFT_BINARY_DIR) + "/weft launch --ps 2 -n 2 -- " +
+                   WEFT_BINARY_DIR + "/weft train --strategy parameter_server --epochs 1 --quiet " +
+                   "--metrics-json " + json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json j = read_json(json);
+  EXPECT_EQ(j["strategy"], "parameter_server");
+  EXPECT_EQ(j["workers"], 2);
+  EXPECT_EQ(j["ps_tasks"], 2);
+  EXPECT_EQ(j["examples_trained"], 60000);
+  EXPECT_EQ(j["steps"], 469);
+  EXPECT_GT(j["test_accuracy"].get<double>(), 0.8) << j.dump();
+}
+
 }  // namespace

@@ -186,7 +186,7 @@ TEST_F(TrainCli, BadInputGivesOneLineAndNonZeroExit) {
   one_line(run("train --mixed-precision fp8"), "fp8");
   one_line(run("train --lr-schedule linear"), "linear");
   one_line(run("train --strategy parameter_server --quiet"),
-           "--strategy parameter_server is not supported");
+           "TF_CONFIG's cluster has no \"chief\" job (weft launch --ps K -n N sets TF_CONFIG");
   // A malformed cluster fails at start, before any data is read.
   one_line(shell("TF_CONFIG='{\"cluster\": {\"worker\": [\"a:1\"]}, \"task\": {\"type\": "
                  "\"worker\", \"index\": 3}}' " WEFT_BINARY_DIR "/weft train --strategy "

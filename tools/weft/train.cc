@@ -18,8 +18,10 @@
 #include "tools/weft/flags.h"
 #include "weft/core/config.h"
 #include "weft/data/datasets.h"
+#include "weft/distribute/cluster/tf_config.h"
 #include "weft/distribute/mirrored_strategy.h"
 #include "weft/distribute/multi_worker_mirrored_strategy.h"
+#include "weft/distribute/parameter_server/parameter_server_strategy.h"
 #include "weft/nn/model.h"
 #include "weft/nn/models.h"
 #include "weft/ops/creation.h"
@@ -97,12 +99,27 @@ optim::Optimizer build_optimizer(const TrainFlags& f, int64_t total_steps) {
 // on as many logical CPU devices; multi_worker joins the cluster TF_CONFIG describes, with
 // --replicas replicas in this process (weft launch --replicas-per-worker sets the default).
 distribute::Strategy make_strategy(const TrainFlags& f) {
-  WEFT_CHECK(f.strategy != "parameter_server", FailedPrecondition)
-      << "--strategy parameter_server is not supported by this version of weft; use "
-         "multi_worker (synchronous, across processes), mirrored (replicas on threads) or default";
-  WEFT_CHECK(f.replicas == 1 || f.strategy != "default", InvalidArgument)
+  WEFT_CHECK(f.replicas == 1 || (f.strategy != "default" && f.strategy != "parameter_server"),
+             InvalidArgument)
       << "--replicas " << f.replicas << " needs --strategy mirrored or multi_worker";
   if (f.strategy == "default") return distribute::Strategy();
+  if (f.strategy == "parameter_server") {
+    // What is not built yet for parameter-server training is refused before the cluster meets.
+    WEFT_CHECK(f.backup_dir.empty(), FailedPrecondition)
+        << "--backup-dir is not supported with --strategy parameter_server yet; use --strategy "
+           "multi_worker for training that resumes from its backup after a failure";
+    WEFT_CHECK(f.mixed_precision != "f16", FailedPrecondition)
+        << "--mixed-precision f16 is not supported with --strategy parameter_server: its loss "
+           "scale would have to be shared by every worker (bf16 needs none)";
+    distribute::ParameterServerOptions options;
+    if (f.startup_timeout > 0) {
+      options.startup_timeout =
+          std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout * 1000));
+    }
+    options.coordination.tls = {f.tls_cert, f.tls_key, f.tls_ca};
+    return distribute::ParameterServerStrategy(
+        distribute::cluster_resolver::TFConfigClusterResolver{}, options);
+  }
   if (f.strategy == "multi_worker") {
     distribute::MultiWorkerOptions options;
     options.replicas_per_worker = f.replicas;
@@ -197,6 +214,12 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
   // progress, checkpoint and TensorBoard callbacks out); the others train quietly.
   int workers = strategy.num_replicas_in_sync() / strategy.extended().num_local_replicas();
   bool chief = strategy.extended().first_local_replica() == 0;
+  std::optional<distribute::ParameterServerStrategy> ps;
+  if (strategy.name() == "parameter_server") {
+    ps.emplace(strategy);
+    workers = ps->num_workers();
+    chief = ps->is_chief();
+  }
   bool quiet = f.quiet || !chief;
   nn::Model model;
   {
@@ -227,6 +250,7 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
                                              .callbacks = callbacks,
                                              .verbose = f.quiet ? 0 : 1});
   if (backup && backup->preempted()) return train::kPreemptedExitStatus;
+  if (ps && !chief) return 0;  // a worker or ps task served the chief's fit, which is done
   double fit_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - fit_start).count();
   std::map<std::string, double> result = model.evaluate(test);
@@ -247,6 +271,7 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
         {"strategy", f.strategy},
         {"workers", workers},
         {"transport", strategy.extended().transport()},
+        {"ps_tasks", ps ? ps->num_ps() : 0},
         {"replicas", strategy.num_replicas_in_sync()},
         {"threads", config::num_threads()},
         {"epochs", f.epochs},
@@ -302,8 +327,9 @@ void add_train(CLI::App& app) {
       ->check(one_of({"cosine", "constant"}));
   cmd->add_option("--seed", flags->seed, "the seed of the initial weights, shuffling and dropout");
   cmd->add_option("--strategy", flags->strategy,
-                  "default (one replica), mirrored (replicas on threads) or multi_worker (the "
-                  "cluster TF_CONFIG describes; see weft launch)")
+                  "default (one replica), mirrored (replicas on threads), multi_worker (the "
+                  "cluster TF_CONFIG describes; see weft launch) or parameter_server (its chief, "
+                  "workers and ps tasks; weft launch --ps)")
       ->check(one_of({"default", "mirrored", "multi_worker", "parameter_server"}));
   cmd->add_option("--replicas", flags->replicas,
                   "local replicas (threads) for --strategy mirrored or multi_worker, each on its "

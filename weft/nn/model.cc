@@ -13,6 +13,7 @@
 #include "weft/core/config.h"
 #include "weft/distribute/gradient_packs.h"
 #include "weft/distribute/updates.h"
+#include "weft/nn/internal/step_logs.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
@@ -322,14 +323,13 @@ PartialLogs partial_logs(const ModelImpl& m, const Tensor& per_example, const Te
   // Keras's apply_mask: the weighted metrics' weights are the sample weights times the mask.
   Tensor mask = keras_mask(outputs[0]), weighted = mask;
   if (!weights.empty()) {
-    weighted = mask.defined()
-                   ? losses::apply_sample_weight(cast(mask, kFloat32), weights[0])
-                   : weights[0];
+    weighted =
+        mask.defined() ? losses::apply_sample_weight(cast(mask, kFloat32), weights[0]) : weights[0];
   }
   for (size_t i = 0; i < m.compiled_metrics.size(); ++i) {
     const metrics::Metric& metric = m.compiled_metrics[i];
-    logs[metric.name()] += metric.partial(targets[0], outputs[0],
-                                          i < m.first_weighted_metric ? mask : weighted);
+    logs[metric.name()] +=
+        metric.partial(targets[0], outputs[0], i < m.first_weighted_metric ? mask : weighted);
   }
   return logs;
 }
@@ -340,8 +340,57 @@ std::vector<Tensor> rows_of(const std::vector<Tensor>& ts, int64_t lo, int64_t h
   return out;
 }
 
-// Adds the replicas' partial logs, in replica order, to the loss tracker and the metrics;
-// returns the running logs.
+}  // namespace
+
+namespace internal {
+namespace {
+
+// Each log's name and how many sums it has, in packing order: the loss, then the metrics.
+std::vector<std::pair<std::string, size_t>> log_sizes(const ModelImpl& m,
+                                                      const metrics::Mean& loss_tracker) {
+  std::vector<std::pair<std::string, size_t>> sizes{{"loss", loss_tracker.state_size()}};
+  for (const metrics::Metric& metric : m.compiled_metrics) {
+    sizes.emplace_back(metric.name(), metric.state_size());
+  }
+  return sizes;
+}
+
+}  // namespace
+
+Tensor pack_partial_logs(const ModelImpl& m, const metrics::Mean& loss_tracker,
+                         const PartialLogs& logs) {
+  std::vector<double> packed;
+  for (const auto& [name, size] : log_sizes(m, loss_tracker)) {
+    auto it = logs.find(name);
+    std::vector<double> sums = it == logs.end() ? std::vector<double>{} : it->second.sums;
+    sums.resize(size, 0.0);  // a replica with no rows added none: zeros
+    packed.insert(packed.end(), sums.begin(), sums.end());
+  }
+  return Tensor::from_vector(packed);
+}
+
+PartialLogs unpack_partial_logs(const ModelImpl& m, const metrics::Mean& loss_tracker,
+                                const Tensor& packed) {
+  const auto sizes = log_sizes(m, loss_tracker);
+  size_t total = 0;
+  for (const auto& [name, size] : sizes) total += size;
+  WEFT_CHECK(packed.dtype() == kFloat64 && packed.rank() == 1 &&
+                 packed.numel() == static_cast<int64_t>(total),
+             InvalidArgument)
+      << "a step's packed logs must be float64 of shape (" << total << ",) (the loss and "
+      << sizes.size() - 1 << " metrics), got " << packed.dtype() << " "
+      << shape_str(packed.shape());
+  std::vector<double> all = packed.to_vector<double>();
+  PartialLogs logs;
+  size_t at = 0;
+  for (const auto& [name, size] : sizes) {
+    logs[name].sums.assign(all.begin() + static_cast<std::ptrdiff_t>(at),
+                           all.begin() + static_cast<std::ptrdiff_t>(at + size));
+    at += size;
+  }
+  return logs;
+}
+
 std::map<std::string, double> merge_logs(ModelImpl& m, metrics::Mean& loss_tracker,
                                          const std::vector<PartialLogs>& replicas) {
   PartialLogs total;
@@ -349,24 +398,10 @@ std::map<std::string, double> merge_logs(ModelImpl& m, metrics::Mean& loss_track
     for (const auto& [name, part] : p) total[name] += part;
   }
   if (m.strategy.extended().num_local_replicas() < m.strategy.num_replicas_in_sync()) {
-    // The other workers' partials too, in one sum of every metric's sums (a replica with no
-    // rows added none: zeros).
-    std::vector<std::pair<std::string, size_t>> sizes{{"loss", loss_tracker.state_size()}};
-    for (metrics::Metric& metric : m.compiled_metrics)
-      sizes.emplace_back(metric.name(), metric.state_size());
-    std::vector<double> packed;
-    for (const auto& [name, size] : sizes) {
-      std::vector<double>& sums = total[name].sums;
-      sums.resize(size, 0.0);
-      packed.insert(packed.end(), sums.begin(), sums.end());
-    }
-    std::vector<double> all =
-        m.strategy.extended().sum_across_workers(Tensor::from_vector(packed)).to_vector<double>();
-    size_t at = 0;
-    for (const auto& [name, size] : sizes) {
-      total[name].sums.assign(all.begin() + at, all.begin() + at + size);
-      at += size;
-    }
+    // The other workers' partials too, in one sum of every metric's sums.
+    total = unpack_partial_logs(
+        m, loss_tracker,
+        m.strategy.extended().sum_across_workers(pack_partial_logs(m, loss_tracker, total)));
   }
   loss_tracker.merge_state(total["loss"]);
   std::map<std::string, double> logs{{"loss", loss_tracker.result()}};
@@ -381,7 +416,7 @@ std::map<std::string, double> merge_logs(ModelImpl& m, metrics::Mean& loss_track
   return logs;
 }
 
-}  // namespace
+}  // namespace internal
 
 PartialLogs Model::train_step(const std::vector<Tensor>& batch) {
   ModelImpl& m = model();
@@ -543,11 +578,10 @@ void check_replicas_keep_the_bits(const ModelImpl& m) {
   WEFT_FAIL(InvalidArgument)
       << "fit: op determinism (--deterministic) gives one replica's bits only when the "
          "replicas' shares split the fixed tree over the micro-batches, and "
-      << what.str() << " with " << v << " micro-batches do not. With " << v
-      << " micro-batches, " << counts.str() << " replicas do (across workers, a number of "
+      << what.str() << " with " << v << " micro-batches do not. With " << v << " micro-batches, "
+      << counts.str() << " replicas do (across workers, a number of "
       << "workers that is a power of two)"
-      << (workers_ok ? "; or set the micro-batches to " +
-                           std::to_string(workers * local) +
+      << (workers_ok ? "; or set the micro-batches to " + std::to_string(workers * local) +
                            " (weft::config::set_micro_batches, weft train --micro-batches), "
                            "whose one-replica bits these replicas then repeat"
                      : "; across " + std::to_string(workers) +
@@ -579,7 +613,7 @@ std::map<std::string, double> Model::train_on_distributed(const distribute::Dist
   check_replicas_keep_the_bits(m);
   distribute::PerReplica<PartialLogs> parts =
       m.strategy.run([this](const data::Element& e) { return train_step(e); }, b);
-  return merge_logs(m, m.train_loss, parts.values());
+  return internal::merge_logs(m, m.train_loss, parts.values());
 }
 
 std::map<std::string, double> Model::test_on_batch(const std::vector<Tensor>& batch) {
@@ -587,7 +621,7 @@ std::map<std::string, double> Model::test_on_batch(const std::vector<Tensor>& ba
   check_compiled(m, "evaluation");
   distribute::PerReplica<PartialLogs> parts = m.strategy.run(
       [this](const data::Element& e) { return test_step(e); }, m.strategy.split(batch, 0));
-  return merge_logs(m, m.test_loss, parts.values());
+  return internal::merge_logs(m, m.test_loss, parts.values());
 }
 
 std::map<std::string, double> Model::evaluate(const data::Dataset& dataset, int verbose) try {

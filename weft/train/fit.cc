@@ -21,6 +21,7 @@
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
 #include "weft/train/callbacks.h"
+#include "weft/train/internal/fit_parameter_server.h"
 
 namespace weft::nn {
 namespace {
@@ -95,8 +96,8 @@ void check_workers_start_alike(const Model& model) {
 
 }  // namespace
 
-train::History Model::fit(const data::Dataset& training_data, const train::FitOptions& options)
-try {
+train::History Model::fit(const data::Dataset& training_data,
+                          const train::FitOptions& options) try {
   ModelImpl& m = model();
   WEFT_CHECK(compiled(), FailedPrecondition)
       << "Model \"" << m.name() << "\" must be compiled before fit(): call compile()";
@@ -105,6 +106,14 @@ try {
       << ") must be non-negative";
   WEFT_CHECK(!options.steps_per_epoch || *options.steps_per_epoch > 0, InvalidArgument)
       << "fit: steps_per_epoch must be positive, got " << *options.steps_per_epoch;
+
+  if (m.strategy.name() == "parameter_server") {
+    return internal::fit_on_parameter_servers(*this, training_data, options, [&](data::Element b) {
+      return options.class_weight.empty()
+                 ? b
+                 : with_class_weights(m, std::move(b), options.class_weight);
+    });
+  }
 
   using Elements = distribute::DistributedDataset::Elements;
   const distribute::WorkerInput input =

@@ -35,6 +35,7 @@ parameter_server::ServiceOptions service_options() {
   parameter_server::ServiceOptions o;
   o.token = kToken;
   o.call_timeout = milliseconds(5000);
+  o.function_wait = milliseconds(300);
   return o;
 }
 
@@ -178,6 +179,13 @@ TEST(ClusterCoordinator, AnUnknownFunctionOrDatasetFunctionIsTheClosuresErrorNam
     EXPECT_THAT(e.what(), HasSubstr("no dataset function 'test/no_data' is registered on worker:"));
   }
   EXPECT_THROW(coordinator.schedule(next_element(), {PerWorkerValues{99}, ms(0)}), InvalidArgument);
+  // A function registered while its closure waits on a worker (within function_wait) runs.
+  RemoteValue late = coordinator.schedule(RemoteFunction{"test/registered_late"});
+  std::this_thread::sleep_for(milliseconds(50));
+  register_function("test/registered_late",
+                    [](const ClosureArgs&) { return std::vector<Tensor>{full({1}, 7.0f)}; });
+  coordinator.join();
+  EXPECT_EQ(late.fetch()[0].to_vector<float>(), std::vector<float>{7});
 }
 
 // TensorFlow's fault_tolerance_test, worker preemption: a worker that cannot be reached leaves

@@ -20,6 +20,10 @@ struct ServiceOptions {
   coordination::TlsOptions tls;
   // The deadline of every call a client makes.
   std::chrono::milliseconds call_timeout{30000};
+  // How long a worker waits for a closure's function to be registered before failing the
+  // closure: every process registers its functions as it starts, and a worker may get its first
+  // closure while it is still building its model.
+  std::chrono::milliseconds function_wait{60000};
 };
 
 // A tensor travels in pieces of at most this many bytes, one call each at most (BytePS cuts at

@@ -37,7 +37,7 @@ class ParameterServerImpl : public StrategyImpl {
       WEFT_CHECK(cluster.num_tasks(job) > 0, InvalidArgument)
           << "ParameterServerStrategy needs a cluster with a chief, workers and ps tasks; "
              "TF_CONFIG's cluster has no \""
-          << job << "\" job";
+          << job << "\" job (weft launch --ps K -n N sets TF_CONFIG for each task)";
     }
     type_ = resolver.task_type();
     WEFT_CHECK(type_ == "chief" || type_ == "worker" || type_ == "ps", InvalidArgument)
@@ -125,6 +125,9 @@ class ParameterServerImpl : public StrategyImpl {
           if (type_ == "chief") {
             binding->create();
             binding->write(v.value());
+          } else {
+            // Its first read (building a model reads its variables) waits for the chief's value.
+            binding->wait_until_readable(options_.startup_timeout);
           }
           v.bind(binding);
           return v;
@@ -236,6 +239,10 @@ ParameterServerImpl& ps_impl_of(const Strategy& s) {
 ParameterServerStrategy::ParameterServerStrategy(const cluster_resolver::ClusterResolver& resolver,
                                                  ParameterServerOptions options)
     : Strategy(std::make_shared<ParameterServerImpl>(resolver, std::move(options))) {}
+ParameterServerStrategy::ParameterServerStrategy(const Strategy& strategy) : Strategy(strategy) {
+  WEFT_CHECK(strategy.name() == "parameter_server", InvalidArgument)
+      << "a ParameterServerStrategy was expected, got the " << strategy.name() << " strategy";
+}
 std::string ParameterServerStrategy::task() const { return ps_impl_of(*this).task(); }
 bool ParameterServerStrategy::is_chief() const { return ps_impl_of(*this).is_chief(); }
 int ParameterServerStrategy::num_workers() const { return ps_impl_of(*this).num_workers(); }

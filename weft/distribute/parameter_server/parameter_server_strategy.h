@@ -46,6 +46,8 @@ class ParameterServerStrategy : public Strategy {
   // (InvalidArgument naming what is missing).
   explicit ParameterServerStrategy(const cluster_resolver::ClusterResolver& resolver,
                                    ParameterServerOptions options = {});
+  // The ParameterServerStrategy `strategy` is (a model's, say); InvalidArgument for another.
+  explicit ParameterServerStrategy(const Strategy& strategy);
 
   // This process's task: "chief:0", "worker:1", "ps:0".
   std::string task() const;

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <latch>
 
 #include "weft/autodiff/tape.h"
 #include "weft/core/errors.h"
@@ -70,6 +71,7 @@ TEST(ParameterServerStrategy, VariablesLiveOnThePsTasksAndEveryTaskReadsTheChief
   ReservedLocalPorts ports(5);
   std::promise<void> assigned;
   std::shared_future<void> assigned_future = assigned.get_future().share();
+  std::latch workers_read(2);  // the chief ends the job only after the workers have read
   auto run_task = [&](const std::string& task) {
     auto resolver = cluster_resolver::TFConfigClusterResolver::from_json(tf_config(ports, task));
     ParameterServerStrategy strategy(resolver, options());
@@ -101,11 +103,13 @@ TEST(ParameterServerStrategy, VariablesLiveOnThePsTasksAndEveryTaskReadsTheChief
       for (int i = 0; i < 6; ++i) answers.push_back(coordinator.schedule(answer));
       coordinator.join();
       for (auto& a : answers) EXPECT_EQ(a.fetch()[0].to_vector<float>(), std::vector<float>{42});
+      workers_read.wait();
     } else {
       if (strategy.task().rfind("worker", 0) == 0) {
         assigned_future.wait();
         seen.small = small->value().to_vector<float>();
         seen.sharded = sharded->value().to_vector<float>();
+        workers_read.count_down();
       }
       EXPECT_THROW(ClusterCoordinator{strategy}, FailedPrecondition);
       strategy.join();  // until the chief is done

@@ -113,6 +113,17 @@ class ParameterServerClient::Impl {
     return values;
   }
 
+  bool readable(const std::vector<VariableSpec>& variables) {
+    pb::PullRequest request;
+    for (const VariableSpec& v : variables) request.add_ranges()->set_id(v.id);  // no bytes
+    pb::PullResponse reply;
+    auto ctx = context();
+    grpc::Status status = stub_->Pull(ctx.get(), request, &reply);
+    if (status.error_code() == grpc::StatusCode::NOT_FOUND) return false;
+    check(status, "pull", reply.incarnation());
+    return true;
+  }
+
   void push(uint64_t closure_id, PushKind kind, const std::vector<VariableSpec>& variables,
             const std::vector<Tensor>& values, const GradientStep& step) {
     WEFT_CHECK(variables.size() == values.size(), InvalidArgument)
@@ -230,6 +241,9 @@ void ParameterServerClient::create(const std::vector<VariableSpec>& variables,
 }
 std::vector<Tensor> ParameterServerClient::pull(const std::vector<VariableSpec>& variables) {
   return impl_->pull(variables);
+}
+bool ParameterServerClient::readable(const std::vector<VariableSpec>& variables) {
+  return impl_->readable(variables);
 }
 void ParameterServerClient::push(uint64_t closure_id, PushKind kind,
                                  const std::vector<VariableSpec>& variables,

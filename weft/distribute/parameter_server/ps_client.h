@@ -56,8 +56,10 @@ class ParameterServerClient {
   // Creates `variables` (zero-filled) with the slots of the optimizer whose Keras config (JSON)
   // is `optimizer_config` ("": none).
   void create(const std::vector<VariableSpec>& variables, const std::string& optimizer_config);
-  // The values of `variables`, in order.
+  // The values of `variables`, in order. FailedPrecondition for one that has no value yet.
   std::vector<Tensor> pull(const std::vector<VariableSpec>& variables);
+  // Whether every one of `variables` exists there with a value (a pull would succeed).
+  bool readable(const std::vector<VariableSpec>& variables);
   // Stages values[i] for variables[i] under `closure_id` (gradients with `step`).
   void push(uint64_t closure_id, PushKind kind, const std::vector<VariableSpec>& variables,
             const std::vector<Tensor>& values, const GradientStep& step = {});

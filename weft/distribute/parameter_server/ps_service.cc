@@ -148,6 +148,10 @@ class ParameterServer::Impl final : public RawService {
       for (const auto& range : r.ranges()) {
         const Stored* v = find(range.id());
         if (v == nullptr) return unknown(range.id());
+        if (!v->has_value) {
+          return Status(StatusCode::NOT_FOUND, describe(v->spec) + " on " + task_ +
+                                                   " has no value yet (none was written)");
+        }
         if (Status s = check_range(v->spec, range.offset(), range.length()); !s.ok()) return s;
         auto* chunk = a.add_chunks();
         chunk->set_id(range.id());
@@ -231,6 +235,7 @@ class ParameterServer::Impl final : public RawService {
         // Each variable's steps in order (the map orders them by variable, then step).
         for (const auto& [key, staged] : it->second) {
           Stored& v = variables_.at(key.first);
+          v.has_value = true;
           if (staged.kind == pb::VALUE) {
             std::memcpy(v.value.raw_data(), staged.tensor.raw_data(), v.spec.bytes());
           } else if (staged.kind == pb::ADD) {
@@ -276,6 +281,7 @@ class ParameterServer::Impl final : public RawService {
     // CreateRequest or gradient that names one.
     const optim::Optimizer::Algorithm* algorithm = nullptr;
     std::vector<Tensor> slots;
+    bool has_value = false;  // readable once a commit wrote it
   };
 
   // Checks the token, parses the request, runs fn(request, answer) under the lock and answers

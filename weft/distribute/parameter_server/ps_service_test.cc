@@ -61,16 +61,21 @@ TEST(ParameterServer, CommittedUpdatesMatchTheSameOptimizerRunLocally) {
   ParameterServer server("127.0.0.1:0", "ps:0", options());
   ParameterServerClient client("ps:0", server.address(), options());
   client.create({kKernel, kBias}, adam_config(0.01));
-  EXPECT_EQ(values(client.pull({kKernel})[0]), std::vector<float>(12, 0.0f));
+  // Readable once it has a value.
+  EXPECT_FALSE(client.readable({kKernel}));
+  EXPECT_THAT([&] { client.pull({kKernel}); },
+              ::testing::ThrowsMessage<FailedPrecondition>(
+                  HasSubstr("variable 0 (dense/kernel, float32 (3, 4)) on ps:0 has no value yet")));
   EXPECT_EQ(client.incarnation(), server.incarnation());
 
   Tensor k0 = random_tensor({3, 4}, 1), b0 = random_tensor({4}, 2);
   client.push(1, PushKind::kValue, {kKernel, kBias}, {k0, b0});
-  // Staged only: nothing changes until the commit.
-  EXPECT_EQ(values(client.pull({kBias})[0]), std::vector<float>(4, 0.0f));
+  // Staged only: nothing changes until the commit (the variables have no value yet).
+  EXPECT_FALSE(client.readable({kBias}));
   EXPECT_EQ(server.staged_closures(), 1u);
   EXPECT_TRUE(client.commit(1));
   EXPECT_EQ(server.staged_closures(), 0u);
+  EXPECT_TRUE(client.readable({kKernel, kBias}));
   std::vector<Tensor> pulled = client.pull({kKernel, kBias});
   EXPECT_EQ(values(pulled[0]), values(k0));
   EXPECT_EQ(values(pulled[1]), values(b0));
@@ -208,8 +213,9 @@ TEST(ParameterServer, BadRequestsAreRefusedNamingWhatIsWrong) {
     client.push(1, PushKind::kGradient, {kBias}, {random_tensor({4}, 1)});
     FAIL() << "a gradient without an optimizer was accepted";
   } catch (const InvalidArgument& e) {
-    EXPECT_THAT(e.what(), HasSubstr("a gradient for variable 1 (dense/bias, float32 (4,)) without an "
-                                    "optimizer to apply it"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("a gradient for variable 1 (dense/bias, float32 (4,)) without an "
+                          "optimizer to apply it"));
   }
   // A closure whose push did not arrive whole cannot commit; its error names the variable.
   pb::PushRequest half;
@@ -297,7 +303,7 @@ TEST(ParameterServer, AClientNoticesThatTheServerRestarted) {
   }
   EXPECT_NE(client.incarnation(), first);
   EXPECT_EQ(client.incarnation(), server->incarnation());
-  EXPECT_NO_THROW(client.pull({kBias}));  // the new incarnation, known from now on
+  EXPECT_NO_THROW(client.readable({kBias}));  // the new incarnation, known from now on
 }
 
 using ParameterServerTls = weft::testing::TlsFilesTest;
@@ -312,7 +318,9 @@ TEST_F(ParameterServerTls, MutualTlsAcceptsSignedClientsOnly) {
   signed_client.tls = {file("client.pem"), file("client.key"), file("ca.pem")};
   ParameterServerClient good("ps:0", server.address(), signed_client);
   good.create({kBias}, "");
-  EXPECT_EQ(values(good.pull({kBias})[0]), std::vector<float>(4, 0.0f));
+  good.push(1, PushKind::kValue, {kBias}, {full({4}, 2.0f)});
+  EXPECT_TRUE(good.commit(1));
+  EXPECT_EQ(values(good.pull({kBias})[0]), std::vector<float>(4, 2.0f));
 
   ServiceOptions no_cert = options();
   no_cert.tls.ca_file = file("ca.pem");

@@ -1,5 +1,6 @@
 #include "weft/distribute/parameter_server/remote_functions.h"
 
+#include <condition_variable>
 #include <map>
 #include <mutex>
 
@@ -10,6 +11,7 @@ namespace {
 
 struct Registry {
   std::mutex mu;
+  std::condition_variable registered;
   std::map<std::string, RemoteFunctionBody> functions;
   std::map<std::string, DatasetFunctionBody> datasets;
 };
@@ -47,6 +49,7 @@ RemoteFunction register_function(const std::string& name, RemoteFunctionBody bod
   Registry& r = registry();
   std::lock_guard lock(r.mu);
   r.functions[name] = std::move(body);
+  r.registered.notify_all();
   return {name};
 }
 
@@ -56,23 +59,33 @@ DatasetFunction register_dataset_function(const std::string& name, DatasetFuncti
   Registry& r = registry();
   std::lock_guard lock(r.mu);
   r.datasets[name] = std::move(body);
+  r.registered.notify_all();
   return {name};
 }
 
 namespace internal {
 
-RemoteFunctionBody find_function(const std::string& name) {
+namespace {
+
+// The entry of `map` under `name`, waiting up to `wait` for it; empty when there is none.
+template <typename Body>
+Body find_registered(std::map<std::string, Body>& map, const std::string& name,
+                     std::chrono::milliseconds wait) {
   Registry& r = registry();
-  std::lock_guard lock(r.mu);
-  auto it = r.functions.find(name);
-  return it == r.functions.end() ? RemoteFunctionBody{} : it->second;
+  std::unique_lock lock(r.mu);
+  r.registered.wait_for(lock, wait, [&] { return map.count(name) != 0; });
+  auto it = map.find(name);
+  return it == map.end() ? Body{} : it->second;
 }
 
-DatasetFunctionBody find_dataset_function(const std::string& name) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mu);
-  auto it = r.datasets.find(name);
-  return it == r.datasets.end() ? DatasetFunctionBody{} : it->second;
+}  // namespace
+
+RemoteFunctionBody find_function(const std::string& name, std::chrono::milliseconds wait) {
+  return find_registered(registry().functions, name, wait);
+}
+
+DatasetFunctionBody find_dataset_function(const std::string& name, std::chrono::milliseconds wait) {
+  return find_registered(registry().datasets, name, wait);
 }
 
 }  // namespace internal

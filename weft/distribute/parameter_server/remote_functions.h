@@ -17,6 +17,7 @@
 // function.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -60,8 +61,9 @@ DatasetFunction register_dataset_function(const std::string& name, DatasetFuncti
 
 namespace internal {
 // The registered function, or an empty one.
-RemoteFunctionBody find_function(const std::string& name);
-DatasetFunctionBody find_dataset_function(const std::string& name);
+// The function registered under `name`, waiting up to `wait` for it to be; empty when none is.
+RemoteFunctionBody find_function(const std::string& name, std::chrono::milliseconds wait);
+DatasetFunctionBody find_dataset_function(const std::string& name, std::chrono::milliseconds wait);
 }  // namespace internal
 
 }  // namespace weft::distribute

@@ -91,7 +91,8 @@ class WorkerService::Impl final : public RawWorker {
             }
             args.push_back({Tensor(), &it->second.iterator});
           }
-          RemoteFunctionBody fn = distribute::internal::find_function(r.function());
+          RemoteFunctionBody fn =
+              distribute::internal::find_function(r.function(), options_.function_wait);
           try {
             WEFT_CHECK(static_cast<bool>(fn), FailedPrecondition)
                 << "no function '" << r.function() << "' is registered on " << task_
@@ -127,8 +128,8 @@ class WorkerService::Impl final : public RawWorker {
                                             grpc::ByteBuffer* out) override {
     return handle<pb::CreatePerWorkerRequest>(
         ctx, in, out, [this](const auto& r, grpc::ByteBuffer* answer) {
-          DatasetFunctionBody fn =
-              distribute::internal::find_dataset_function(r.dataset_function());
+          DatasetFunctionBody fn = distribute::internal::find_dataset_function(
+              r.dataset_function(), options_.function_wait);
           if (!fn) {
             return Status(StatusCode::FAILED_PRECONDITION,
                           "no dataset function '" + r.dataset_function() + "' is registered on " +

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "weft/core/errors.h"
 #include "weft/ops/cast.h"
@@ -35,6 +36,19 @@ SnapshotScope::~SnapshotScope() {
 
 void RemoteVariable::create() const {
   for (const Shard& s : shards_) s.ps->create({s.spec}, "");
+}
+
+void RemoteVariable::wait_until_readable(std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (const Shard& s : shards_) {
+    while (!s.ps->readable({s.spec})) {
+      WEFT_CHECK(std::chrono::steady_clock::now() < deadline, DeadlineExceeded)
+          << "variable " << s.spec.name << " (id " << s.spec.id << ") was not created on "
+          << s.ps->task() << " within " << timeout.count()
+          << " ms: does the chief make the same variables, in the same order, as this task?";
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
 }
 
 void RemoteVariable::refresh(const Tensor& cache) const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -39,8 +40,11 @@ class RemoteVariable final : public VariableBinding {
   RemoteVariable(std::vector<Shard> shards, std::shared_ptr<UniqueIds> ids)
       : shards_(std::move(shards)), ids_(std::move(ids)) {}
 
-  // Creates the shards on their ps tasks (zero-filled until the first write).
+  // Creates the shards on their ps tasks (readable from the first write on).
   void create() const;
+  // Waits until every shard is readable (another task creates and writes them), at most
+  // `timeout`: DeadlineExceeded naming the variable when it is not.
+  void wait_until_readable(std::chrono::milliseconds timeout) const;
   void refresh(const Tensor& cache) const override;
   void write(const Tensor& value) const override;
   // Push each shard's piece under the running closure's id (SnapshotScope), a gradient as that

@@ -1,0 +1,143 @@
+// fit under ParameterServerStrategy, as Keras's fit with TensorFlow's ParameterServerStrategy:
+// every task runs the same program and calls fit. The chief reads the dataset and schedules one
+// closure per step, its batch as the arguments, on the ClusterCoordinator; a worker runs the
+// model's train_step on it, its optimizer staging the updates on the ps tasks, and returns the
+// step's partial logs, which the chief merges in step order as the closures finish (at most two
+// per worker in flight), running the batch-level callbacks then. A step's batch travels with its
+// closure, so a closure run again after its worker was lost trains on the same rows, and only
+// the run that returned is committed: each batch is trained on exactly once.
+#include "weft/train/internal/fit_parameter_server.h"
+
+#include <deque>
+
+#include "weft/core/errors.h"
+#include "weft/distribute/parameter_server/cluster_coordinator.h"
+#include "weft/distribute/parameter_server/parameter_server_strategy.h"
+#include "weft/nn/internal/step_logs.h"
+#include "weft/train/callbacks.h"
+
+namespace weft::nn::internal {
+namespace {
+
+constexpr const char* kTrainStep = "weft/fit/train_step";
+
+// A scheduled step whose logs the chief has not merged yet.
+struct Pending {
+  int64_t step = 0;
+  int64_t examples = 0;
+  distribute::RemoteValue logs;
+};
+
+}  // namespace
+
+train::History fit_on_parameter_servers(
+    Model& model, const data::Dataset& dataset, const FitOptions& options,
+    const std::function<data::Element(data::Element)>& prepare) {
+  ModelImpl& m = model.model();
+  distribute::ParameterServerStrategy strategy(m.strategy);
+  const bool ps_task = strategy.task().rfind("ps:", 0) == 0;
+  int64_t cardinality = dataset.cardinality();
+  WEFT_CHECK(cardinality != 0, InvalidArgument) << "fit: the training dataset is empty";
+  std::optional<int64_t> steps = options.steps_per_epoch;
+  std::optional<data::Dataset::Iterator> kept;  // one iterator across epochs
+  if (steps) {
+    kept = dataset.begin();
+  } else if (cardinality > 0) {
+    steps = cardinality;
+    kept = dataset.repeat().begin();
+  }
+  // Every task but the ps tasks builds the model alike (its variables are made in the same
+  // order, and so bound to the same places) from the dataset's first batch.
+  std::optional<data::Dataset::Iterator> first_pass;
+  std::optional<data::Element> pending;
+  if (!ps_task && !m.built()) {
+    if (!kept) first_pass = dataset.begin();
+    pending = (kept ? *kept : *first_pass).next();
+    WEFT_CHECK(pending.has_value(), InvalidArgument) << "fit: the training dataset is empty";
+    m.build_on(*pending);
+  }
+  if (!strategy.is_chief()) {
+    if (!ps_task) {
+      // `model` itself (its train_step may be overridden), which outlives the closures: this
+      // fit returns only when the chief is done.
+      Model* self = &model;
+      distribute::register_function(kTrainStep, [self](const distribute::ClosureArgs& args) {
+        std::vector<Tensor> batch;
+        for (std::size_t i = 0; i < args.size(); ++i) batch.push_back(args.tensor(i));
+        ModelImpl& impl = self->model();
+        return std::vector<Tensor>{
+            pack_partial_logs(impl, impl.train_loss, self->train_step(batch))};
+      });
+    }
+    strategy.join();  // until the chief's fit (and its program) is done
+    return {};
+  }
+
+  distribute::ClusterCoordinator coordinator(strategy);
+  const distribute::RemoteFunction train_step{kTrainStep};
+  const std::size_t window = 2 * static_cast<std::size_t>(coordinator.num_workers());
+  std::vector<train::Callback> callbacks = options.callbacks;
+  if (options.verbose > 0) callbacks.push_back(train::ProgbarLogger(options.verbose));
+  for (const train::Callback& c : callbacks) {
+    c.impl().set_model(&model);
+    c.impl().set_params(options.epochs, steps);
+  }
+  m.stop_training = false;
+  train::History history;
+  train::Logs logs;
+  std::deque<Pending> running;
+  // Merges the oldest scheduled step's logs (waiting for its closure) and runs the callbacks.
+  auto finish_oldest = [&] {
+    Pending p = std::move(running.front());
+    running.pop_front();
+    std::vector<Tensor> out = p.logs.fetch();
+    WEFT_CHECK(out.size() == 1, Internal)
+        << "fit: step " << p.step << " returned " << out.size() << " tensors, not its logs";
+    logs = merge_logs(m, m.train_loss, {unpack_partial_logs(m, m.train_loss, out[0])});
+    for (const train::Callback& c : callbacks) {
+      c.impl().set_batch_examples(p.examples);
+      c.impl().on_train_batch_end(p.step, logs);
+    }
+  };
+  for (const train::Callback& c : callbacks) c.impl().on_train_begin(logs);
+  for (int epoch = options.initial_epoch; epoch < options.epochs && !m.stop_training; ++epoch) {
+    model.reset_metrics();
+    for (const train::Callback& c : callbacks) c.impl().on_epoch_begin(epoch, logs);
+    data::Dataset::Iterator fresh;
+    if (!kept) fresh = first_pass ? std::move(*first_pass) : dataset.begin();
+    first_pass.reset();
+    data::Dataset::Iterator& it = kept ? *kept : fresh;
+    logs.clear();
+    int64_t step = 0;
+    while ((!steps || step < *steps) && !m.stop_training) {
+      std::optional<data::Element> batch = pending ? std::move(pending) : it.next();
+      pending.reset();
+      if (!batch) {
+        WEFT_CHECK(!options.steps_per_epoch, OutOfRange)
+            << "fit: the dataset ran out of data after " << step << " steps of epoch " << epoch
+            << " (steps_per_epoch = " << *options.steps_per_epoch << "); use repeat()";
+        break;
+      }
+      data::Element prepared = prepare(std::move(*batch));
+      for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
+      std::vector<distribute::ClosureArgument> args(prepared.begin(), prepared.end());
+      running.push_back({step, prepared[0].dim(0), coordinator.schedule(train_step, args)});
+      ++step;
+      // A callback may stop training at a step's end: the steps already scheduled still run.
+      while (running.size() >= window || (!running.empty() && m.stop_training)) finish_oldest();
+    }
+    while (!running.empty()) finish_oldest();
+    WEFT_CHECK(step > 0 || steps, InvalidArgument) << "fit: the training dataset is empty";
+    if (options.validation_data) {
+      for (const auto& [k, v] : model.evaluate(*options.validation_data)) logs["val_" + k] = v;
+      for (const train::Callback& c : callbacks) c.impl().on_test_end(logs);
+    }
+    for (const train::Callback& c : callbacks) c.impl().on_epoch_end(epoch, logs);
+    history.epoch.push_back(epoch);
+    for (const auto& [k, v] : logs) history.history[k].push_back(v);
+  }
+  for (const train::Callback& c : callbacks) c.impl().on_train_end(logs);
+  return history;
+}
+
+}  // namespace weft::nn::internal
