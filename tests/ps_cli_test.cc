@@ -164,22 +164,26 @@ TEST_F(PsCli, TasksThatOutliveTheChiefAreStopped) {
 }
 
 // weft train --strategy parameter_server under weft launch: the chief's fit schedules each step
-// on the two workers, whose updates are applied on the two ps tasks; each of the epoch's 60 000
-// examples is trained on once (a step's batch travels with its closure), each step is one
-// iteration of the optimizer (whose count lives on a ps task), and the model learns.
+// on the two workers, whose updates are applied on the two ps tasks; each of an epoch's examples
+// is trained on once (a step's batch travels with its closure), each step is one iteration of
+// the optimizer (whose count lives on a ps task), and the model learns. On the helpers' 2 048
+// learnable examples: Fashion-MNIST's epoch took 135 s under the sanitizers (its three epochs
+// reach 0.875: docs/distributed.md).
 TEST_F(PsCli, WeftTrainTrainsOnTheWorkersWithTheVariablesOnThePsTasks) {
+  write_dataset(dir_ / "data", 2048, 512);
   const fs::path json = dir_ / "ps.json";
-  Result r = shell("timeout 600 " + std::string(WEFT_BINARY_DIR) + "/weft launch --ps 2 -n 2 -- " +
-                   WEFT_BINARY_DIR + "/weft train --strategy parameter_server --epochs 1 --quiet " +
+  Result r = shell("timeout 300 " + std::string(WEFT_BINARY_DIR) + "/weft launch --ps 2 -n 2 -- " +
+                   WEFT_BINARY_DIR + "/weft train --strategy parameter_server --dataset " +
+                   (dir_ / "data").string() + " --epochs 1 --batch-size 32 --quiet " +
                    "--metrics-json " + json.string());
   ASSERT_EQ(r.status, 0) << r.output;
   nlohmann::json j = read_json(json);
   EXPECT_EQ(j["strategy"], "parameter_server");
   EXPECT_EQ(j["workers"], 2);
   EXPECT_EQ(j["ps_tasks"], 2);
-  EXPECT_EQ(j["examples_trained"], 60000);
-  EXPECT_EQ(j["steps"], 469);
-  EXPECT_GT(j["test_accuracy"].get<double>(), 0.8) << j.dump();
+  EXPECT_EQ(j["examples_trained"], 2048);
+  EXPECT_EQ(j["steps"], 64);
+  EXPECT_GT(j["test_accuracy"].get<double>(), 0.5) << j.dump();  // the pattern is learnable
 }
 
 }  // namespace
