@@ -143,7 +143,8 @@ std::pair<Tensor, optim::GradsAndVars> mse_step(const Variable& kernel, const Va
 // on the ps tasks, the kernel cut into two shards) is staged there and applied at the closure's
 // commit. With one worker the closures run one after another, so the variables and Adam's
 // iterations end as the same Adam run in one process leaves them, bit for bit. A closure that
-// fails after its step has that step dropped.
+// fails after its step has that step and its assignment dropped; one that returns has its
+// assignment applied once.
 TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessWould) {
   ReservedLocalPorts ports(4);
   const char* tasks[] = {"chief:0", "worker:0", "ps:0", "ps:1"};
@@ -158,13 +159,14 @@ TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessW
         tf_config(ports, task, /*workers=*/1, /*ps=*/2));
     // Made before the strategy, so that they outlive its worker service's thread, which runs the
     // closures that use them (its end is what ThreadSanitizer sees ordered before theirs).
-    std::optional<Variable> kernel, bias;
+    std::optional<Variable> kernel, bias, counter;
     std::optional<optim::Adam> adam;
     ParameterServerStrategy strategy(resolver, options());
     {
       auto scope = strategy.scope();
       kernel.emplace(strategy.is_chief() ? k0 : zeros({5, 2}), "kernel");
       bias.emplace(strategy.is_chief() ? b0 : zeros({2}), "bias");
+      counter.emplace(Tensor::scalar(0.0, kFloat32), "counter", /*trainable=*/false);
       adam.emplace(optim::AdamOptions{.learning_rate = 0.05});  // iterations on a ps task too
     }
     if (strategy.task() == "worker:0") {
@@ -175,7 +177,13 @@ TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessW
       });
       register_function("test/step_then_fail", [&](const ClosureArgs& args) -> std::vector<Tensor> {
         adam->apply_gradients(mse_step(*kernel, *bias, args.tensor(0), args.tensor(1)).second);
+        counter->assign_add(Tensor::scalar(1.0, kFloat32));
         throw InvalidArgument("the step after it failed");
+      });
+      // An assignment in a closure is applied with the closure, once.
+      register_function("test/count", [&](const ClosureArgs&) {
+        counter->assign_add(Tensor::scalar(1.0, kFloat32));
+        return std::vector<Tensor>{};
       });
       registered.set_value();
     }
@@ -202,6 +210,11 @@ TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessW
     std::vector<float> after = kernel->value().to_vector<float>();
     for (float b : bias->value().to_vector<float>()) after.push_back(b);
     EXPECT_EQ(after, trained) << "the failed closure's step was applied";
+    EXPECT_EQ(counter->value().item<float>(), 0.0f)
+        << "the failed closure's assignment was applied";
+    for (int i = 0; i < 3; ++i) coordinator.schedule(RemoteFunction{"test/count"});
+    coordinator.join();
+    EXPECT_EQ(counter->value().item<float>(), 3.0f);
     for (const auto& loss : losses) trained.push_back(loss.fetch()[0].item<float>());
     return trained;
   };

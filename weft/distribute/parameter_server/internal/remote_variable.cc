@@ -60,6 +60,10 @@ void RemoteVariable::refresh(const Tensor& cache) const {
 }
 
 void RemoteVariable::write(const Tensor& value) const {
+  if (snapshot != nullptr) {  // a closure's assignment: applied with its other updates, or not
+    push_pieces(snapshot->id, PushKind::kValue, value, {});
+    return;
+  }
   const uint64_t id = ids_->next();
   push_pieces(id, PushKind::kValue, value, {});
   // Committed only once every shard has the whole of its piece.

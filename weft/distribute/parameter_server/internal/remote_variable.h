@@ -46,6 +46,8 @@ class RemoteVariable final : public VariableBinding {
   // `timeout`: DeadlineExceeded naming the variable when it is not.
   void wait_until_readable(std::chrono::milliseconds timeout) const;
   void refresh(const Tensor& cache) const override;
+  // Outside a closure, committed at once under an id of its own; inside one, staged with the
+  // closure's other updates.
   void write(const Tensor& value) const override;
   // Push each shard's piece under the running closure's id (SnapshotScope), a gradient as that
   // closure's next step of this variable.
