@@ -165,34 +165,35 @@ TEST_F(PsCli, TasksThatOutliveTheChiefAreStopped) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }
 
-// weft train --strategy parameter_server under weft launch: the chief's fit schedules each step
-// on the two workers, whose updates are applied on the two ps tasks; each of an epoch's examples
-// is trained on once (a step's batch travels with its closure), each step is one iteration of
-// the optimizer (whose count lives on a ps task), and the model learns. On 1 024 of the helpers'
+// weft train --strategy parameter_server under weft launch, --ps-mode async and sync: the chief's
+// fit schedules each step on the two workers (sync: a slice of its batch on each), whose updates
+// are applied on the two ps tasks; each of an epoch's examples is trained on once (a step's batch
+// travels with its closures), each step is one iteration of the optimizer (whose count lives on a
+// ps task), and the model learns. On 1 024 of the helpers'
 // learnable examples: Fashion-MNIST's epoch took 135 s under the sanitizers (its three epochs
 // reach 0.875: docs/distributed.md).
 TEST_F(PsCli, WeftTrainTrainsOnTheWorkersWithTheVariablesOnThePsTasks) {
   write_dataset(dir_ / "data", 1024, 256);
-  const fs::path json = dir_ / "ps.json";
-  Result r = shell("timeout 300 " + std::string(WEFT_BINARY_DIR) + "/weft launch --ps 2 -n 2 -- " +
-                   WEFT_BINARY_DIR + "/weft train --strategy parameter_server --dataset " +
-                   (dir_ / "data").string() + " --epochs 1 --batch-size 32 --quiet " +
-                   "--metrics-json " + json.string());
-  ASSERT_EQ(r.status, 0) << r.output;
-  nlohmann::json j = read_json(json);
-  EXPECT_EQ(j["strategy"], "parameter_server");
-  EXPECT_EQ(j["workers"], 2);
-  EXPECT_EQ(j["ps_tasks"], 2);
-  EXPECT_EQ(j["examples_trained"], 1024);
-  EXPECT_EQ(j["steps"], 32);
-  EXPECT_GT(j["test_accuracy"].get<double>(), 0.5) << j.dump();  // the pattern is learnable
+  for (const std::string mode : {"async", "sync"}) {
+    SCOPED_TRACE(mode);
+    const fs::path json = dir_ / (mode + ".json");
+    Result r =
+        shell("timeout 300 " + std::string(WEFT_BINARY_DIR) + "/weft launch --ps 2 -n 2 -- " +
+              WEFT_BINARY_DIR + "/weft train --strategy parameter_server --ps-mode " + mode +
+              " --dataset " + (dir_ / "data").string() + " --epochs 1 --batch-size 32 --quiet " +
+              "--metrics-json " + json.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    nlohmann::json j = read_json(json);
+    EXPECT_EQ(j["strategy"], "parameter_server");
+    EXPECT_EQ(j["ps_mode"], mode);
+    EXPECT_EQ(j["workers"], 2);
+    EXPECT_EQ(j["ps_tasks"], 2);
+    EXPECT_EQ(j["examples_trained"], 1024);
+    EXPECT_EQ(j["steps"], 32);  // in sync mode too: both workers' slices make one step
+    EXPECT_GT(j["test_accuracy"].get<double>(), 0.5) << j.dump();  // the pattern is learnable
+  }
 }
 
-// A worker SIGKILLed in the middle of training, under the chief's fit (the tasks started by hand,
-// not under weft launch): its closure fails over to the other worker, which trains the rest, and
-// the run still trains on each example once per epoch with one optimizer step per batch (the
-// killed run's staged updates are aborted, its retry commits). The chief ends normally. (32
-// steps an epoch: 3 epochs of 64 took 43 s under the sanitizers.)
 TEST_F(PsCli, AWorkerKilledMidTrainingIsReplacedAndEveryBatchTrainsOnce) {
   write_dataset(dir_ / "data", 1024, 256);
   weft::distribute::ReservedLocalPorts ports(5);  // chief, worker 0 and 1, ps 0 and 1

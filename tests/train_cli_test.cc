@@ -193,6 +193,7 @@ TEST_F(TrainCli, BadInputGivesOneLineAndNonZeroExit) {
                  "multi_worker --dataset /nonexistent --quiet"),
            "task.index 3 is out of range");
   one_line(run("train --replicas 2 --quiet"), "--replicas 2 needs --strategy mirrored");
+  one_line(run("train --ps-mode sync --quiet"), "--ps-mode sync needs --strategy parameter_server");
 
   fs::path bad = dir_ / "bad";
   write_dataset(bad, 64, 16);

@@ -44,6 +44,7 @@ struct TrainFlags {
   std::string lr_schedule = "cosine";
   int64_t seed = 0;
   std::string strategy = "default", mixed_precision = "off";
+  std::string ps_mode = "async";
   int replicas = 1;
   bool deterministic = false, quiet = false;
   int micro_batches = 0;  // 0: config::kDefaultMicroBatches
@@ -102,6 +103,8 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
   WEFT_CHECK(f.replicas == 1 || (f.strategy != "default" && f.strategy != "parameter_server"),
              InvalidArgument)
       << "--replicas " << f.replicas << " needs --strategy mirrored or multi_worker";
+  WEFT_CHECK(f.ps_mode == "async" || f.strategy == "parameter_server", InvalidArgument)
+      << "--ps-mode " << f.ps_mode << " needs --strategy parameter_server";
   if (f.strategy == "default") return distribute::Strategy();
   if (f.strategy == "parameter_server") {
     // What is not built yet for parameter-server training is refused before the cluster meets.
@@ -112,6 +115,7 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
         << "--mixed-precision f16 is not supported with --strategy parameter_server: its loss "
            "scale would have to be shared by every worker (bf16 needs none)";
     distribute::ParameterServerOptions options;
+    options.synchronous = f.ps_mode == "sync";
     if (f.startup_timeout > 0) {
       options.startup_timeout =
           std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout * 1000));
@@ -272,6 +276,7 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
         {"workers", workers},
         {"transport", strategy.extended().transport()},
         {"ps_tasks", ps ? ps->num_ps() : 0},
+        {"ps_mode", ps ? f.ps_mode : ""},
         {"replicas", strategy.num_replicas_in_sync()},
         {"threads", config::num_threads()},
         {"epochs", f.epochs},
@@ -331,6 +336,11 @@ void add_train(CLI::App& app) {
                   "cluster TF_CONFIG describes; see weft launch) or parameter_server (its chief, "
                   "workers and ps tasks; weft launch --ps)")
       ->check(one_of({"default", "mirrored", "multi_worker", "parameter_server"}));
+  cmd->add_option("--ps-mode", flags->ps_mode,
+                  "with --strategy parameter_server: async (each step one worker's, applied as "
+                  "it ends) or sync (each step's batch cut among the workers, their gradients "
+                  "summed and applied once)")
+      ->check(one_of({"async", "sync"}));
   cmd->add_option("--replicas", flags->replicas,
                   "local replicas (threads) for --strategy mirrored or multi_worker, each on its "
                   "share of the cores")

@@ -3,7 +3,9 @@
 // closure per step, its batch as the arguments, on the ClusterCoordinator; a worker runs the
 // model's train_step on it, its optimizer staging the updates on the ps tasks, and returns the
 // step's partial logs, which the chief merges in step order as the closures finish (at most two
-// per worker in flight), running the batch-level callbacks then. A step's batch travels with its
+// per worker in flight), running the batch-level callbacks then. In synchronous mode a step is
+// one closure per worker, each on its slice of the batch, committed together (their gradients
+// summed on the ps tasks) before the next step is scheduled. A step's batch travels with its
 // closure, so a closure run again after its worker was lost trains on the same rows, and only
 // the run that returned is committed: each batch is trained on exactly once.
 #include "weft/train/internal/fit_parameter_server.h"
@@ -13,7 +15,9 @@
 #include "weft/core/errors.h"
 #include "weft/distribute/parameter_server/cluster_coordinator.h"
 #include "weft/distribute/parameter_server/parameter_server_strategy.h"
+#include "weft/distribute/values.h"
 #include "weft/nn/internal/step_logs.h"
+#include "weft/ops/shape_ops.h"
 #include "weft/train/callbacks.h"
 
 namespace weft::nn::internal {
@@ -21,11 +25,12 @@ namespace {
 
 constexpr const char* kTrainStep = "weft/fit/train_step";
 
-// A scheduled step whose logs the chief has not merged yet.
+// A scheduled step whose logs the chief has not merged yet: its closure, or in synchronous mode
+// one closure per worker's slice of its batch.
 struct Pending {
   int64_t step = 0;
   int64_t examples = 0;
-  distribute::RemoteValue logs;
+  std::vector<distribute::RemoteValue> parts;
 };
 
 }  // namespace
@@ -61,9 +66,16 @@ train::History fit_on_parameter_servers(
       // `model` itself (its train_step may be overridden), which outlives the closures: this
       // fit returns only when the chief is done.
       Model* self = &model;
+      // The arguments: the batch's tensors (a slice of the step's, in synchronous mode), then
+      // where they lie in it (step, first example, examples, the step's batch size), which
+      // keys training-time randomness and averages the loss over the step's whole batch.
       distribute::register_function(kTrainStep, [self](const distribute::ClosureArgs& args) {
         std::vector<Tensor> batch;
-        for (std::size_t i = 0; i < args.size(); ++i) batch.push_back(args.tensor(i));
+        for (std::size_t i = 0; i + 1 < args.size(); ++i) batch.push_back(args.tensor(i));
+        const std::vector<int64_t> at = args.tensor(args.size() - 1).to_vector<int64_t>();
+        WEFT_CHECK(at.size() == 4, InvalidArgument)
+            << "fit's train step takes where its rows lie as 4 int64 values, got " << at.size();
+        distribute::BatchSliceScope slice({at[0], at[1], at[2], at[3]});
         ModelImpl& impl = self->model();
         return std::vector<Tensor>{
             pack_partial_logs(impl, impl.train_loss, self->train_step(batch))};
@@ -75,7 +87,10 @@ train::History fit_on_parameter_servers(
 
   distribute::ClusterCoordinator coordinator(strategy);
   const distribute::RemoteFunction train_step{kTrainStep};
-  const std::size_t window = 2 * static_cast<std::size_t>(coordinator.num_workers());
+  const bool sync = strategy.synchronous();
+  const int64_t workers = coordinator.num_workers();
+  // Asynchronous: two steps per worker in flight. Synchronous: one step, on every worker.
+  const std::size_t window = sync ? 1 : 2 * static_cast<std::size_t>(workers);
   std::vector<train::Callback> callbacks = options.callbacks;
   if (options.verbose > 0) callbacks.push_back(train::ProgbarLogger(options.verbose));
   for (const train::Callback& c : callbacks) {
@@ -86,14 +101,41 @@ train::History fit_on_parameter_servers(
   train::History history;
   train::Logs logs;
   std::deque<Pending> running;
-  // Merges the oldest scheduled step's logs (waiting for its closure) and runs the callbacks.
+  int64_t global_step = 0;  // steps scheduled in this run
+  // Schedules epoch step `step` on `batch`, the run's step `run_step`.
+  auto schedule_step = [&](int64_t step, int64_t run_step, const data::Element& batch) {
+    const int64_t rows = batch[0].dim(0);
+    Pending p{step, rows, {}};
+    const int64_t parts = sync ? workers : 1;
+    for (int64_t k = 0; k < parts; ++k) {
+      auto [lo, hi] = distribute::row_range(rows, parts, k);
+      if (lo == hi) continue;  // a short batch: fewer slices
+      std::vector<distribute::ClosureArgument> args;
+      for (const Tensor& t : batch) args.emplace_back(parts == 1 ? t : slice(t, {Slice{lo, hi}}));
+      args.emplace_back(Tensor::from_vector<int64_t>({run_step, lo, hi - lo, rows}));
+      p.parts.push_back(coordinator.schedule(train_step, args, {.commit = !sync}));
+    }
+    running.push_back(std::move(p));
+  };
+  // Merges the oldest scheduled step's logs (waiting for its closures; in synchronous mode,
+  // committing them as one step) and runs the callbacks.
   auto finish_oldest = [&] {
     Pending p = std::move(running.front());
     running.pop_front();
-    std::vector<Tensor> out = p.logs.fetch();
-    WEFT_CHECK(out.size() == 1, Internal)
-        << "fit: step " << p.step << " returned " << out.size() << " tensors, not its logs";
-    logs = merge_logs(m, m.train_loss, {unpack_partial_logs(m, m.train_loss, out[0])});
+    std::vector<PartialLogs> parts;
+    try {
+      for (const distribute::RemoteValue& part : p.parts) {
+        std::vector<Tensor> out = part.fetch();
+        WEFT_CHECK(out.size() == 1, Internal)
+            << "fit: step " << p.step << " returned " << out.size() << " tensors, not its logs";
+        parts.push_back(unpack_partial_logs(m, m.train_loss, out[0]));
+      }
+      if (sync) coordinator.commit_together(p.parts);
+    } catch (...) {
+      if (sync) coordinator.abort_staged(p.parts);
+      throw;
+    }
+    logs = merge_logs(m, m.train_loss, parts);
     for (const train::Callback& c : callbacks) {
       c.impl().set_batch_examples(p.examples);
       c.impl().on_train_batch_end(p.step, logs);
@@ -120,8 +162,7 @@ train::History fit_on_parameter_servers(
       }
       data::Element prepared = prepare(std::move(*batch));
       for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
-      std::vector<distribute::ClosureArgument> args(prepared.begin(), prepared.end());
-      running.push_back({step, prepared[0].dim(0), coordinator.schedule(train_step, args)});
+      schedule_step(step, global_step++, prepared);
       ++step;
       // A callback may stop training at a step's end: the steps already scheduled still run.
       while (running.size() >= window || (!running.empty() && m.stop_training)) finish_oldest();

@@ -47,19 +47,22 @@ struct ClosureState {
   uint64_t id = 0;
   std::string function;
   std::vector<ClosureArgument> args;
+  bool commit = true;  // ScheduleOptions::commit
 
   mutable std::mutex mu;
   mutable std::condition_variable cv;
   Status status = Status::kQueued;
   std::vector<Tensor> outputs;
   std::optional<Failure> failure;
+  uint64_t staged_run = 0;  // without commit: the run whose updates stay staged (0: none)
 
-  void finish(Status s, std::vector<Tensor> out, std::optional<Failure> f) {
+  void finish(Status s, std::vector<Tensor> out, std::optional<Failure> f, uint64_t run = 0) {
     {
       std::lock_guard lock(mu);
       status = s;
       outputs = std::move(out);
       failure = std::move(f);
+      staged_run = run;
     }
     cv.notify_all();
   }
@@ -138,7 +141,8 @@ class ClusterCoordinator::Impl {
     for (auto& w : workers_) w->dispatcher.join();
   }
 
-  RemoteValue schedule(const RemoteFunction& fn, std::vector<ClosureArgument> args) {
+  RemoteValue schedule(const RemoteFunction& fn, std::vector<ClosureArgument> args,
+                       const ScheduleOptions& options) {
     std::unique_lock lock(mu_);
     raise_if_error(lock);
     WEFT_CHECK(!all_gave_up(), Unavailable)
@@ -155,11 +159,48 @@ class ClusterCoordinator::Impl {
     c->id = next_closure_++;
     c->function = fn.name;
     c->args = std::move(args);
+    c->commit = options.commit;
     queue_.push_back(c);
     cv_.notify_all();
     RemoteValue r;
     r.state_ = c;
     return r;
+  }
+
+  // The runs whose updates `closures` left staged, in order; FailedPrecondition for one that
+  // has not returned or was scheduled with commit.
+  static std::vector<uint64_t> staged_runs(const std::vector<RemoteValue>& closures,
+                                           const char* what) {
+    std::vector<uint64_t> runs;
+    for (const RemoteValue& v : closures) {
+      WEFT_CHECK(v.state_ != nullptr, FailedPrecondition) << what << ": not made by schedule()";
+      const internal::ClosureState& c = *v.state_;
+      std::lock_guard lock(c.mu);
+      WEFT_CHECK(!c.commit, FailedPrecondition)
+          << what << ": closure " << c.id << " ('" << c.function
+          << "') was scheduled to commit by itself";
+      WEFT_CHECK(c.status != internal::ClosureState::Status::kQueued, FailedPrecondition)
+          << what << ": closure " << c.id << " ('" << c.function << "') has not ended";
+      runs.push_back(c.staged_run);
+    }
+    return runs;
+  }
+
+  void commit_together(const std::vector<RemoteValue>& closures) {
+    std::vector<uint64_t> runs = staged_runs(closures, "commit_together");
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      WEFT_CHECK(runs[i] != 0, FailedPrecondition)
+          << "commit_together: closure " << closures[i].state_->id << " did not return";
+    }
+    if (runs.empty()) return;
+    const std::vector<uint64_t> with(runs.begin() + 1, runs.end());
+    for (auto& ps : ps_) ps->commit(runs[0], with);
+  }
+
+  void abort_staged(const std::vector<RemoteValue>& closures) {
+    for (uint64_t run : staged_runs(closures, "abort_staged")) {
+      if (run != 0) abort_run(run);
+    }
   }
 
   void join() {
@@ -262,13 +303,15 @@ class ClusterCoordinator::Impl {
       }
       std::vector<Tensor> outputs;
       internal::Failure error;
-      Ran ran = run_on(index, *c, &outputs, &error);
+      uint64_t staged_run = 0;
+      Ran ran = run_on(index, *c, &outputs, &error, &staged_run);
       bool requeued = false;
       {
         std::lock_guard lock(mu_);
         --inflight_;
         if (ran == Ran::kDone) {
-          c->finish(internal::ClosureState::Status::kDone, std::move(outputs), std::nullopt);
+          c->finish(internal::ClosureState::Status::kDone, std::move(outputs), std::nullopt,
+                    staged_run);
         } else if (ran == Ran::kFunctionFailed) {
           fail(c, error);
         } else if (stopping_ || error_) {
@@ -289,7 +332,7 @@ class ClusterCoordinator::Impl {
 
   // Runs closure `c` on worker `index`, first making the per-worker values it takes there.
   Ran run_on(size_t index, const internal::ClosureState& c, std::vector<Tensor>* outputs,
-             internal::Failure* error) {
+             internal::Failure* error, uint64_t* staged_run) {
     Worker& w = *workers_[index];
     pb::RunClosureRequest request;
     request.set_function(c.function);
@@ -332,8 +375,13 @@ class ClusterCoordinator::Impl {
             outputs->push_back(parameter_server::internal::decode(
                 response.outputs(i), "output " + std::to_string(i) + " of '" + c.function + "'"));
           }
-          // What the closure staged on the parameter servers is applied.
-          for (auto& ps : ps_) ps->commit(run);
+          // What the closure staged on the parameter servers is applied (or left staged, for
+          // commit_together).
+          if (c.commit) {
+            for (auto& ps : ps_) ps->commit(run);
+          } else {
+            *staged_run = run;
+          }
         } catch (...) {
           *error = internal::failure_of_current_exception();
           abort_run(run);
@@ -497,8 +545,15 @@ ClusterCoordinator::ClusterCoordinator(
     : impl_(std::make_unique<Impl>(std::move(workers), std::move(options), ps_tasks)) {}
 ClusterCoordinator::~ClusterCoordinator() = default;
 RemoteValue ClusterCoordinator::schedule(const RemoteFunction& fn,
-                                         std::vector<ClosureArgument> args) {
-  return impl_->schedule(fn, std::move(args));
+                                         std::vector<ClosureArgument> args,
+                                         const ScheduleOptions& options) {
+  return impl_->schedule(fn, std::move(args), options);
+}
+void ClusterCoordinator::commit_together(const std::vector<RemoteValue>& closures) {
+  impl_->commit_together(closures);
+}
+void ClusterCoordinator::abort_staged(const std::vector<RemoteValue>& closures) {
+  impl_->abort_staged(closures);
 }
 void ClusterCoordinator::join() { impl_->join(); }
 bool ClusterCoordinator::done() { return impl_->done(); }

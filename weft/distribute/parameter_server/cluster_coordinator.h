@@ -76,6 +76,12 @@ struct ClusterCoordinatorOptions {
   std::size_t max_queued_closures = std::size_t{256} << 10;
 };
 
+struct ScheduleOptions {
+  // Whether the updates the closure stages on the ps tasks are applied as soon as it returns;
+  // false leaves them staged for commit_together (or abort_staged).
+  bool commit = true;
+};
+
 class ClusterCoordinator {
  public:
   // The workers of `strategy`'s cluster, with its token and TLS (options.service's are not
@@ -95,7 +101,14 @@ class ClusterCoordinator {
   ClusterCoordinator& operator=(const ClusterCoordinator&) = delete;
 
   // Queues fn(args) to run on some worker; raises a pending error first (see above).
-  RemoteValue schedule(const RemoteFunction& fn, std::vector<ClosureArgument> args = {});
+  RemoteValue schedule(const RemoteFunction& fn, std::vector<ClosureArgument> args = {},
+                       const ScheduleOptions& options = {});
+  // Synchronous steps: applies what `closures` (scheduled with commit = false, all returned)
+  // staged as one step, their gradients summed in this order on each ps task. FailedPrecondition
+  // for one that has not returned; a ps task's error as its call's.
+  void commit_together(const std::vector<RemoteValue>& closures);
+  // Drops what those of `closures` that returned (with commit = false) staged.
+  void abort_staged(const std::vector<RemoteValue>& closures);
   // Waits until every closure scheduled has run; raises the first error, if any.
   void join();
   // Whether every closure scheduled has run, without waiting; raises the first error, if any.

@@ -169,6 +169,7 @@ class ParameterServerImpl : public StrategyImpl {
     return out;
   }
   const ps::ServiceOptions& service_options() const { return service_options_; }
+  bool synchronous() const { return options_.synchronous; }
 
  private:
   // Where a new variable goes: its shards (one without a partitioner, or for a scalar), each on
@@ -253,6 +254,7 @@ std::vector<std::pair<std::string, std::string>> ParameterServerStrategy::worker
 std::vector<std::pair<std::string, std::string>> ParameterServerStrategy::ps_tasks() const {
   return ps_impl_of(*this).ps_tasks();
 }
+bool ParameterServerStrategy::synchronous() const { return ps_impl_of(*this).synchronous(); }
 void ParameterServerStrategy::join() const { ps_impl_of(*this).join(); }
 const parameter_server::ServiceOptions& ParameterServerStrategy::service_options() const {
   return ps_impl_of(*this).service_options();

@@ -38,6 +38,12 @@ struct ParameterServerOptions {
   coordination::CoordinationOptions coordination;
   // How long a task waits at start for the chief's service and the other tasks.
   std::chrono::milliseconds startup_timeout{std::chrono::minutes(10)};
+  // How fit trains (weft train --ps-mode). Asynchronous (TensorFlow's): each step is one worker's
+  // closure on the whole batch, applied when it returns, on values other steps may have changed
+  // meanwhile. Synchronous (TF1's SyncReplicasOptimizer, every worker aggregated): each step's
+  // batch is cut among the workers, their gradients summed on the ps tasks and applied once,
+  // and the next step starts from the values it left.
+  bool synchronous = false;
 };
 
 class ParameterServerStrategy : public Strategy {
@@ -58,6 +64,8 @@ class ParameterServerStrategy : public Strategy {
   std::vector<std::pair<std::string, std::string>> workers() const;
   // The ps tasks' names and addresses, in order.
   std::vector<std::pair<std::string, std::string>> ps_tasks() const;
+  // ParameterServerOptions::synchronous.
+  bool synchronous() const;
   // The cluster token and TLS files the tasks' services take.
   const parameter_server::ServiceOptions& service_options() const;
   // On a worker or ps task: serves until the chief has finished (it returns) or failed

@@ -21,6 +21,7 @@
 #include "weft/ops/elementwise.h"
 #include "weft/ops/linalg.h"
 #include "weft/ops/reduce.h"
+#include "weft/ops/shape_ops.h"
 #include "weft/optim/adam.h"
 
 namespace weft::distribute {
@@ -154,6 +155,7 @@ TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessW
   };
   std::promise<void> registered;
   std::shared_future<void> registered_future = registered.get_future().share();
+  std::vector<float> sync_step;  // the kernel after the synchronous step
   auto run_task = [&](const std::string& task) -> std::vector<float> {
     auto resolver = cluster_resolver::TFConfigClusterResolver::from_json(
         tf_config(ports, task, /*workers=*/1, /*ps=*/2));
@@ -179,6 +181,16 @@ TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessW
         adam->apply_gradients(mse_step(*kernel, *bias, args.tensor(0), args.tensor(1)).second);
         counter->assign_add(Tensor::scalar(1.0, kFloat32));
         throw InvalidArgument("the step after it failed");
+      });
+      // Half of a batch's step, its loss the sum of its squared errors over the whole batch's count
+      // (synchronous training).
+      register_function("test/half_step", [&](const ClosureArgs& args) {
+        GradientTape tape;
+        Tensor errors = square(sub(add(matmul(args.tensor(0), *kernel), *bias), args.tensor(1)));
+        Tensor loss = div(sum(errors), static_cast<double>(args.tensor(2).item<int64_t>()));
+        std::vector<Tensor> g = tape.gradient(loss, {*kernel, *bias});
+        adam->apply_gradients({{g[0], *kernel}, {g[1], *bias}});
+        return std::vector<Tensor>{};
       });
       // An assignment in a closure is applied with the closure, once.
       register_function("test/count", [&](const ClosureArgs&) {
@@ -215,6 +227,31 @@ TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessW
     for (int i = 0; i < 3; ++i) coordinator.schedule(RemoteFunction{"test/count"});
     coordinator.join();
     EXPECT_EQ(counter->value().item<float>(), 3.0f);
+
+    // A synchronous step: the two halves of batch 5, staged and committed together, make one
+    // Adam step on the whole batch (up to the order of the sums); aborted, they make none.
+    auto [x5, y5] = batch(5);
+    const Tensor elements = Tensor::scalar(8, kInt64);  // the whole batch's: the mean's divisor
+    auto halves = [&] {
+      std::vector<RemoteValue> parts;
+      for (int64_t lo : {0, 2}) {
+        parts.push_back(coordinator.schedule(
+            RemoteFunction{"test/half_step"},
+            {slice(x5, {Slice{lo, lo + 2}}), slice(y5, {Slice{lo, lo + 2}}), elements},
+            {.commit = false}));
+      }
+      for (auto& p : parts) p.fetch();
+      return parts;
+    };
+    coordinator.abort_staged(halves());
+    EXPECT_EQ(adam->iterations().value().item<int64_t>(), 5);
+    EXPECT_EQ(kernel->value().to_vector<float>(),
+              std::vector<float>(trained.begin(), trained.begin() + 10));
+    std::vector<RemoteValue> parts = halves();
+    EXPECT_THROW(coordinator.commit_together({parts[0], losses[0]}), FailedPrecondition);
+    coordinator.commit_together(parts);
+    EXPECT_EQ(adam->iterations().value().item<int64_t>(), 6);
+    sync_step = kernel->value().to_vector<float>();
     for (const auto& loss : losses) trained.push_back(loss.fetch()[0].item<float>());
     return trained;
   };
@@ -237,6 +274,11 @@ TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessW
   for (float b : bias.value().to_vector<float>()) expected.push_back(b);
   for (float l : losses) expected.push_back(l);
   EXPECT_EQ(trained, expected);
+  auto [x5, y5] = batch(5);
+  local.apply_gradients(mse_step(kernel, bias, x5, y5).second);
+  std::vector<float> one_step = kernel.value().to_vector<float>();
+  ASSERT_EQ(sync_step.size(), one_step.size());
+  for (size_t i = 0; i < one_step.size(); ++i) EXPECT_NEAR(sync_step[i], one_step[i], 1e-6) << i;
 }
 
 TEST(ParameterServerStrategy, AClusterWithoutPsTasksOrAStrangersTaskIsRefused) {

@@ -164,9 +164,10 @@ class ParameterServerClient::Impl {
     }
   }
 
-  bool commit(uint64_t closure_id) {
+  bool commit(uint64_t closure_id, const std::vector<uint64_t>& with) {
     pb::CommitRequest request;
     request.set_closure_id(closure_id);
+    for (uint64_t id : with) request.add_with(id);
     pb::CommitResponse reply;
     auto ctx = context();
     grpc::Status status = stub_->Commit(ctx.get(), request, &reply);
@@ -250,7 +251,9 @@ void ParameterServerClient::push(uint64_t closure_id, PushKind kind,
                                  const std::vector<Tensor>& values, const GradientStep& step) {
   impl_->push(closure_id, kind, variables, values, step);
 }
-bool ParameterServerClient::commit(uint64_t closure_id) { return impl_->commit(closure_id); }
+bool ParameterServerClient::commit(uint64_t closure_id, const std::vector<uint64_t>& with) {
+  return impl_->commit(closure_id, with);
+}
 void ParameterServerClient::abort(uint64_t closure_id) { impl_->abort(closure_id); }
 uint64_t ParameterServerClient::incarnation() const { return impl_->incarnation(); }
 

@@ -63,8 +63,9 @@ class ParameterServerClient {
   // Stages values[i] for variables[i] under `closure_id` (gradients with `step`).
   void push(uint64_t closure_id, PushKind kind, const std::vector<VariableSpec>& variables,
             const std::vector<Tensor>& values, const GradientStep& step = {});
-  // Applies what `closure_id` staged; false when it had been applied already (dropped).
-  bool commit(uint64_t closure_id);
+  // Applies what `closure_id` staged, with what the closures `with` staged as the same step
+  // (their gradients summed in order); false when it had been applied already (dropped).
+  bool commit(uint64_t closure_id, const std::vector<uint64_t>& with = {});
   void abort(uint64_t closure_id);
 
   // The server's incarnation as it last answered (0 before any answer).

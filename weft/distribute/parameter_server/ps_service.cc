@@ -215,14 +215,19 @@ class ParameterServer::Impl final : public RawService {
   grpc::ServerUnaryReactor* Commit(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                    grpc::ByteBuffer* out) override {
     return handle<pb::CommitRequest, pb::CommitResponse>(ctx, in, out, [&](const auto& r, auto& a) {
-      const uint64_t id = r.closure_id();
-      if (applied_.count(id) != 0) {
-        staged_.erase(id);
+      // The closure, then those committed with it as one step.
+      std::vector<uint64_t> ids{r.closure_id()};
+      ids.insert(ids.end(), r.with().begin(), r.with().end());
+      if (applied_.count(ids[0]) != 0) {
+        for (uint64_t id : ids) staged_.erase(id);
         a.set_applied(false);
         return Status::OK;
       }
-      auto it = staged_.find(id);
-      if (it != staged_.end()) {
+      // Each (variable, step)'s staged updates, in the closures' order.
+      std::map<std::pair<uint64_t, uint32_t>, std::vector<const Staged*>> updates;
+      for (uint64_t id : ids) {
+        auto it = staged_.find(id);
+        if (it == staged_.end()) continue;
         for (const auto& [key, staged] : it->second) {
           const VariableSpec& spec = variables_.at(key.first).spec;
           if (staged.received() != spec.bytes()) {
@@ -231,22 +236,30 @@ class ParameterServer::Impl final : public RawService {
                               " got " + std::to_string(staged.received()) + " of its " +
                               std::to_string(spec.bytes()) + " bytes");
           }
+          updates[key].push_back(&staged);
         }
-        // Each variable's steps in order (the map orders them by variable, then step).
-        for (const auto& [key, staged] : it->second) {
-          Stored& v = variables_.at(key.first);
-          v.has_value = true;
-          if (staged.kind == pb::VALUE) {
-            std::memcpy(v.value.raw_data(), staged.tensor.raw_data(), v.spec.bytes());
-          } else if (staged.kind == pb::ADD) {
-            assign_into(v.value, add(v.value, staged.tensor));
-          } else {
-            v.algorithm->update(staged.tensor, v.value, v.slots, staged.step);
-          }
-        }
-        staged_.erase(it);
       }
-      applied_.insert(id);
+      // Each variable's steps in order (the map orders them by variable, then step). Of a step
+      // several closures made, the gradients are summed in their order; an assignment or an
+      // addition is the first closure's (each made the same one).
+      for (const auto& [key, staged] : updates) {
+        Stored& v = variables_.at(key.first);
+        const Staged& first = *staged.front();
+        v.has_value = true;
+        if (first.kind == pb::VALUE) {
+          std::memcpy(v.value.raw_data(), first.tensor.raw_data(), v.spec.bytes());
+        } else if (first.kind == pb::ADD) {
+          assign_into(v.value, add(v.value, first.tensor));
+        } else {
+          Tensor gradient = first.tensor;
+          for (size_t i = 1; i < staged.size(); ++i) gradient = add(gradient, staged[i]->tensor);
+          v.algorithm->update(gradient, v.value, v.slots, first.step);
+        }
+      }
+      for (uint64_t id : ids) {
+        staged_.erase(id);
+        applied_.insert(id);
+      }
       a.set_applied(true);
       return Status::OK;
     });

@@ -142,6 +142,18 @@ TEST(ParameterServer, ACommitSentAgainIsDroppedAndAnAbortDropsWhatWasStaged) {
   EXPECT_FALSE(client.commit(11));
   EXPECT_EQ(server.value(9).item<int64_t>(), 3);
 
+  // Closures committed together as one step (synchronous training): their gradients summed,
+  // applied once; the addition counted once.
+  client.push(13, PushKind::kGradient, {kBias}, {ones}, sgd);
+  client.push(13, PushKind::kAdd, {iterations}, {Tensor::scalar(1, kInt64)});
+  client.push(14, PushKind::kGradient, {kBias}, {full({4}, 3.0f)}, sgd);
+  client.push(14, PushKind::kAdd, {iterations}, {Tensor::scalar(1, kInt64)});
+  EXPECT_TRUE(client.commit(13, {14}));
+  EXPECT_EQ(values(client.pull({kBias})[0]), std::vector<float>(4, -0.5f - 0.5f * 4.0f));
+  EXPECT_EQ(server.value(9).item<int64_t>(), 4);
+  EXPECT_TRUE(server.applied(14));
+  EXPECT_EQ(server.staged_closures(), 0u);
+
   // Another optimizer's gradient for a variable Sgd updates is refused, naming both.
   const GradientStep adam{.optimizer = adam_config(0.01), .learning_rate = 0.01};
   try {
