@@ -179,9 +179,10 @@ TEST_F(PsCli, WeftTrainTrainsOnTheWorkersWithTheVariablesOnThePsTasks) {
     const fs::path json = dir_ / (mode + ".json");
     Result r =
         shell("timeout 300 " + std::string(WEFT_BINARY_DIR) + "/weft launch --ps 2 -n 2 -- " +
-              WEFT_BINARY_DIR + "/weft train --strategy parameter_server --ps-mode " + mode +
-              " --dataset " + (dir_ / "data").string() + " --epochs 1 --batch-size 32 --quiet " +
-              "--metrics-json " + json.string());
+              WEFT_BINARY_DIR +
+              "/weft train --strategy parameter_server --variable-partitioner fixed:2 --ps-mode " +
+              mode + " --dataset " + (dir_ / "data").string() +
+              " --epochs 1 --batch-size 32 --quiet " + "--metrics-json " + json.string());
     ASSERT_EQ(r.status, 0) << r.output;
     nlohmann::json j = read_json(json);
     EXPECT_EQ(j["strategy"], "parameter_server");

@@ -194,6 +194,8 @@ TEST_F(TrainCli, BadInputGivesOneLineAndNonZeroExit) {
            "task.index 3 is out of range");
   one_line(run("train --replicas 2 --quiet"), "--replicas 2 needs --strategy mirrored");
   one_line(run("train --ps-mode sync --quiet"), "--ps-mode sync needs --strategy parameter_server");
+  one_line(run("train --strategy parameter_server --variable-partitioner fixed:0 --quiet"),
+           "--variable-partitioner fixed:0: the number of shards must be a positive integer");
 
   fs::path bad = dir_ / "bad";
   write_dataset(bad, 64, 16);

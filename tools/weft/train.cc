@@ -22,6 +22,7 @@
 #include "weft/distribute/mirrored_strategy.h"
 #include "weft/distribute/multi_worker_mirrored_strategy.h"
 #include "weft/distribute/parameter_server/parameter_server_strategy.h"
+#include "weft/distribute/parameter_server/partitioners.h"
 #include "weft/nn/model.h"
 #include "weft/nn/models.h"
 #include "weft/ops/creation.h"
@@ -45,6 +46,7 @@ struct TrainFlags {
   int64_t seed = 0;
   std::string strategy = "default", mixed_precision = "off";
   std::string ps_mode = "async";
+  std::string variable_partitioner;  // empty: each variable whole on one ps task
   int replicas = 1;
   bool deterministic = false, quiet = false;
   int micro_batches = 0;  // 0: config::kDefaultMicroBatches
@@ -105,6 +107,8 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
       << "--replicas " << f.replicas << " needs --strategy mirrored or multi_worker";
   WEFT_CHECK(f.ps_mode == "async" || f.strategy == "parameter_server", InvalidArgument)
       << "--ps-mode " << f.ps_mode << " needs --strategy parameter_server";
+  WEFT_CHECK(f.variable_partitioner.empty() || f.strategy == "parameter_server", InvalidArgument)
+      << "--variable-partitioner needs --strategy parameter_server";
   if (f.strategy == "default") return distribute::Strategy();
   if (f.strategy == "parameter_server") {
     // What is not built yet for parameter-server training is refused before the cluster meets.
@@ -116,6 +120,9 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
            "scale would have to be shared by every worker (bf16 needs none)";
     distribute::ParameterServerOptions options;
     options.synchronous = f.ps_mode == "sync";
+    if (!f.variable_partitioner.empty()) {
+      options.variable_partitioner = distribute::parse_partitioner(f.variable_partitioner);
+    }
     if (f.startup_timeout > 0) {
       options.startup_timeout =
           std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout * 1000));
@@ -341,6 +348,10 @@ void add_train(CLI::App& app) {
                   "it ends) or sync (each step's batch cut among the workers, their gradients "
                   "summed and applied once)")
       ->check(one_of({"async", "sync"}));
+  cmd->add_option("--variable-partitioner", flags->variable_partitioner,
+                  "with --strategy parameter_server: cut variables along axis 0 into shards on "
+                  "the ps tasks: fixed:N, min_size:BYTES[:MAX_SHARDS] or "
+                  "max_size:BYTES[:MAX_SHARDS]");
   cmd->add_option("--replicas", flags->replicas,
                   "local replicas (threads) for --strategy mirrored or multi_worker, each on its "
                   "share of the cores")
