@@ -157,7 +157,9 @@ bool Variable::deferred(const Tensor& new_value) const {
 }
 
 void Variable::assign(const Tensor& v) {
-  const Tensor& dst = value();
+  WEFT_CHECK(state_ != nullptr, FailedPrecondition) << "use of an uninitialised Variable";
+  // Its own copy, not value(): a variable that lives elsewhere is not pulled to be overwritten.
+  const Tensor& dst = state_->value;
   WEFT_CHECK(v.defined(), InvalidArgument)
       << "Variable \"" << name() << "\".assign: undefined value";
   WEFT_CHECK(v.shape() == dst.shape(), InvalidArgument)

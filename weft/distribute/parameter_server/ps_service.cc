@@ -45,20 +45,16 @@ class ParameterServer::Impl final : public RawService {
       : task_(std::move(task)),
         options_(std::move(options)),
         incarnation_(internal::draw_incarnation()) {
-    internal::Serving serving =
-        internal::serve(address, this, options_, "parameter server " + task_);
-    server_ = std::move(serving.server);
-    address_ = serving.address;
-    port_ = serving.port;
+    serving_ = internal::serve(address, this, options_, "parameter server " + task_);
   }
 
   ~Impl() override {
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-    server_->Wait();
+    serving_.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    serving_.server->Wait();
   }
 
-  const std::string& address() const { return address_; }
-  int port() const { return port_; }
+  const std::string& address() const { return serving_.address; }
+  int port() const { return serving_.port; }
   const std::string& task() const { return task_; }
   uint64_t incarnation() const { return incarnation_; }
 
@@ -409,9 +405,7 @@ class ParameterServer::Impl final : public RawService {
   const std::string task_;
   const ServiceOptions options_;
   const uint64_t incarnation_;
-  std::unique_ptr<grpc::Server> server_;
-  std::string address_;
-  int port_ = 0;
+  internal::Serving serving_;
 
   mutable std::mutex mu_;
   std::map<std::string, optim::Optimizer> optimizers_;  // by their algorithm's config

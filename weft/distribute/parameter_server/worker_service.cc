@@ -37,10 +37,7 @@ class WorkerService::Impl final : public RawWorker {
       : task_(std::move(task)),
         options_(std::move(options)),
         incarnation_(internal::draw_incarnation()) {
-    internal::Serving serving = internal::serve(address, this, options_, "worker " + task_);
-    server_ = std::move(serving.server);
-    address_ = serving.address;
-    port_ = serving.port;
+    serving_ = internal::serve(address, this, options_, "worker " + task_);
     executor_ = std::thread([this] { run_jobs(); });
   }
 
@@ -50,13 +47,13 @@ class WorkerService::Impl final : public RawWorker {
       stopping_ = true;  // calls still queued are refused
     }
     cv_.notify_all();
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    serving_.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     executor_.join();
-    server_->Wait();
+    serving_.server->Wait();
   }
 
-  const std::string& address() const { return address_; }
-  int port() const { return port_; }
+  const std::string& address() const { return serving_.address; }
+  int port() const { return serving_.port; }
   const std::string& task() const { return task_; }
   uint64_t incarnation() const { return incarnation_; }
   int64_t closures_run() const {
@@ -210,9 +207,7 @@ class WorkerService::Impl final : public RawWorker {
   const std::string task_;
   const ServiceOptions options_;
   const uint64_t incarnation_;
-  std::unique_ptr<grpc::Server> server_;
-  std::string address_;
-  int port_ = 0;
+  internal::Serving serving_;
   std::thread executor_;
 
   mutable std::mutex mu_;
