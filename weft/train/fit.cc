@@ -21,6 +21,7 @@
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
 #include "weft/train/callbacks.h"
+#include "weft/train/internal/epoch_reader.h"
 #include "weft/train/internal/fit_parameter_server.h"
 
 namespace weft::nn {
@@ -121,28 +122,10 @@ train::History Model::fit(const data::Dataset& training_data,
   const data::Dataset& dataset = input.dataset;
   const bool by_file = input.elements == Elements::kWorkerBatches;
   std::vector<data::TensorSpec> like;  // by file: the structure of a 0-row batch
-  std::optional<int64_t> steps = options.steps_per_epoch;
-  int64_t cardinality = dataset.cardinality();
-  WEFT_CHECK(cardinality != 0, InvalidArgument) << "fit: the training dataset is empty";
-  std::optional<data::Dataset::Iterator> kept;  // one iterator across epochs
-  if (steps) {
-    kept = dataset.begin();
-  } else if (cardinality > 0) {
-    steps = cardinality;
-    kept = dataset.repeat().begin();
-  }
-
-  // Variables and optimizer slots must exist before a callback restores them. An unbuilt model
-  // is built from the first batch, which is then trained on first (no extra pass over the data is
-  // opened, so a shuffle's passes are those of a built model).
-  std::optional<data::Dataset::Iterator> first_pass;
-  std::optional<data::Element> pending;
-  if (!m.built()) {
-    if (!kept) first_pass = dataset.begin();
-    pending = (kept ? *kept : *first_pass).next();
-    WEFT_CHECK(pending.has_value(), InvalidArgument) << "fit: the training dataset is empty";
-    m.build_on(*pending);
-  }
+  internal::EpochReader reader(dataset, options.steps_per_epoch);
+  const std::optional<int64_t>& steps = reader.steps();
+  // Variables and optimizer slots must exist before a callback restores them.
+  reader.build(m);
   m.optimizer.build(m.trainable_variables());
 
   std::vector<train::Callback> callbacks;
@@ -168,7 +151,7 @@ train::History Model::fit(const data::Dataset& training_data,
   for (const train::Callback& c : callbacks) {
     c.impl().set_model(this);
     c.impl().set_params(options.epochs, steps);
-    c.impl().set_iterator(kept && !by_file ? &*kept : nullptr);
+    c.impl().set_iterator(by_file ? nullptr : reader.kept());
   }
   train::ResumePoint start{options.initial_epoch, 0};
   for (const train::Callback& c : callbacks) {
@@ -176,7 +159,7 @@ train::History Model::fit(const data::Dataset& training_data,
       start = std::max(start, *r);
       // The shared iterator was restored, so the batch read to build is not the next one. (A
       // dataset of unknown size has no shared iterator: its epochs start from the beginning.)
-      if (kept && !by_file) pending.reset();
+      if (reader.kept() && !by_file) reader.drop_first_batch();
     }
   }
   check_workers_start_alike(*this);
@@ -189,16 +172,12 @@ train::History Model::fit(const data::Dataset& training_data,
   for (int epoch = start.epoch; epoch < options.epochs && !m.stop_training; ++epoch) {
     reset_metrics();
     for (const train::Callback& c : callbacks) c.impl().on_epoch_begin(epoch, logs);
-    data::Dataset::Iterator fresh;
-    if (!kept) fresh = first_pass ? std::move(*first_pass) : dataset.begin();
-    first_pass.reset();
-    data::Dataset::Iterator& it = kept ? *kept : fresh;
+    reader.begin_epoch();
     logs.clear();
     int64_t step = epoch == start.epoch ? start.step : 0;
     int64_t trained = 0;
     while (!steps || step < *steps) {
-      std::optional<data::Element> batch = pending ? std::move(pending) : it.next();
-      pending.reset();
+      std::optional<data::Element> batch = reader.next();
       const int64_t global_step = steps ? epoch * *steps + step : unsized_steps;
       int64_t global_rows = 0;  // own rows: the global batch's
       if (batch && input.elements == Elements::kOwnRows) {

@@ -19,6 +19,7 @@
 #include "weft/nn/internal/step_logs.h"
 #include "weft/ops/shape_ops.h"
 #include "weft/train/callbacks.h"
+#include "weft/train/internal/epoch_reader.h"
 
 namespace weft::nn::internal {
 namespace {
@@ -41,26 +42,11 @@ train::History fit_on_parameter_servers(
   ModelImpl& m = model.model();
   distribute::ParameterServerStrategy strategy(m.strategy);
   const bool ps_task = strategy.task().rfind("ps:", 0) == 0;
-  int64_t cardinality = dataset.cardinality();
-  WEFT_CHECK(cardinality != 0, InvalidArgument) << "fit: the training dataset is empty";
-  std::optional<int64_t> steps = options.steps_per_epoch;
-  std::optional<data::Dataset::Iterator> kept;  // one iterator across epochs
-  if (steps) {
-    kept = dataset.begin();
-  } else if (cardinality > 0) {
-    steps = cardinality;
-    kept = dataset.repeat().begin();
-  }
+  EpochReader reader(dataset, options.steps_per_epoch);
+  const std::optional<int64_t>& steps = reader.steps();
   // Every task but the ps tasks builds the model alike (its variables are made in the same
   // order, and so bound to the same places) from the dataset's first batch.
-  std::optional<data::Dataset::Iterator> first_pass;
-  std::optional<data::Element> pending;
-  if (!ps_task && !m.built()) {
-    if (!kept) first_pass = dataset.begin();
-    pending = (kept ? *kept : *first_pass).next();
-    WEFT_CHECK(pending.has_value(), InvalidArgument) << "fit: the training dataset is empty";
-    m.build_on(*pending);
-  }
+  if (!ps_task) reader.build(m);
   if (!strategy.is_chief()) {
     if (!ps_task) {
       // `model` itself (its train_step may be overridden), which outlives the closures: this
@@ -145,15 +131,11 @@ train::History fit_on_parameter_servers(
   for (int epoch = options.initial_epoch; epoch < options.epochs && !m.stop_training; ++epoch) {
     model.reset_metrics();
     for (const train::Callback& c : callbacks) c.impl().on_epoch_begin(epoch, logs);
-    data::Dataset::Iterator fresh;
-    if (!kept) fresh = first_pass ? std::move(*first_pass) : dataset.begin();
-    first_pass.reset();
-    data::Dataset::Iterator& it = kept ? *kept : fresh;
+    reader.begin_epoch();
     logs.clear();
     int64_t step = 0;
     while ((!steps || step < *steps) && !m.stop_training) {
-      std::optional<data::Element> batch = pending ? std::move(pending) : it.next();
-      pending.reset();
+      std::optional<data::Element> batch = reader.next();
       if (!batch) {
         WEFT_CHECK(!options.steps_per_epoch, OutOfRange)
             << "fit: the dataset ran out of data after " << step << " steps of epoch " << epoch
