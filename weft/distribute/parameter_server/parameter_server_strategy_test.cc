@@ -230,7 +230,7 @@ TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessW
 
     // A synchronous step: the two halves of batch 5, staged and committed together, make one
     // Adam step on the whole batch (up to the order of the sums); aborted, they make none.
-    auto [x5, y5] = batch(5);
+    const Tensor x5 = batch(5).first, y5 = batch(5).second;  // (a lambda below reads them)
     const Tensor elements = Tensor::scalar(8, kInt64);  // the whole batch's: the mean's divisor
     auto halves = [&] {
       std::vector<RemoteValue> parts;
