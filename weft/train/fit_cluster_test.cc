@@ -122,15 +122,12 @@ TEST(FitInACluster, BatchNormalizationTrainsWhenAWorkerHasNoRowsInAStep) {
     Shape x_shape;
     std::function<Sequential()> build;
   };
-  const std::vector<Case> cases = {{"mlp",
-                                    {3, 4},
-                                    [] {
-                                      return Sequential({Dense(4), BatchNormalization(), Dense(3)});
-                                    }},
-                                   {"cnn", {3, 6, 6, 1}, [] {
-                                      return Sequential({Conv2D(2, {3, 3}), BatchNormalization(),
-                                                         MaxPooling2D(), Flatten(), Dense(3)});
-                                    }}};
+  const std::vector<Case> cases = {
+      {"mlp", {3, 4}, [] { return Sequential({Dense(4), BatchNormalization(), Dense(3)}); }},
+      {"cnn", {3, 6, 6, 1}, [] {
+         return Sequential({Conv2D(2, {3, 3}), BatchNormalization(), MaxPooling2D(), Flatten(),
+                            Dense(3)});
+       }}};
   Tensor y = Tensor::from_vector(std::vector<int64_t>{0, 2, 1});
   for (const Case& c : cases) {
     Tensor x = stateless_random_normal(c.x_shape, {7, 1});
