@@ -42,13 +42,12 @@ train::History fit_on_parameter_servers(
   ModelImpl& m = model.model();
   distribute::ParameterServerStrategy strategy(m.strategy);
   const bool ps_task = strategy.task().rfind("ps:", 0) == 0;
-  EpochReader reader(dataset, options.steps_per_epoch);
-  const std::optional<int64_t>& steps = reader.steps();
-  // Every task but the ps tasks builds the model alike (its variables are made in the same
-  // order, and so bound to the same places) from the dataset's first batch.
-  if (!ps_task) reader.build(m);
   if (!strategy.is_chief()) {
     if (!ps_task) {
+      // An unbuilt model is built alike on every task but the ps tasks (its variables made in
+      // the same order, and so bound to the same places), from the dataset's first batch; the
+      // data is read no further here.
+      if (!m.built()) EpochReader(dataset, options.steps_per_epoch).build(m);
       // `model` itself (its train_step may be overridden), which outlives the closures: this
       // fit returns only when the chief is done.
       Model* self = &model;
@@ -71,6 +70,9 @@ train::History fit_on_parameter_servers(
     return {};
   }
 
+  EpochReader reader(dataset, options.steps_per_epoch);
+  const std::optional<int64_t>& steps = reader.steps();
+  reader.build(m);
   distribute::ClusterCoordinator coordinator(strategy);
   const distribute::RemoteFunction train_step{kTrainStep};
   const bool sync = strategy.synchronous();
