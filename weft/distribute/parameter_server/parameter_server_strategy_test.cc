@@ -156,6 +156,7 @@ TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessW
   std::promise<void> registered;
   std::shared_future<void> registered_future = registered.get_future().share();
   std::vector<float> sync_step;  // the kernel after the synchronous step
+  std::vector<float> two_steps;  // the kernel after the closure of two steps
   auto run_task = [&](const std::string& task) -> std::vector<float> {
     auto resolver = cluster_resolver::TFConfigClusterResolver::from_json(
         tf_config(ports, task, /*workers=*/1, /*ps=*/2));
@@ -190,6 +191,14 @@ TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessW
         Tensor loss = div(sum(errors), static_cast<double>(args.tensor(2).item<int64_t>()));
         std::vector<Tensor> g = tape.gradient(loss, {*kernel, *bias});
         adam->apply_gradients({{g[0], *kernel}, {g[1], *bias}});
+        return std::vector<Tensor>{};
+      });
+      // Two steps in one closure (as steps_per_execution makes): each counts an iteration.
+      register_function("test/two_steps", [&](const ClosureArgs& args) {
+        for (int i = 0; i < 4; i += 2) {
+          adam->apply_gradients(
+              mse_step(*kernel, *bias, args.tensor(i), args.tensor(i + 1)).second);
+        }
         return std::vector<Tensor>{};
       });
       // An assignment in a closure is applied with the closure, once.
@@ -252,6 +261,11 @@ TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessW
     coordinator.commit_together(parts);
     EXPECT_EQ(adam->iterations().value().item<int64_t>(), 6);
     sync_step = kernel->value().to_vector<float>();
+    coordinator.schedule(RemoteFunction{"test/two_steps"},
+                         {batch(6).first, batch(6).second, batch(7).first, batch(7).second});
+    coordinator.join();
+    EXPECT_EQ(adam->iterations().value().item<int64_t>(), 8);
+    two_steps = kernel->value().to_vector<float>();
     for (const auto& loss : losses) trained.push_back(loss.fetch()[0].item<float>());
     return trained;
   };
@@ -279,6 +293,11 @@ TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessW
   std::vector<float> one_step = kernel.value().to_vector<float>();
   ASSERT_EQ(sync_step.size(), one_step.size());
   for (size_t i = 0; i < one_step.size(); ++i) EXPECT_NEAR(sync_step[i], one_step[i], 1e-6) << i;
+  for (int b : {6, 7})
+    local.apply_gradients(mse_step(kernel, bias, batch(b).first, batch(b).second).second);
+  std::vector<float> after_two = kernel.value().to_vector<float>();
+  ASSERT_EQ(two_steps.size(), after_two.size());
+  for (size_t i = 0; i < after_two.size(); ++i) EXPECT_NEAR(two_steps[i], after_two[i], 1e-5) << i;
 }
 
 TEST(ParameterServerStrategy, AClusterWithoutPsTasksOrAStrangersTaskIsRefused) {

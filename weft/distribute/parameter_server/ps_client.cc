@@ -145,8 +145,8 @@ class ParameterServerClient::Impl {
       request.set_kind(kind == PushKind::kValue ? pb::VALUE
                        : kind == PushKind::kAdd ? pb::ADD
                                                 : pb::GRADIENT);
+      if (kind != PushKind::kValue) request.set_step(step.index);
       if (kind == PushKind::kGradient) {
-        request.set_step(step.index);
         request.set_optimizer_config(step.optimizer);
         request.set_learning_rate(step.learning_rate);
         request.set_iterations(step.iterations);

@@ -35,7 +35,8 @@ enum class PushKind {
 
 // What a pushed gradient is applied with at its closure's commit: the optimizer's algorithm (its
 // Keras config as JSON: the class and hyperparameters; optim::Optimizer::Algorithm::get_config)
-// and the step. `index` orders several steps of one closure (steps_per_execution).
+// and the step. `index` orders several steps of one closure (steps_per_execution); an addition
+// (PushKind::kAdd) carries only it.
 struct GradientStep {
   std::string optimizer;
   double learning_rate = 0.0;

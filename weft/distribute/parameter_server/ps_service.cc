@@ -174,7 +174,7 @@ class ParameterServer::Impl final : public RawService {
         if (Status s = check_range(v->spec, chunk.offset(), chunk.data().size()); !s.ok()) {
           return s;
         }
-        const uint32_t step = r.kind() == pb::GRADIENT ? r.step() : 0;
+        const uint32_t step = r.kind() == pb::VALUE ? 0 : r.step();  // a later value replaces
         Staged& staged = staged_[r.closure_id()][{chunk.id(), step}];
         if (!staged.tensor.defined()) {
           staged.kind = r.kind();

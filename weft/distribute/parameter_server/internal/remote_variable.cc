@@ -80,7 +80,9 @@ bool RemoteVariable::stage_gradient(const GradientUpdate& update) const {
 
 bool RemoteVariable::stage_add(const Tensor& delta) const {
   if (snapshot == nullptr) return false;
-  push_pieces(snapshot->id, PushKind::kAdd, delta, {});
+  GradientStep step;  // only its index: several additions of one closure are all applied
+  step.index = snapshot->steps[this]++;
+  push_pieces(snapshot->id, PushKind::kAdd, delta, step);
   return true;
 }
 
