@@ -11,6 +11,7 @@
 
 #include "cli_helpers.h"
 #include "weft/distribute/cluster/local_ports.h"
+#include "weft/testing/ps_cluster.h"
 
 namespace {
 
@@ -201,17 +202,10 @@ TEST_F(PsCli, WeftTrainTrainsOnTheWorkersWithTheVariablesOnThePsTasks) {
 TEST_F(PsCli, AWorkerKilledMidTrainingIsReplacedAndEveryBatchTrainsOnce) {
   write_dataset(dir_ / "data", 512, 128);
   weft::distribute::ReservedLocalPorts ports(5);  // chief, worker 0 and 1, ps 0 and 1
-  auto list = [&](int from, int n) {
-    std::string l;
-    for (int i = from; i < from + n; ++i)
-      l += (l.empty() ? "\"" : ", \"") + ports.address(i) + "\"";
-    return "[" + l + "]";
-  };
-  const std::string cluster =
-      "{\"chief\": " + list(0, 1) + ", \"worker\": " + list(1, 2) + ", \"ps\": " + list(3, 2) + "}";
   auto env = [&](const std::string& type, int index) {
-    return "TF_CONFIG='{\"cluster\": " + cluster + ", \"task\": {\"type\": \"" + type +
-           "\", \"index\": " + std::to_string(index) + "}}' WEFT_CLUSTER_TOKEN=t0k3n ";
+    return "TF_CONFIG='" +
+           weft::testing::ps_tf_config(ports, type + ":" + std::to_string(index), 2, 2) +
+           "' WEFT_CLUSTER_TOKEN=t0k3n ";
   };
   const std::string train =
       std::string(WEFT_BINARY_DIR) + "/weft train --strategy parameter_server --dataset " +

@@ -98,6 +98,17 @@ optim::Optimizer build_optimizer(const TrainFlags& f, int64_t total_steps) {
   return optim::Adam({.learning_rate = lr});
 }
 
+// What both cluster strategies take from the flags: how long the cluster may take to meet, and
+// the control plane's TLS.
+template <typename Options>
+void set_cluster_options(const TrainFlags& f, Options& options) {
+  if (f.startup_timeout > 0) {
+    options.startup_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout * 1000));
+  }
+  options.coordination.tls = {f.tls_cert, f.tls_key, f.tls_ca};
+}
+
 // The strategy the model is made and trained under: --strategy mirrored puts --replicas replicas
 // on as many logical CPU devices; multi_worker joins the cluster TF_CONFIG describes, with
 // --replicas replicas in this process (weft launch --replicas-per-worker sets the default).
@@ -123,11 +134,7 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
     if (!f.variable_partitioner.empty()) {
       options.variable_partitioner = distribute::parse_partitioner(f.variable_partitioner);
     }
-    if (f.startup_timeout > 0) {
-      options.startup_timeout =
-          std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout * 1000));
-    }
-    options.coordination.tls = {f.tls_cert, f.tls_key, f.tls_ca};
+    set_cluster_options(f, options);
     return distribute::ParameterServerStrategy(
         distribute::cluster_resolver::TFConfigClusterResolver{}, options);
   }
@@ -135,16 +142,12 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
     distribute::MultiWorkerOptions options;
     options.replicas_per_worker = f.replicas;
     options.communication.timeout_seconds = f.collective_timeout;
-    if (f.startup_timeout > 0) {
-      options.startup_timeout =
-          std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout * 1000));
-    }
+    set_cluster_options(f, options);
     if (!f.data_ports.empty()) {
       std::tie(options.first_data_port, options.last_data_port) = cli::ports_of(f.data_ports);
     }
     options.communication.bytes_per_pack = static_cast<std::size_t>(f.bytes_per_pack);
     if (!f.overlap_all_reduce.empty()) options.overlap_all_reduce = f.overlap_all_reduce == "on";
-    options.coordination.tls = {f.tls_cert, f.tls_key, f.tls_ca};
     return distribute::MultiWorkerMirroredStrategy(options);
   }
   config::set_logical_cpu_devices(f.replicas);
@@ -226,7 +229,7 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
   int workers = strategy.num_replicas_in_sync() / strategy.extended().num_local_replicas();
   bool chief = strategy.extended().first_local_replica() == 0;
   std::optional<distribute::ParameterServerStrategy> ps;
-  if (strategy.name() == "parameter_server") {
+  if (distribute::ParameterServerStrategy::is(strategy)) {
     ps.emplace(strategy);
     workers = ps->num_workers();
     chief = ps->is_chief();

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "weft/autodiff/tape.h"
+#include "weft/distribute/parameter_server/parameter_server_strategy.h"
 #include "weft/nn/model.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/elementwise.h"
@@ -108,7 +109,7 @@ train::History Model::fit(const data::Dataset& training_data,
   WEFT_CHECK(!options.steps_per_epoch || *options.steps_per_epoch > 0, InvalidArgument)
       << "fit: steps_per_epoch must be positive, got " << *options.steps_per_epoch;
 
-  if (m.strategy.name() == "parameter_server") {
+  if (distribute::ParameterServerStrategy::is(m.strategy)) {
     return internal::fit_on_parameter_servers(*this, training_data, options, [&](data::Element b) {
       return options.class_weight.empty()
                  ? b

@@ -241,8 +241,11 @@ ParameterServerStrategy::ParameterServerStrategy(const cluster_resolver::Cluster
                                                  ParameterServerOptions options)
     : Strategy(std::make_shared<ParameterServerImpl>(resolver, std::move(options))) {}
 ParameterServerStrategy::ParameterServerStrategy(const Strategy& strategy) : Strategy(strategy) {
-  WEFT_CHECK(strategy.name() == "parameter_server", InvalidArgument)
+  WEFT_CHECK(is(strategy), InvalidArgument)
       << "a ParameterServerStrategy was expected, got the " << strategy.name() << " strategy";
+}
+bool ParameterServerStrategy::is(const Strategy& strategy) {
+  return dynamic_cast<const ParameterServerImpl*>(&strategy.extended()) != nullptr;
 }
 std::string ParameterServerStrategy::task() const { return ps_impl_of(*this).task(); }
 bool ParameterServerStrategy::is_chief() const { return ps_impl_of(*this).is_chief(); }

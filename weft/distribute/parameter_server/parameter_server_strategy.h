@@ -54,6 +54,8 @@ class ParameterServerStrategy : public Strategy {
                                    ParameterServerOptions options = {});
   // The ParameterServerStrategy `strategy` is (a model's, say); InvalidArgument for another.
   explicit ParameterServerStrategy(const Strategy& strategy);
+  // Whether `strategy` is a ParameterServerStrategy (TF's isinstance check).
+  static bool is(const Strategy& strategy);
 
   // This process's task: "chief:0", "worker:1", "ps:0".
   std::string task() const;

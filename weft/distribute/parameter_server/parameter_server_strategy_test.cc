@@ -23,31 +23,15 @@
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
 #include "weft/optim/adam.h"
+#include "weft/testing/ps_cluster.h"
 
 namespace weft::distribute {
 namespace {
 
 using ::testing::HasSubstr;
 
+// The tasks of a cluster of 2 workers and 2 ps tasks, in testing::ps_tf_config's port order.
 const char* kTasks[] = {"chief:0", "worker:0", "worker:1", "ps:0", "ps:1"};
-
-// TF_CONFIG for task `task` of the cluster at `ports`: a chief, then `workers` workers, then
-// `ps` ps tasks (kTasks' order).
-std::string tf_config(const ReservedLocalPorts& ports, const std::string& task, int workers = 2,
-                      int ps = 2) {
-  auto quoted = [&](int from, int n) {
-    std::string list;
-    for (int i = from; i < from + n; ++i) {
-      list += (list.empty() ? "\"" : ", \"") + ports.address(static_cast<size_t>(i)) + "\"";
-    }
-    return "[" + list + "]";
-  };
-  const std::string type = task.substr(0, task.find(':'));
-  const std::string index = task.substr(task.find(':') + 1);
-  return R"({"cluster": {"chief": )" + quoted(0, 1) + R"(, "worker": )" + quoted(1, workers) +
-         R"(, "ps": )" + quoted(1 + workers, ps) + R"(}, "task": {"type": ")" + type +
-         R"(", "index": )" + index + "}}";
-}
 
 ParameterServerOptions options() {
   ParameterServerOptions o;
@@ -74,7 +58,8 @@ TEST(ParameterServerStrategy, VariablesLiveOnThePsTasksAndEveryTaskReadsTheChief
   std::shared_future<void> assigned_future = assigned.get_future().share();
   std::latch workers_read(2);  // the chief ends the job only after the workers have read
   auto run_task = [&](const std::string& task) {
-    auto resolver = cluster_resolver::TFConfigClusterResolver::from_json(tf_config(ports, task));
+    auto resolver = cluster_resolver::TFConfigClusterResolver::from_json(
+        testing::ps_tf_config(ports, task, 2, 2));
     ParameterServerStrategy strategy(resolver, options());
     EXPECT_EQ(strategy.task(), task);
     EXPECT_EQ(strategy.num_workers(), 2);
@@ -159,7 +144,7 @@ TEST(ParameterServerStrategy, ClosuresTrainTheVariablesOnThePsTasksAsOneProcessW
   std::vector<float> two_steps;  // the kernel after the closure of two steps
   auto run_task = [&](const std::string& task) -> std::vector<float> {
     auto resolver = cluster_resolver::TFConfigClusterResolver::from_json(
-        tf_config(ports, task, /*workers=*/1, /*ps=*/2));
+        testing::ps_tf_config(ports, task, /*workers=*/1, /*ps=*/2));
     // Made before the strategy, so that they outlive its worker service's thread, which runs the
     // closures that use them (its end is what ThreadSanitizer sees ordered before theirs).
     std::optional<Variable> kernel, bias, counter;
@@ -320,7 +305,8 @@ TEST(ParameterServerStrategy, AClusterWithoutPsTasksOrAStrangersTaskIsRefused) {
 TEST(ParameterServerStrategy, AWorkerInJoinHearsThatTheChiefFailed) {
   ReservedLocalPorts ports(5);
   auto run_task = [&](const std::string& task) -> std::string {
-    auto resolver = cluster_resolver::TFConfigClusterResolver::from_json(tf_config(ports, task));
+    auto resolver = cluster_resolver::TFConfigClusterResolver::from_json(
+        testing::ps_tf_config(ports, task, 2, 2));
     ParameterServerStrategy strategy(resolver, options());
     if (strategy.is_chief()) {
       strategy.extended().report_error("Internal: the coordinator crashed");
