@@ -94,6 +94,9 @@ const Tensor& Variable::value() const {
 
 bool VariableBinding::stage_gradient(const GradientUpdate&) const { return false; }
 bool VariableBinding::stage_add(const Tensor&) const { return false; }
+std::shared_ptr<const VariableBinding> VariableBinding::slot(size_t, const std::string&) const {
+  return nullptr;
+}
 
 void Variable::bind(std::shared_ptr<const VariableBinding> binding) {
   value();

@@ -35,6 +35,9 @@ struct VariableArgs {
   bool trainable = true;
   VariableAggregation aggregation = VariableAggregation::NONE;
   VariableConstraint constraint{};
+  // Set for an optimizer's slot of this variable: a strategy's creator makes the slot here, not
+  // as a variable of its own, and the optimizer binds it beside this one (VariableBinding::slot).
+  const Variable* slot_of = nullptr;
 };
 // A creator makes the variable, usually by calling `next` (the creators below it) with the
 // same or changed arguments.
@@ -66,6 +69,10 @@ class VariableBinding {
   virtual bool stage_gradient(const GradientUpdate& update) const;
   // Stages adding `delta` (of the variable's dtype and shape) likewise.
   virtual bool stage_add(const Tensor& delta) const;
+  // Where slot `k` of the optimizer `optimizer` (its Keras config as JSON) lives for this
+  // variable (a parameter server keeps a variable's slots beside it); null (the default) when
+  // the slot lives in this process.
+  virtual std::shared_ptr<const VariableBinding> slot(size_t k, const std::string& optimizer) const;
 };
 
 class Variable {

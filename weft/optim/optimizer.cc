@@ -60,8 +60,18 @@ struct Optimizer::State {
     std::string prefix = unique_name(var.name(), prefixes);
     Entry e{var, prefix, {}};
     for (const auto& spec : slot_specs) {
-      e.slots.emplace_back(full(var.shape(), spec.initial_value, var.dtype()),
-                           prefix + "/" + spec.name, /*trainable=*/false);
+      VariableArgs args{full(var.shape(), spec.initial_value, var.dtype()),
+                        prefix + "/" + spec.name, /*trainable=*/false};
+      args.slot_of = &var;
+      e.slots.emplace_back(args);
+    }
+    // A variable on a parameter server has its slots there, beside it (the optimizer's config
+    // tells the server which slots): these read and write those.
+    if (const VariableBinding* b = var.binding()) {
+      ConfigDict config = algorithm->get_config();
+      for (size_t k = 0; k < e.slots.size() && config.has("class_name"); ++k) {
+        if (auto slot = b->slot(k, config.to_json())) e.slots[k].bind(std::move(slot));
+      }
     }
     by_value.emplace(var.value().id(), entries.size());
     entries.push_back(std::move(e));

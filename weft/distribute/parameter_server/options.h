@@ -39,6 +39,8 @@ struct VariableSpec {
   DType dtype = kFloat32;
   Shape shape;
   bool trainable = true;
+  // 0: the variable's value; k > 0: its optimizer's slot k - 1 (of its shape and dtype).
+  uint32_t slot = 0;
   std::size_t bytes() const;
 };
 

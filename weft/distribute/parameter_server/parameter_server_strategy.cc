@@ -119,6 +119,9 @@ class ParameterServerImpl : public StrategyImpl {
     return
         [this](const VariableArgs& args, const std::function<Variable(const VariableArgs&)>& next) {
           Variable v = next(args);
+          // An optimizer's slot is not a variable of its own: it lives beside its variable, and
+          // the optimizer binds it there.
+          if (args.slot_of != nullptr) return v;
           std::lock_guard lock(creating_);
           autodiff::NoRecordScope no_record;
           auto binding = std::make_shared<ps::internal::RemoteVariable>(place(args), write_ids_);

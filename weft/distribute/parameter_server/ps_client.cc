@@ -90,6 +90,7 @@ class ParameterServerClient::Impl {
       for (const Piece& p : call) {
         auto* range = request.add_ranges();
         range->set_id(variables[p.index].id);
+        range->set_slot(variables[p.index].slot);
         range->set_offset(p.offset);
         range->set_length(p.length);
       }
@@ -154,6 +155,7 @@ class ParameterServerClient::Impl {
       for (const Piece& p : call) {
         auto* chunk = request.add_chunks();
         chunk->set_id(variables[p.index].id);
+        chunk->set_slot(variables[p.index].slot);
         chunk->set_offset(p.offset);
         chunk->set_data(static_cast<const char*>(bytes[p.index].raw_data()) + p.offset, p.length);
       }

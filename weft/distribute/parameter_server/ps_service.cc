@@ -149,10 +149,13 @@ class ParameterServer::Impl final : public RawService {
                                                    " has no value yet (none was written)");
         }
         if (Status s = check_range(v->spec, range.offset(), range.length()); !s.ok()) return s;
+        const Tensor* bytes = nullptr;
+        if (Status s = tensor_of(*v, range.slot(), &bytes); !s.ok()) return s;
         auto* chunk = a.add_chunks();
         chunk->set_id(range.id());
+        chunk->set_slot(range.slot());
         chunk->set_offset(range.offset());
-        chunk->set_data(static_cast<const char*>(v->value.raw_data()) + range.offset(),
+        chunk->set_data(static_cast<const char*>(bytes->raw_data()) + range.offset(),
                         range.length());
       }
       return Status::OK;
@@ -171,11 +174,20 @@ class ParameterServer::Impl final : public RawService {
         if (r.kind() == pb::GRADIENT) {
           if (Status s = takes_gradients(*v, algorithm); !s.ok()) return s;
         }
+        if (chunk.slot() != 0) {
+          const Tensor* slot = nullptr;
+          if (Status s = tensor_of(*v, chunk.slot(), &slot); !s.ok()) return s;
+          if (r.kind() != pb::VALUE) {
+            return Status(StatusCode::INVALID_ARGUMENT,
+                          "slot " + std::to_string(chunk.slot() - 1) + " of " + describe(v->spec) +
+                              " takes values only, not gradients or additions");
+          }
+        }
         if (Status s = check_range(v->spec, chunk.offset(), chunk.data().size()); !s.ok()) {
           return s;
         }
         const uint32_t step = r.kind() == pb::VALUE ? 0 : r.step();  // a later value replaces
-        Staged& staged = staged_[r.closure_id()][{chunk.id(), step}];
+        Staged& staged = staged_[r.closure_id()][{chunk.id(), chunk.slot(), step}];
         if (!staged.tensor.defined()) {
           staged.kind = r.kind();
           staged.tensor = Tensor::empty(v->spec.shape, v->spec.dtype);
@@ -220,12 +232,12 @@ class ParameterServer::Impl final : public RawService {
         return Status::OK;
       }
       // Each (variable, step)'s staged updates, in the closures' order.
-      std::map<std::pair<uint64_t, uint32_t>, std::vector<const Staged*>> updates;
+      std::map<StagedKey, std::vector<const Staged*>> updates;
       for (uint64_t id : ids) {
         auto it = staged_.find(id);
         if (it == staged_.end()) continue;
         for (const auto& [key, staged] : it->second) {
-          const VariableSpec& spec = variables_.at(key.first).spec;
+          const VariableSpec& spec = variables_.at(key.id).spec;
           if (staged.received() != spec.bytes()) {
             return Status(StatusCode::FAILED_PRECONDITION,
                           "closure " + std::to_string(id) + " cannot commit: " + describe(spec) +
@@ -239,8 +251,12 @@ class ParameterServer::Impl final : public RawService {
       // several closures made, the gradients are summed in their order; an assignment or an
       // addition is the first closure's (each made the same one).
       for (const auto& [key, staged] : updates) {
-        Stored& v = variables_.at(key.first);
+        Stored& v = variables_.at(key.id);
         const Staged& first = *staged.front();
+        if (key.slot != 0) {  // a slot's value
+          std::memcpy(v.slots.at(key.slot - 1).raw_data(), first.tensor.raw_data(), v.spec.bytes());
+          continue;
+        }
         v.has_value = true;
         if (first.kind == pb::VALUE) {
           std::memcpy(v.value.raw_data(), first.tensor.raw_data(), v.spec.bytes());
@@ -281,6 +297,14 @@ class ParameterServer::Impl final : public RawService {
       for (const auto& [offset, length] : pieces) n += length;
       return n;
     }
+  };
+
+  // What a closure staged an update of: a variable (its value, slot 0, or slot k - 1) at a step.
+  struct StagedKey {
+    uint64_t id = 0;
+    uint32_t slot = 0;
+    uint32_t step = 0;
+    auto operator<=>(const StagedKey&) const = default;
   };
 
   struct Stored {
@@ -373,6 +397,22 @@ class ParameterServer::Impl final : public RawService {
     }
   }
 
+  // Under the lock: the tensor `slot` addresses in `v` (0: its value; k: its slot k - 1).
+  static Status tensor_of(const Stored& v, uint32_t slot, const Tensor** out) {
+    if (slot == 0) {
+      *out = &v.value;
+      return Status::OK;
+    }
+    if (slot > v.slots.size()) {
+      return Status(StatusCode::FAILED_PRECONDITION,
+                    describe(v.spec) + " has no slot " + std::to_string(slot - 1) + " (it has " +
+                        std::to_string(v.slots.size()) +
+                        "; slots come with the optimizer it is created or updated with)");
+    }
+    *out = &v.slots[slot - 1];
+    return Status::OK;
+  }
+
   const Stored* find(uint64_t id) const {
     auto it = variables_.find(id);
     return it == variables_.end() ? nullptr : &it->second;
@@ -411,8 +451,8 @@ class ParameterServer::Impl final : public RawService {
   std::map<std::string, optim::Optimizer> optimizers_;  // by their algorithm's config
   std::map<std::string, const optim::Optimizer::Algorithm*> algorithm_of_config_;
   std::map<uint64_t, Stored> variables_;
-  // closure → (variable, step) → staged
-  std::map<uint64_t, std::map<std::pair<uint64_t, uint32_t>, Staged>> staged_;
+  // closure → (variable, slot, step) → staged
+  std::map<uint64_t, std::map<StagedKey, Staged>> staged_;
   std::set<uint64_t> applied_;
 };
 

@@ -103,6 +103,25 @@ TEST(ParameterServer, CommittedUpdatesMatchTheSameOptimizerRunLocally) {
   ASSERT_EQ(slots.size(), 2u);
   EXPECT_EQ(values(slots[0]), values(local.get_slot(kernel, "m")));
   EXPECT_EQ(values(slots[1]), values(local.get_slot(kernel, "v")));
+
+  // The slots read and write as variables of their own (a checkpoint's save and restore):
+  // `slot` k + 1 is slot k. A value only, staged until its commit.
+  VariableSpec v_slot = kKernel;
+  v_slot.slot = 2;
+  EXPECT_EQ(values(client.pull({v_slot})[0]), values(local.get_slot(kernel, "v")));
+  Tensor v1 = random_tensor({3, 4}, 30);
+  client.push(4, PushKind::kValue, {v_slot}, {v1});
+  EXPECT_EQ(values(server.slots(kKernel.id)[1]), values(local.get_slot(kernel, "v")));
+  EXPECT_TRUE(client.commit(4));
+  EXPECT_EQ(values(server.slots(kKernel.id)[1]), values(v1));
+  EXPECT_EQ(values(server.value(kKernel.id)), values(kernel)) << "the value was written";
+  EXPECT_THAT([&] { client.push(5, PushKind::kGradient, {v_slot}, {v1}); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr(
+                  "slot 1 of variable 0 (dense/kernel, float32 (3, 4)) takes values only")));
+  v_slot.slot = 3;
+  EXPECT_THAT([&] { client.pull({v_slot}); },
+              ::testing::ThrowsMessage<FailedPrecondition>(
+                  HasSubstr("variable 0 (dense/kernel, float32 (3, 4)) has no slot 2 (it has 2")));
 }
 
 TEST(ParameterServer, ACommitSentAgainIsDroppedAndAnAbortDropsWhatWasStaged) {

@@ -38,6 +38,16 @@ void RemoteVariable::create() const {
   for (const Shard& s : shards_) s.ps->create({s.spec}, "");
 }
 
+std::shared_ptr<const VariableBinding> RemoteVariable::slot(size_t k,
+                                                            const std::string& optimizer) const {
+  std::vector<Shard> slots = shards_;
+  for (Shard& s : slots) {
+    s.ps->create({s.spec}, optimizer);  // kept as it is, but given the optimizer's slots
+    s.spec.slot = static_cast<uint32_t>(k + 1);
+  }
+  return std::make_shared<RemoteVariable>(std::move(slots), ids_);
+}
+
 void RemoteVariable::wait_until_readable(std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (const Shard& s : shards_) {

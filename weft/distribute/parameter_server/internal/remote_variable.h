@@ -53,6 +53,9 @@ class RemoteVariable final : public VariableBinding {
   // closure's next step of this variable.
   bool stage_gradient(const GradientUpdate& update) const override;
   bool stage_add(const Tensor& delta) const override;
+  // Slot k of each shard, on its ps task (given the optimizer there first, if it had none).
+  std::shared_ptr<const VariableBinding> slot(size_t k,
+                                              const std::string& optimizer) const override;
   const std::vector<Shard>& shards() const { return shards_; }
 
  private:
