@@ -89,12 +89,12 @@ TEST(CliMessages, HelpShowsTheDefaults) {
 }
 
 TEST(CliMessages, WhatIsMissingIsSaidWithWhatToUseInstead) {
-  Result r = run("train --strategy parameter_server --backup-dir backups");
+  Result r = run("train --strategy parameter_server --mixed-precision f16");
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.output,
-            "weft: FailedPrecondition: --backup-dir is not supported with --strategy "
-            "parameter_server yet; use --strategy multi_worker for training that resumes from "
-            "its backup after a failure\n");
+            "weft: FailedPrecondition: --mixed-precision f16 is not supported with --strategy "
+            "parameter_server: its loss scale would have to be shared by every worker (bf16 "
+            "needs none)\n");
   EXPECT_THAT(r.output, Not(HasSubstr("issue")));
 }
 

@@ -194,6 +194,45 @@ TEST_F(PsCli, WeftTrainTrainsOnTheWorkersWithTheVariablesOnThePsTasks) {
   EXPECT_GT(j["test_accuracy"].get<double>(), 0.5) << j.dump();  // the pattern is learnable
 }
 
+// The chief SIGKILLed in the middle of training with --backup-dir (backups every 4 steps, which
+// the asynchronous fit takes once the steps in flight have finished) under weft launch
+// --max-restarts 1: the launcher starts the whole cluster again, new ps tasks included; the new
+// chief restores the newest backup (the variables and the optimizer's slots and step onto the
+// new ps tasks, the data's position) and the job ends having trained on each example once per
+// epoch, one optimizer step per batch, over both starts.
+TEST_F(PsCli, AChiefKilledMidTrainingRestartsTheClusterWhichResumesFromItsBackup) {
+  write_dataset(dir_ / "data", 512, 128);
+  const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft";
+  Result r = launch(
+      "--ps 2 -n 2 --max-restarts 1",
+      "ARGS=\"train --strategy parameter_server --dataset $D/data --epochs 2 --batch-size 64 "
+      "--quiet --backup-dir $D/backup --save-freq 4 --metrics-json $D/ps.json\"\n"
+      "if [ $TASK = chief:0 ] && [ ! -e $D/killed ]; then\n"
+      "  touch $D/killed\n"
+      "  " +
+          weft +
+          " $ARGS & pid=$!\n"
+          "  n=0; while [ ! -e $D/backup/checkpoint ] && kill -0 $pid 2>/dev/null && [ $n -lt 6000 "
+          "]; "
+          "do sleep 0.01; n=$((n + 1)); done\n"
+          "  kill -9 $pid 2>/dev/null && touch $D/killed_while_training\n"
+          "  wait $pid; exit $?\n"
+          "fi\n"
+          "exec " +
+          weft + " $ARGS\n");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(fs::exists(dir_ / "killed_while_training")) << r.output;
+  EXPECT_THAT(r.output, testing::ContainsRegex("chief:0 \\(pid [0-9]+\\) exited with status 137"))
+      << r.output;
+  EXPECT_THAT(r.output, HasSubstr("[chief:0] weft: restored backup " + (dir_ / "backup").string()))
+      << r.output;
+  nlohmann::json j = read_json(dir_ / "ps.json");
+  EXPECT_EQ(j["examples_trained"], 2 * 512) << r.output;
+  EXPECT_EQ(j["steps"], 2 * 8) << r.output;
+  EXPECT_GT(j["test_accuracy"].get<double>(), 0.5) << j.dump();
+  EXPECT_FALSE(fs::exists(dir_ / "backup")) << "the backup outlived the completed job";
+}
+
 // A worker SIGKILLed in the middle of synchronous training (--ps-mode sync), under the chief's fit
 // (the tasks started by hand, not under weft launch): its slice's closure fails over to the
 // other worker, which trains the rest alone, each step's slices still committed together; the

@@ -122,10 +122,7 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
       << "--variable-partitioner needs --strategy parameter_server";
   if (f.strategy == "default") return distribute::Strategy();
   if (f.strategy == "parameter_server") {
-    // What is not built yet for parameter-server training is refused before the cluster meets.
-    WEFT_CHECK(f.backup_dir.empty(), FailedPrecondition)
-        << "--backup-dir is not supported with --strategy parameter_server yet; use --strategy "
-           "multi_worker for training that resumes from its backup after a failure";
+    // What is not built for parameter-server training is refused before the cluster meets.
     WEFT_CHECK(f.mixed_precision != "f16", FailedPrecondition)
         << "--mixed-precision f16 is not supported with --strategy parameter_server: its loss "
            "scale would have to be shared by every worker (bf16 needs none)";

@@ -57,11 +57,19 @@ class CallbackImpl {
   }
   // Examples in the batch just trained, set by fit() before on_train_batch_end.
   void set_batch_examples(int64_t n) { batch_examples_ = n; }
+  // Later steps already running (or applied) when on_train_batch_end comes, set by fit() before
+  // it: a parameter-server fit runs several steps at once; fit() on one worker or a mirrored
+  // cluster, one (0).
+  void set_steps_in_flight(int64_t n) { steps_in_flight_ = n; }
+  // Whether it waits for a batch end with no later step in flight, to save the training state
+  // there (BackupAndRestore): a fit that runs several steps at once starts no more until then.
+  virtual bool wants_quiet_point() const { return false; }
   // The iterator fit() reads across epochs (null for a dataset of unknown size).
   void set_iterator(data::Dataset::Iterator* it) { iterator_ = it; }
 
  protected:
   int64_t batch_examples_ = 0;
+  int64_t steps_in_flight_ = 0;
   data::Dataset::Iterator* iterator_ = nullptr;
   Model* model_ = nullptr;
   int epochs_ = 0;

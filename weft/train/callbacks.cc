@@ -425,6 +425,7 @@ class BackupAndRestoreImpl : public CallbackImpl {
   }
   void on_train_begin(const Logs&) override {
     preempted_ = false;
+    pending_ = Pending::kNone;
     termination_requested = false;
     struct sigaction sa {};
     sa.sa_handler = on_termination;
@@ -432,23 +433,32 @@ class BackupAndRestoreImpl : public CallbackImpl {
     sigaction(SIGTERM, &sa, &previous_);
   }
   void on_epoch_begin(int epoch, const Logs&) override { epoch_ = epoch; }
+  // A save is due (save_freq steps since the last, or SIGTERM: then training stops), made at
+  // the first batch end with no later step in flight, so that the backup holds exactly the
+  // steps before the point it resumes from (with parameter servers, after the steps running
+  // then; otherwise at once).
   void on_train_batch_end(int64_t step, const Logs&) override {
     ++steps_since_save_;
     examples_ += batch_examples_;
-    if (termination_agreed()) {
-      save({epoch_, step + 1});
-      preempted_ = true;
+    if (pending_ != Pending::kPreempt && termination_agreed()) {
+      pending_ = Pending::kPreempt;
       model_->set_stop_training(true);
-      if (chief()) {
-        std::fprintf(stderr,
-                     "weft: preempted (SIGTERM): backed up epoch %d, step %lld to %s; run the "
-                     "same command again to resume\n",
-                     epoch_, static_cast<long long>(step + 1), dir_.c_str());
-      }
-      return;
+    } else if (pending_ == Pending::kNone && save_freq_ && steps_since_save_ >= *save_freq_) {
+      pending_ = Pending::kSave;
     }
-    if (save_freq_ && steps_since_save_ >= *save_freq_) save({epoch_, step + 1});
+    if (pending_ == Pending::kNone || steps_in_flight_ > 0) return;
+    const bool preempting = pending_ == Pending::kPreempt;
+    save({epoch_, step + 1});
+    if (!preempting) return;
+    preempted_ = true;
+    if (chief()) {
+      std::fprintf(stderr,
+                   "weft: preempted (SIGTERM): backed up epoch %d, step %lld to %s; run the "
+                   "same command again to resume\n",
+                   epoch_, static_cast<long long>(step + 1), dir_.c_str());
+    }
   }
+  bool wants_quiet_point() const override { return pending_ != Pending::kNone; }
   void on_epoch_end(int epoch, Logs&) override {
     if (!preempted_) save({epoch + 1, 0});
   }
@@ -496,6 +506,7 @@ class BackupAndRestoreImpl : public CallbackImpl {
   // In a cluster every worker writes its share of the rows (checkpoint format v2), the chief
   // commits.
   void save(ResumePoint at) {
+    pending_ = Pending::kNone;
     progress_.at = at;
     progress_.examples = examples_;
     steps_since_save_ = 0;
@@ -563,6 +574,7 @@ class BackupAndRestoreImpl : public CallbackImpl {
   int epoch_ = 0;
   int64_t steps_since_save_ = 0, saves_ = 0;
   bool preempted_ = false;
+  enum class Pending { kNone, kSave, kPreempt } pending_ = Pending::kNone;  // a save due
   int64_t examples_ = 0;  // trained on by the job, before this run too
   struct sigaction previous_ {};
 };

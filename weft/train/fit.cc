@@ -23,6 +23,7 @@
 #include "weft/ops/shape_ops.h"
 #include "weft/train/callbacks.h"
 #include "weft/train/internal/epoch_reader.h"
+#include "weft/train/internal/fit_callbacks.h"
 #include "weft/train/internal/fit_parameter_server.h"
 
 namespace weft::nn {
@@ -137,39 +138,16 @@ train::History Model::fit(const data::Dataset& training_data,
   for (train::Callback& c : given) {
     if (chief || !c.impl().chief_only()) callbacks.push_back(std::move(c));
   }
-  // However fit() leaves, the callbacks forget its iterator; if by an exception after training
-  // began, they give back what on_train_begin took.
-  struct Leaving {
-    std::vector<train::Callback>& callbacks;
-    bool training = false;  // between on_train_begin and on_train_end
-    ~Leaving() {
-      for (const train::Callback& c : callbacks) {
-        if (training) c.impl().on_train_abort();
-        c.impl().set_iterator(nullptr);
-      }
-    }
-  } leaving{callbacks};
-  for (const train::Callback& c : callbacks) {
-    c.impl().set_model(this);
-    c.impl().set_params(options.epochs, steps);
-    c.impl().set_iterator(by_file ? nullptr : reader.kept());
-  }
-  train::ResumePoint start{options.initial_epoch, 0};
-  for (const train::Callback& c : callbacks) {
-    if (auto r = c.impl().resume_point()) {
-      start = std::max(start, *r);
-      // The shared iterator was restored, so the batch read to build is not the next one. (A
-      // dataset of unknown size has no shared iterator: its epochs start from the beginning.)
-      if (reader.kept() && !by_file) reader.drop_first_batch();
-    }
-  }
+  internal::FitCallbacks fit_callbacks(callbacks, this, options.epochs, steps,
+                                       by_file ? nullptr : reader.kept());
+  const train::ResumePoint start =
+      fit_callbacks.resume({options.initial_epoch, 0}, reader, /*shared_iterator=*/!by_file);
   check_workers_start_alike(*this);
   m.stop_training = false;
   int64_t unsized_steps = 0;  // steps so far, when an epoch's size is unknown
   train::History history;
   train::Logs logs;
-  for (const train::Callback& c : callbacks) c.impl().on_train_begin(logs);
-  leaving.training = true;
+  fit_callbacks.train_begin(logs);
   for (int epoch = start.epoch; epoch < options.epochs && !m.stop_training; ++epoch) {
     reset_metrics();
     for (const train::Callback& c : callbacks) c.impl().on_epoch_begin(epoch, logs);
@@ -226,8 +204,7 @@ train::History Model::fit(const data::Dataset& training_data,
     history.epoch.push_back(epoch);
     for (const auto& [k, v] : logs) history.history[k].push_back(v);
   }
-  leaving.training = false;
-  for (const train::Callback& c : callbacks) c.impl().on_train_end(logs);
+  fit_callbacks.train_end(logs);
   return history;
 } catch (const std::exception& e) {
   // An error between the steps (reading data, a callback) reaches the other workers of a

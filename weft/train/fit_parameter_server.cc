@@ -10,6 +10,7 @@
 // the run that returned is committed: each batch is trained on exactly once.
 #include "weft/train/internal/fit_parameter_server.h"
 
+#include <algorithm>
 #include <deque>
 
 #include "weft/core/errors.h"
@@ -20,6 +21,7 @@
 #include "weft/ops/shape_ops.h"
 #include "weft/train/callbacks.h"
 #include "weft/train/internal/epoch_reader.h"
+#include "weft/train/internal/fit_callbacks.h"
 
 namespace weft::nn::internal {
 namespace {
@@ -73,6 +75,9 @@ train::History fit_on_parameter_servers(
   EpochReader reader(dataset, options.steps_per_epoch);
   const std::optional<int64_t>& steps = reader.steps();
   reader.build(m);
+  // The optimizer's slots, which live beside their variables on the ps tasks: a backup saves and
+  // restores them through these.
+  m.optimizer.build(m.trainable_variables());
   distribute::ClusterCoordinator coordinator(strategy);
   const distribute::RemoteFunction train_step{kTrainStep};
   const bool sync = strategy.synchronous();
@@ -81,16 +86,21 @@ train::History fit_on_parameter_servers(
   const std::size_t window = sync ? 1 : 2 * static_cast<std::size_t>(workers);
   std::vector<train::Callback> callbacks = options.callbacks;
   if (options.verbose > 0) callbacks.push_back(train::ProgbarLogger(options.verbose));
-  for (const train::Callback& c : callbacks) {
-    c.impl().set_model(&model);
-    c.impl().set_params(options.epochs, steps);
-  }
+  FitCallbacks fit_callbacks(callbacks, &model, options.epochs, steps, reader.kept());
+  const train::ResumePoint start =
+      fit_callbacks.resume({options.initial_epoch, 0}, reader, /*shared_iterator=*/true);
+  // A callback waiting for a quiet point (a backup due) stops more steps from being scheduled.
+  auto quiet_wanted = [&] {
+    return std::any_of(callbacks.begin(), callbacks.end(),
+                       [](const train::Callback& c) { return c.impl().wants_quiet_point(); });
+  };
   m.stop_training = false;
   train::History history;
   train::Logs logs;
   std::deque<Pending> running;
-  int64_t global_step = 0;  // steps scheduled in this run
-  // Schedules epoch step `step` on `batch`, the run's step `run_step`.
+  int64_t unsized_steps = 0;  // steps so far, when an epoch's size is unknown
+  // Schedules epoch step `step` on `batch`, training step `run_step` (epoch × steps + step when
+  // the epoch's size is known, as fit's: it keys training-time randomness).
   auto schedule_step = [&](int64_t step, int64_t run_step, const data::Element& batch) {
     const int64_t rows = batch[0].dim(0);
     Pending p{step, rows, {}};
@@ -126,16 +136,18 @@ train::History fit_on_parameter_servers(
     logs = merge_logs(m, m.train_loss, parts);
     for (const train::Callback& c : callbacks) {
       c.impl().set_batch_examples(p.examples);
+      c.impl().set_steps_in_flight(static_cast<int64_t>(running.size()));
       c.impl().on_train_batch_end(p.step, logs);
     }
   };
-  for (const train::Callback& c : callbacks) c.impl().on_train_begin(logs);
-  for (int epoch = options.initial_epoch; epoch < options.epochs && !m.stop_training; ++epoch) {
+  fit_callbacks.train_begin(logs);
+  for (int epoch = start.epoch; epoch < options.epochs && !m.stop_training; ++epoch) {
     model.reset_metrics();
     for (const train::Callback& c : callbacks) c.impl().on_epoch_begin(epoch, logs);
     reader.begin_epoch();
     logs.clear();
-    int64_t step = 0;
+    int64_t step = epoch == start.epoch ? start.step : 0;
+    int64_t trained = 0;
     while ((!steps || step < *steps) && !m.stop_training) {
       std::optional<data::Element> batch = reader.next();
       if (!batch) {
@@ -146,13 +158,17 @@ train::History fit_on_parameter_servers(
       }
       data::Element prepared = prepare(std::move(*batch));
       for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
-      schedule_step(step, global_step++, prepared);
+      schedule_step(step, steps ? epoch * *steps + step : unsized_steps++, prepared);
       ++step;
+      ++trained;
       // A callback may stop training at a step's end: the steps already scheduled still run.
-      while (running.size() >= window || (!running.empty() && m.stop_training)) finish_oldest();
+      while (running.size() >= window ||
+             (!running.empty() && (m.stop_training || quiet_wanted()))) {
+        finish_oldest();
+      }
     }
     while (!running.empty()) finish_oldest();
-    WEFT_CHECK(step > 0 || steps, InvalidArgument) << "fit: the training dataset is empty";
+    WEFT_CHECK(trained > 0 || steps, InvalidArgument) << "fit: the training dataset is empty";
     if (options.validation_data) {
       for (const auto& [k, v] : model.evaluate(*options.validation_data)) logs["val_" + k] = v;
       for (const train::Callback& c : callbacks) c.impl().on_test_end(logs);
@@ -161,7 +177,7 @@ train::History fit_on_parameter_servers(
     history.epoch.push_back(epoch);
     for (const auto& [k, v] : logs) history.history[k].push_back(v);
   }
-  for (const train::Callback& c : callbacks) c.impl().on_train_end(logs);
+  fit_callbacks.train_end(logs);
   return history;
 }
 

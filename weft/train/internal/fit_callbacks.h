@@ -1,0 +1,63 @@
+// What fit and the parameter-server fit do alike with their callbacks: hand them the model, the
+// epoch's size and the iterator, find where a resumed run starts, and give back what they took
+// however fit leaves.
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "weft/nn/callback.h"
+#include "weft/train/internal/epoch_reader.h"
+
+namespace weft::nn::internal {
+
+class FitCallbacks {
+ public:
+  // `iterator`: the one fit reads across epochs, which a backup saves (null: none).
+  FitCallbacks(std::vector<Callback>& callbacks, Model* model, int epochs,
+               std::optional<int64_t> steps, data::Dataset::Iterator* iterator)
+      : callbacks_(callbacks) {
+    for (const Callback& c : callbacks_) {
+      c.impl().set_model(model);
+      c.impl().set_params(epochs, steps);
+      c.impl().set_iterator(iterator);
+    }
+  }
+  // The callbacks forget the iterator; if fit leaves by an exception after training began, they
+  // give back what on_train_begin took.
+  ~FitCallbacks() {
+    for (const Callback& c : callbacks_) {
+      if (training_) c.impl().on_train_abort();
+      c.impl().set_iterator(nullptr);
+    }
+  }
+  FitCallbacks(const FitCallbacks&) = delete;
+  FitCallbacks& operator=(const FitCallbacks&) = delete;
+
+  // Where training starts: `start`, or later where a callback resumes (BackupAndRestore). A
+  // resumed iterator was restored, so the batch `reader` read to build is not the next one.
+  ResumePoint resume(ResumePoint start, EpochReader& reader, bool shared_iterator) {
+    for (const Callback& c : callbacks_) {
+      if (auto r = c.impl().resume_point()) {
+        start = std::max(start, *r);
+        // (A dataset of unknown size has no shared iterator: its epochs start from the start.)
+        if (reader.kept() && shared_iterator) reader.drop_first_batch();
+      }
+    }
+    return start;
+  }
+  void train_begin(const Logs& logs) {
+    for (const Callback& c : callbacks_) c.impl().on_train_begin(logs);
+    training_ = true;
+  }
+  void train_end(const Logs& logs) {
+    training_ = false;
+    for (const Callback& c : callbacks_) c.impl().on_train_end(logs);
+  }
+
+ private:
+  std::vector<Callback>& callbacks_;
+  bool training_ = false;  // between on_train_begin and on_train_end
+};
+
+}  // namespace weft::nn::internal
