@@ -255,6 +255,10 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
     callbacks.push_back(train::ModelCheckpoint(f.checkpoint_dir, {.monitor = "val_loss"}));
   if (!f.logdir.empty()) callbacks.push_back(train::TensorBoard(f.logdir, 100));
 
+  // A worker or ps task of a parameter-server job ignores SIGTERM: the chief, which backs up when
+  // it hears one, needs them until its backup is written, and then ends them (ending its fit). A
+  // worker sent SIGTERM alone goes on until it is killed; its closures then run elsewhere.
+  if (ps && !chief) signal(SIGTERM, SIG_IGN);
   auto fit_start = std::chrono::steady_clock::now();
   train::History history = model.fit(train, {.epochs = f.epochs,
                                              .validation_data = test,
