@@ -129,6 +129,11 @@ train::History fit_on_parameter_servers(
         parts.push_back(unpack_partial_logs(m, m.train_loss, out[0]));
       }
       if (sync) coordinator.commit_together(p.parts);
+    } catch (const Cancelled&) {
+      // Another closure's error cancelled this one: raise that error, which names its cause.
+      if (sync) coordinator.abort_staged(p.parts);
+      coordinator.join();
+      throw;
     } catch (...) {
       if (sync) coordinator.abort_staged(p.parts);
       throw;
