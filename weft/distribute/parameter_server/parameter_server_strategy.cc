@@ -26,6 +26,7 @@ namespace ps = parameter_server;
 
 // The key the chief sets when the job is done, which join() waits for.
 constexpr const char* kDoneKey = "weft/parameter_server/done";
+constexpr const char* kStartedKey = "weft/parameter_server/started";  // a barrier, then a key
 
 class ParameterServerImpl : public StrategyImpl {
  public:
@@ -78,7 +79,12 @@ class ParameterServerImpl : public StrategyImpl {
     client_ = std::make_unique<coordination::CoordinationClient>(task_, "chief:0",
                                                                  addresses_.at("chief:0"), co);
     client_->connect(options_.startup_timeout);
-    client_->wait_at_barrier("weft/parameter_server/started", options_.startup_timeout);
+    // A worker or ps task started again (weft launch --max-restarts) joins a cluster that met
+    // already, which the chief records: it does not wait for the others again.
+    if (type_ == "chief" || !client_->try_get_key_value(kStartedKey)) {
+      client_->wait_at_barrier(kStartedKey, options_.startup_timeout);
+      if (type_ == "chief") client_->insert_key_value(kStartedKey, "1");
+    }
     if (type_ != "ps") {
       for (const auto& t : ps_tasks_) {
         ps_clients_.push_back(
