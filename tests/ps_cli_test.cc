@@ -303,6 +303,51 @@ TEST_F(PsCli, APsAndAWorkerKilledTogetherRestartTheJobFromItsBackup) {
       << r.output;
 }
 
+// SIGTERM to weft launch mid-way through training on 2 ps tasks (each variable in 2 shards): the
+// chief backs up once no step is in flight and exits 75 (the workers and ps tasks ignore SIGTERM
+// until the chief is done). The same command on 3 ps tasks with other shards resumes from that
+// backup and trains each example once per epoch over both runs; the model it saves evaluates in
+// one process (weft evaluate) to the accuracy the cluster measured.
+TEST_F(PsCli, APreemptedJobOnTwoPsTasksResumesOnThreeAndItsModelEvaluatesInOneProcess) {
+  write_dataset(dir_ / "data", 512, 128);
+  const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft";
+  auto train = [&](int ps, const std::string& partitioner, const std::string& json) {
+    return weft + " launch --ps " + std::to_string(ps) + " -n 2 -- " + weft +
+           " train --strategy parameter_server --variable-partitioner " + partitioner +
+           " --dataset " + (dir_ / "data").string() +
+           " --epochs 2 --batch-size 64 --quiet --save-freq 4 --backup-dir " +
+           (dir_ / "backup").string() + " --save-model " + (dir_ / "model").string() +
+           " --metrics-json " + (dir_ / json).string();
+  };
+  Result stopped =
+      shell("cd " + dir_.string() + "; timeout -k 10 120 " + train(2, "fixed:2", "stopped.json") +
+            " > stopped.log 2>&1 & pid=$!; n=0; while [ ! -e backup/checkpoint ] && kill -0 $pid "
+            "2>/dev/null && [ $n -lt 6000 ]; do sleep 0.01; n=$((n + 1)); done; kill -TERM $pid; "
+            "wait $pid; echo \"status $?\"; cat stopped.log");
+  EXPECT_THAT(stopped.output, HasSubstr("status 75")) << stopped.output;
+  EXPECT_THAT(stopped.output, HasSubstr("[chief:0] weft: preempted (SIGTERM): backed up epoch "))
+      << stopped.output;
+  EXPECT_FALSE(fs::exists(dir_ / "stopped.json")) << "a preempted run wrote its metrics";
+
+  Result resumed = shell("timeout -k 10 120 " + train(3, "max_size:100000", "resumed.json"));
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_THAT(resumed.output,
+              HasSubstr("[chief:0] weft: restored backup " + (dir_ / "backup").string()))
+      << resumed.output;
+  nlohmann::json j = read_json(dir_ / "resumed.json");
+  EXPECT_EQ(j["ps_tasks"], 3);
+  EXPECT_EQ(j["examples_trained"], 2 * 512) << resumed.output;
+  EXPECT_EQ(j["steps"], 2 * 8) << resumed.output;
+  EXPECT_FALSE(fs::exists(dir_ / "backup")) << "the backup outlived the completed job";
+
+  Result evaluated = shell(weft + " evaluate " + (dir_ / "model").string() + " --dataset " +
+                           (dir_ / "data").string());
+  ASSERT_EQ(evaluated.status, 0) << evaluated.output;
+  char accuracy[64];
+  std::snprintf(accuracy, sizeof accuracy, "test accuracy %.4f", j["test_accuracy"].get<double>());
+  EXPECT_THAT(evaluated.output, HasSubstr(accuracy)) << evaluated.output;
+}
+
 // A worker SIGKILLed in the middle of synchronous training (--ps-mode sync), under the chief's fit
 // (the tasks started by hand, not under weft launch): its slice's closure fails over to the
 // other worker, which trains the rest alone, each step's slices still committed together; the
