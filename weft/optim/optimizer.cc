@@ -69,8 +69,9 @@ struct Optimizer::State {
     // tells the server which slots): these read and write those.
     if (const VariableBinding* b = var.binding()) {
       ConfigDict config = algorithm->get_config();
-      for (size_t k = 0; k < e.slots.size() && config.has("class_name"); ++k) {
-        if (auto slot = b->slot(k, config.to_json())) e.slots[k].bind(std::move(slot));
+      const std::string optimizer = config.has("class_name") ? config.to_json() : "";
+      for (size_t k = 0; k < e.slots.size() && !optimizer.empty(); ++k) {
+        if (auto slot = b->slot(k, optimizer)) e.slots[k].bind(std::move(slot));
       }
     }
     by_value.emplace(var.value().id(), entries.size());

@@ -140,8 +140,7 @@ train::History Model::fit(const data::Dataset& training_data,
   }
   internal::FitCallbacks fit_callbacks(callbacks, this, options.epochs, steps,
                                        by_file ? nullptr : reader.kept());
-  const train::ResumePoint start =
-      fit_callbacks.resume({options.initial_epoch, 0}, reader, /*shared_iterator=*/!by_file);
+  const train::ResumePoint start = fit_callbacks.resume({options.initial_epoch, 0}, reader);
   check_workers_start_alike(*this);
   m.stop_training = false;
   int64_t unsized_steps = 0;  // steps so far, when an epoch's size is unknown

@@ -87,8 +87,7 @@ train::History fit_on_parameter_servers(
   std::vector<train::Callback> callbacks = options.callbacks;
   if (options.verbose > 0) callbacks.push_back(train::ProgbarLogger(options.verbose));
   FitCallbacks fit_callbacks(callbacks, &model, options.epochs, steps, reader.kept());
-  const train::ResumePoint start =
-      fit_callbacks.resume({options.initial_epoch, 0}, reader, /*shared_iterator=*/true);
+  const train::ResumePoint start = fit_callbacks.resume({options.initial_epoch, 0}, reader);
   // A callback waiting for a quiet point (a backup due) stops more steps from being scheduled.
   auto quiet_wanted = [&] {
     return std::any_of(callbacks.begin(), callbacks.end(),

@@ -16,7 +16,7 @@ class FitCallbacks {
   // `iterator`: the one fit reads across epochs, which a backup saves (null: none).
   FitCallbacks(std::vector<Callback>& callbacks, Model* model, int epochs,
                std::optional<int64_t> steps, data::Dataset::Iterator* iterator)
-      : callbacks_(callbacks) {
+      : callbacks_(callbacks), iterator_(iterator) {
     for (const Callback& c : callbacks_) {
       c.impl().set_model(model);
       c.impl().set_params(epochs, steps);
@@ -36,12 +36,12 @@ class FitCallbacks {
 
   // Where training starts: `start`, or later where a callback resumes (BackupAndRestore). A
   // resumed iterator was restored, so the batch `reader` read to build is not the next one.
-  ResumePoint resume(ResumePoint start, EpochReader& reader, bool shared_iterator) {
+  ResumePoint resume(ResumePoint start, EpochReader& reader) {
     for (const Callback& c : callbacks_) {
       if (auto r = c.impl().resume_point()) {
         start = std::max(start, *r);
-        // (A dataset of unknown size has no shared iterator: its epochs start from the start.)
-        if (reader.kept() && shared_iterator) reader.drop_first_batch();
+        // (Without the callbacks' iterator, the epochs start from the start.)
+        if (iterator_ != nullptr) reader.drop_first_batch();
       }
     }
     return start;
@@ -57,6 +57,7 @@ class FitCallbacks {
 
  private:
   std::vector<Callback>& callbacks_;
+  data::Dataset::Iterator* iterator_;
   bool training_ = false;  // between on_train_begin and on_train_end
 };
 
