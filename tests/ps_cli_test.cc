@@ -396,4 +396,50 @@ TEST_F(PsCli, AWorkerKilledMidTrainingIsReplacedAndEveryBatchTrainsOnce) {
   EXPECT_THAT(chief_log, HasSubstr("Epoch 2/2"));
 }
 
+// weft bench ps: a row per number of workers and size, its step time and bandwidth (workers x 2
+// x bytes over the step), beside all-reduce between as many processes (none for one worker, or
+// for the closure that touches no variable); then parameter-server training against
+// multi_worker's on the same data, as a ratio. The MPI ranks of all-reduce run without leak
+// checks (see multi_worker_cli_test's BenchAllreduceComparesEveryAlgorithmAndMpi).
+TEST_F(PsCli, BenchPsTimesStepsBesideAllReduceAndComparesTraining) {
+  write_dataset(dir_ / "data", 256, 64);
+  const fs::path json = dir_ / "bench.json";
+  const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft";
+  Result r = shell("LSAN_OPTIONS=detect_leaks=0 timeout 300 " + weft +
+                   " bench ps --json --workers 1,2 --bytes 0,4,65536 --dataset " +
+                   (dir_ / "data").string() + " --output " + json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json doc = read_json(json);
+  ASSERT_EQ(doc["steps"].size(), 6u) << doc.dump();
+  for (const auto& row : doc["steps"]) {
+    const int workers = row["workers"].get<int>();
+    const int64_t bytes = row["bytes"].get<int64_t>();
+    const double seconds = row["step_seconds"].get<double>();
+    EXPECT_EQ(row["ps"], 2);
+    EXPECT_GT(seconds, 0) << row.dump();
+    EXPECT_DOUBLE_EQ(row["gbps"].get<double>(), workers * 2.0 * bytes / seconds / 1e9);
+    const bool beside = workers == 2 && bytes > 0;
+    EXPECT_EQ(row.contains("allreduce_seconds"), beside) << row.dump();
+    EXPECT_EQ(row.contains("allreduce_ring_seconds"), beside) << row.dump();
+    if (beside) {
+      EXPECT_GT(row["allreduce_ring_seconds"].get<double>(), 0) << row.dump();
+    }
+  }
+  EXPECT_EQ(doc["steps"][0]["workers"], 1);
+  EXPECT_EQ(doc["steps"][5]["workers"], 2);
+  EXPECT_EQ(doc["steps"][5]["bytes"], 65536);
+  const auto& t = doc["training"];
+  const double ps = t["parameter_server"]["examples_per_second"].get<double>();
+  const double mw = t["multi_worker"]["examples_per_second"].get<double>();
+  EXPECT_GT(ps, 0);
+  EXPECT_GT(mw, 0);
+  EXPECT_DOUBLE_EQ(t["ratio"].get<double>(), ps / mw);
+  EXPECT_GT(t["parameter_server"]["test_accuracy"].get<double>(), 0.5) << t.dump();
+  EXPECT_GT(t["multi_worker"]["test_accuracy"].get<double>(), 0.5) << t.dump();
+
+  r = shell(weft + " bench ps --bytes 6 --train-epochs 0");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("weft bench ps: --bytes 6 is not a whole number of float32"));
+}
+
 }  // namespace

@@ -1,9 +1,11 @@
 // `weft bench allreduce [--json] [--workers N]`: weft's all-reduce against Gloo's own algorithms
 // and MPI_Allreduce between processes, in the same processes on the same buffers, from 4 KiB to
-// 64 MiB. Without TF_CONFIG or mpirun it starts itself as a local cluster (under mpirun when weft
-// has MPI, else `weft launch -n N`); in a cluster each process is a rank and the chief prints,
-// per size and algorithm, the median time of one all-reduce and its bus bandwidth
-// (2 (P - 1) / P x bytes / time, NCCL's measure: the bytes each rank's links carry).
+// 64 MiB (--implementations: only those). Without TF_CONFIG or mpirun it starts itself as a local
+// cluster (under mpirun when weft has MPI, else `weft launch -n N`); in a cluster each process is a
+// rank and the chief prints, per size and algorithm, the median time of one all-reduce and its bus
+// bandwidth (2 (P - 1) / P x bytes / time, NCCL's measure: the bytes each rank's links carry).
+#include "tools/weft/bench.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,7 +41,8 @@ struct BenchFlags {
   bool json = false;
   int workers = 2;
   std::size_t min_bytes = 4 << 10, max_bytes = 64 << 20;
-  std::string output;  // where the chief writes the results (stdout if empty)
+  std::vector<std::string> implementations;  // empty: every one
+  std::string output;                        // where the chief writes the results (stdout if empty)
 };
 
 struct Row {
@@ -76,6 +79,11 @@ std::vector<Row> measure(collective::Communicator& comm, collective::MpiCommunic
         }
       };
       if (name == "MPI_Allreduce" && mpi == nullptr) continue;
+      if (!f.implementations.empty() &&
+          std::find(f.implementations.begin(), f.implementations.end(), name) ==
+              f.implementations.end()) {
+        continue;
+      }
       for (int i = 0; i < 3; ++i) once();
       // Every rank runs as many iterations as rank 0 decides: about 0.3 s, at least 5.
       std::vector<double> times;
@@ -129,32 +137,20 @@ int self_launch(const BenchFlags& f, const std::vector<std::string>& self_args) 
   std::FILE* to = f.output.empty() ? stdout : std::fopen(f.output.c_str(), "w");
   WEFT_CHECK(to != nullptr, Unavailable)
       << "weft bench: cannot write " << f.output << ": " << std::strerror(errno);
-  char self[4096];
-  ssize_t len = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  WEFT_CHECK(len > 0, Internal) << "weft bench: cannot find its own program";
-  std::string program(self, static_cast<size_t>(len));
-  char results[] = "/tmp/weft-bench-XXXXXX";
-  int fd = ::mkstemp(results);
-  WEFT_CHECK(fd >= 0, Unavailable) << "weft bench: cannot make a temporary file";
-  ::close(fd);
+  const std::string program = self_program();
   std::string command;
   if (collective::mpi_available() && std::system("command -v mpirun > /dev/null 2>&1") == 0) {
-    command = "mpirun --oversubscribe --bind-to core -np " + std::to_string(f.workers) +
+    command = "mpirun --oversubscribe --bind-to core:overload-allowed -np " + std::to_string(f.workers) +
               (::geteuid() == 0 ? " --allow-run-as-root" : "") + " " + program;
   } else {
     command = program + " launch -n " + std::to_string(f.workers) + " -- " + program;
   }
   for (const auto& a : self_args) command += " '" + a + "'";
-  command += " --output " + std::string(results);
-  int status = std::system(command.c_str());
-  if (std::FILE* in = std::fopen(results, "r")) {
-    char buf[4096];
-    while (size_t n = std::fread(buf, 1, sizeof(buf), in)) std::fwrite(buf, 1, n, to);
-    std::fclose(in);
-  }
+  int status = 0;
+  const std::string results = run_with_output_file(command, status);
+  std::fwrite(results.data(), 1, results.size(), to);
   if (to != stdout) std::fclose(to);
-  ::unlink(results);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  return status;
 }
 
 int bench_allreduce(const BenchFlags& f, const std::vector<std::string>& self_args) {
@@ -221,6 +217,23 @@ int bench_allreduce(const BenchFlags& f, const std::vector<std::string>& self_ar
 
 }  // namespace
 
+std::string run_with_output_file(const std::string& command, int& status) {
+  char file[] = "/tmp/weft-bench-XXXXXX";
+  int fd = ::mkstemp(file);
+  WEFT_CHECK(fd >= 0, Unavailable) << "weft bench: cannot make a temporary file";
+  ::close(fd);
+  int raw = std::system((command + " --output " + file).c_str());
+  status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 1;
+  std::string text;
+  if (std::FILE* in = std::fopen(file, "r")) {
+    char buf[4096];
+    while (size_t n = std::fread(buf, 1, sizeof(buf), in)) text.append(buf, n);
+    std::fclose(in);
+  }
+  ::unlink(file);
+  return text;
+}
+
 void add_bench(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks run by the weft command");
   bench->require_subcommand(1);
@@ -234,15 +247,23 @@ void add_bench(CLI::App& app) {
       ->check(in_range(4, 1LL << 30));
   allreduce->add_option("--max-bytes", flags->max_bytes, "largest message")
       ->check(in_range(4, 1LL << 30));
+  allreduce
+      ->add_option("--implementations", flags->implementations,
+                   "only these, comma-separated (AUTO, RING, GLOO_RING, MPI_Allreduce, ...)")
+      ->delimiter(',')
+      ->check(one_of({"AUTO", "RECURSIVE_DOUBLING", "RING", "SHARED_MEMORY", "GLOO_RING",
+                      "GLOO_HALVING_DOUBLING", "MPI_Allreduce"}));
   allreduce->add_option("--output", flags->output, "write the results to this file");
   allreduce->callback([flags] {
     std::vector<std::string> args{"bench", "allreduce"};
     if (flags->json) args.push_back("--json");
     args.push_back("--min-bytes=" + std::to_string(flags->min_bytes));
     args.push_back("--max-bytes=" + std::to_string(flags->max_bytes));
+    for (const auto& name : flags->implementations) args.push_back("--implementations=" + name);
     int code = bench_allreduce(*flags, args);
     if (code != 0) throw CLI::RuntimeError(code);
   });
+  add_bench_ps(*bench);
 }
 
 }  // namespace weft::cli

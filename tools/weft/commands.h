@@ -16,6 +16,9 @@ void add_inspect(CLI::App& app);
 void add_launch(CLI::App& app);
 void add_train(CLI::App& app);
 
+// This very program (/proc/self/exe), so that a command can start itself; "weft" if unknown.
+std::string self_program();
+
 // --dataset as train and evaluate take it: fashion_mnist, cifar10, or a directory of
 // Fashion-MNIST-style IDX files.
 data::datasets::TrainTest load_dataset(const std::string& name);

@@ -255,12 +255,7 @@ Outcome run_cluster(const LaunchFlags& f) {
   const std::string token = make_token();
   std::vector<cpu_set_t> shares = cpu_shares(n);
   // `weft` as the command means this very program, wherever it is installed.
-  std::string program = f.command[0];
-  if (program == "weft") {
-    char self[4096];
-    ssize_t len = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (len > 0) program.assign(self, static_cast<size_t>(len));
-  }
+  const std::string program = f.command[0] == "weft" ? self_program() : f.command[0];
 
   std::vector<Child> children(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -467,6 +462,12 @@ int launch(const LaunchFlags& f) {
 }
 
 }  // namespace
+
+std::string self_program() {
+  char self[4096];
+  ssize_t len = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  return len > 0 ? std::string(self, static_cast<size_t>(len)) : "weft";
+}
 
 void add_launch(CLI::App& app) {
   auto flags = std::make_shared<LaunchFlags>();

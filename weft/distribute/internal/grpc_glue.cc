@@ -1,6 +1,7 @@
 #include "weft/distribute/internal/grpc_glue.h"
 
 #include <grpc/support/log.h>
+#include <malloc.h>
 
 #include <cstdlib>
 
@@ -22,6 +23,15 @@ std::string read_pem(const std::string& path, const char* flag) {
 void quiet_grpc_logs() {
   static const bool once = [] {
     if (std::getenv("GRPC_VERBOSITY") == nullptr) gpr_set_log_function([](gpr_log_func_args*) {});
+    return true;
+  }();
+  (void)once;
+}
+
+void keep_large_buffers() {
+  static const bool once = [] {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 128 << 20);
     return true;
   }();
   (void)once;

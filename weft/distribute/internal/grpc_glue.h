@@ -20,6 +20,13 @@ inline constexpr const char* kTokenMetadataKey = "weft-cluster-token";
 // they stay off unless GRPC_VERBOSITY asks for them. Called before any gRPC use.
 void quiet_grpc_logs();
 
+// Messages of megabytes (a parameter server's chunks) pass through several malloc'd buffers per
+// call. glibc maps such sizes afresh or trims them from its arenas when they are freed, so every
+// next buffer faults all its pages in again: a step of a 4 MiB variable (pull and push, one
+// worker, one ps task) took 107 ms, and 12 ms without (`weft bench ps`). Raises glibc's mmap
+// threshold to its maximum (32 MiB) and its trim threshold to 128 MiB for the process, once.
+void keep_large_buffers();
+
 // `service` names the server in errors ("the coordination service").
 std::shared_ptr<grpc::ServerCredentials> server_credentials(const coordination::TlsOptions& tls,
                                                             const std::string& service);

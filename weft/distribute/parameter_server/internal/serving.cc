@@ -12,6 +12,7 @@ namespace weft::distribute::parameter_server::internal {
 Serving serve(const std::string& address, grpc::Service* service, const ServiceOptions& options,
               const std::string& what) {
   distribute::internal::quiet_grpc_logs();
+  distribute::internal::keep_large_buffers();
   WEFT_CHECK(!options.token.empty(), InvalidArgument)
       << what << ": the cluster token is empty (set " << coordination::kTokenEnvironmentVariable
       << "; weft launch makes one)";
@@ -38,6 +39,7 @@ Serving serve(const std::string& address, grpc::Service* service, const ServiceO
 std::shared_ptr<grpc::Channel> open_channel(const std::string& address,
                                             const ServiceOptions& options) {
   distribute::internal::quiet_grpc_logs();
+  distribute::internal::keep_large_buffers();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
   args.SetMaxSendMessageSize(static_cast<int>(kMaxMessageBytes));
