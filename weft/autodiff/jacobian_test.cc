@@ -18,7 +18,7 @@ namespace {
 using testing::uniform;
 
 // A two-layer MLP, x (B, 3) -> (B, 2), in float64.
-struct Mlp {
+struct JacobianMlp {
   Tensor w1 = uniform({3, 5}, 1), b1 = uniform({5}, 2), w2 = uniform({5, 2}, 3);
   Tensor operator()(const Tensor& x) const { return matmul(tanh(matmul(x, w1) + b1), w2); }
 };
@@ -47,7 +47,7 @@ void expect_near(const std::vector<double>& got, const std::vector<double>& want
 }
 
 TEST(Jacobian, OfASmallMlpEqualsFiniteDifferences) {
-  Mlp mlp;
+  JacobianMlp mlp;
   Tensor x = uniform({2, 3}, 4);
   GradientTape tape;
   tape.watch(x);
@@ -58,7 +58,7 @@ TEST(Jacobian, OfASmallMlpEqualsFiniteDifferences) {
 }
 
 TEST(Jacobian, WithRespectToWeights) {
-  Mlp mlp;
+  JacobianMlp mlp;
   Tensor x = uniform({4, 3}, 5);
   Variable w1(mlp.w1);
   GradientTape tape;
@@ -70,7 +70,7 @@ TEST(Jacobian, WithRespectToWeights) {
 }
 
 TEST(Jacobian, BatchJacobianEqualsFiniteDifferencesPerExample) {
-  Mlp mlp;
+  JacobianMlp mlp;
   Tensor x = uniform({4, 3}, 6);
   GradientTape tape;
   tape.watch(x);

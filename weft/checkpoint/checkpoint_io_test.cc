@@ -419,7 +419,7 @@ TEST_F(CheckpointIoTest, AMissingOrMixedPartIsRefusedNamingTheFile) {
              root_ + "/ckpt-4.tmp-b/index-00001-of-00002.json");
   std::string mixed = data_loss_message([&] { ckpt::commit_checkpoint(dir, "b", 2); });
   EXPECT_THAT(mixed, HasSubstr("tensor \"w\""));
-  EXPECT_THAT(mixed, testing::AnyOf(HasSubstr("overlap"), HasSubstr("is missing")));
+  EXPECT_THAT(mixed, ::testing::AnyOf(HasSubstr("overlap"), HasSubstr("is missing")));
   // A committed checkpoint whose data file is swapped for another save's: the CRC names it.
   write_part(dir, "c", 0, 2, 1);
   write_part(dir, "c", 1, 2, 1);

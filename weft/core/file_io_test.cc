@@ -84,9 +84,9 @@ TEST_F(FileIoTest, AnUncommittedFileLeavesNothing) {
     f.append("partial");
   }
   EXPECT_TRUE(fs::is_empty(dir_));
-  EXPECT_THAT(
-      [&] { AtomicOutputFile f(dir_ + "/missing/a.bin"); },
-      testing::ThrowsMessage<FailedPrecondition>(HasSubstr("cannot create " + dir_ + "/missing")));
+  EXPECT_THAT([&] { AtomicOutputFile f(dir_ + "/missing/a.bin"); },
+              ::testing::ThrowsMessage<FailedPrecondition>(
+                  HasSubstr("cannot create " + dir_ + "/missing")));
 }
 
 // Opening a directory or a missing file says why; a reader can open again after a failure.
@@ -101,7 +101,7 @@ TEST_F(FileIoTest, OpenSaysWhyAndCanBeRetried) {
   EXPECT_EQ(std::string(buf, 5), "hello");
   EXPECT_THAT(
       [&] { f.read_exactly(3, buf, 5); },
-      testing::ThrowsMessage<DataLoss>(HasSubstr("unexpected end of file at byte offset 5")));
+      ::testing::ThrowsMessage<DataLoss>(HasSubstr("unexpected end of file at byte offset 5")));
   EXPECT_EQ(read_whole_file(dir_ + "/x"), "hello");
 }
 

@@ -119,25 +119,25 @@ TEST(Dataset, BadInputNamesTheProblem) {
       [] {
         Dataset::from_tensor_slices({zeros({3, 2}), zeros({4})});
       },
-      testing::ThrowsMessage<InvalidArgument>(HasSubstr("component 1 has 4 rows")));
+      ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("component 1 has 4 rows")));
   EXPECT_THAT([] { Dataset::range(3).batch(0); },
-              testing::ThrowsMessage<InvalidArgument>(HasSubstr("batch_size")));
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("batch_size")));
   EXPECT_THAT([] { Dataset::from_tensor_slices(zeros({})); },
-              testing::ThrowsMessage<InvalidArgument>(HasSubstr("rank >= 1")));
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("rank >= 1")));
   EXPECT_THAT([] { Dataset::range(3).shuffle(0); },
-              testing::ThrowsMessage<InvalidArgument>(HasSubstr("buffer_size must be >= 1")));
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("buffer_size must be >= 1")));
   EXPECT_THAT([] { Dataset::range(3).shard(2, 2); },
-              testing::ThrowsMessage<InvalidArgument>(HasSubstr("index must be in [0, 2)")));
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("index must be in [0, 2)")));
   EXPECT_THAT([] { Dataset::range(3).shard(0, 0); },
-              testing::ThrowsMessage<InvalidArgument>(HasSubstr("num_shards must be >= 1")));
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("num_shards must be >= 1")));
   EXPECT_THAT([] { Dataset::range(3).repeat(-2); },
-              testing::ThrowsMessage<InvalidArgument>(HasSubstr("Dataset::repeat")));
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("Dataset::repeat")));
   EXPECT_THAT([] { Dataset::range(3).prefetch(0); },
-              testing::ThrowsMessage<InvalidArgument>(HasSubstr("Dataset::prefetch")));
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("Dataset::prefetch")));
   EXPECT_THAT([] { Dataset::range(3).map(identity, 0); },
-              testing::ThrowsMessage<InvalidArgument>(HasSubstr("num_parallel_calls")));
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("num_parallel_calls")));
   EXPECT_THAT([] { Dataset::range(3).take(-5); },
-              testing::ThrowsMessage<InvalidArgument>(HasSubstr("Dataset::take")));
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("Dataset::take")));
 }
 
 // ---- filter ------------------------------------------------------------------------------------
@@ -268,7 +268,7 @@ TEST(Dataset, BatchOfUnequalShapesNamesThem) {
                 .map([](const Tensor& t) { return zeros({t.item<int64_t>() + 1}); })
                 .batch(3);
   EXPECT_THAT([&] { collect(ds); },
-              testing::ThrowsMessage<InvalidArgument>(
+              ::testing::ThrowsMessage<InvalidArgument>(
                   HasSubstr("component 0 of element 1 of the batch is (2,) float32, in element 0 "
                             "it is (1,) float32")));
 }
@@ -353,7 +353,7 @@ TEST(Dataset, ParallelMapErrorComesAtItsPlace) {
   Dataset::Iterator it = ds.begin();
   EXPECT_EQ(ints(it, 6), iota(6));
   EXPECT_THAT([&] { it.next(); },
-              testing::ThrowsMessage<InvalidArgument>(HasSubstr("element six is bad")));
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("element six is bad")));
   EXPECT_EQ(ints(it, 3), iota(3, 7));  // as tf.data: the iterator goes on after an error
   EXPECT_FALSE(it.next().has_value());
 }
@@ -383,7 +383,7 @@ TEST(Dataset, PrefetchRethrowsAMapErrorAtItsPlace) {
   Dataset::Iterator it = ds.begin();
   EXPECT_THAT(ints(it, 3), ElementsAre(100, 101, 102));
   EXPECT_THAT([&] { it.next(); },
-              testing::ThrowsMessage<DataLoss>(HasSubstr("cannot decode element 3")));
+              ::testing::ThrowsMessage<DataLoss>(HasSubstr("cannot decode element 3")));
   EXPECT_THAT(ints(it, 4), ElementsAre(104, 105, 106, 107));
   EXPECT_FALSE(it.next().has_value());
   EXPECT_FALSE(it.next().has_value());

@@ -120,9 +120,9 @@ TEST_F(DatasetsTest, Cifar10FromAnUnpackedDirectory) {
 
   std::filesystem::remove(dir_ / "data_batch_4.bin");
   EXPECT_THAT([&] { load_cifar10(dir_.string()); },
-              testing::ThrowsMessage<FailedPrecondition>(HasSubstr("data_batch_4.bin")));
+              ::testing::ThrowsMessage<FailedPrecondition>(HasSubstr("data_batch_4.bin")));
   EXPECT_THAT([&] { load_cifar10((dir_ / "missing").string()); },
-              testing::ThrowsMessage<FailedPrecondition>(HasSubstr("CIFAR-10 directory")));
+              ::testing::ThrowsMessage<FailedPrecondition>(HasSubstr("CIFAR-10 directory")));
 }
 
 TEST_F(DatasetsTest, NpyFilesAsComponents) {
@@ -141,7 +141,7 @@ TEST_F(DatasetsTest, NpyFilesAsComponents) {
       [&] {
         read_npy_dataset({(dir_ / "x.npy").string(), (dir_ / "short.npy").string()});
       },
-      testing::ThrowsMessage<InvalidArgument>(HasSubstr("short.npy has 3 rows")));
+      ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("short.npy has 3 rows")));
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::vector<std::vector<int64_t>> values(const Dataset& ds, size_t component = 0) {
+std::vector<std::vector<int64_t>> rows_of(const Dataset& ds, size_t component = 0) {
   std::vector<std::vector<int64_t>> out;
   for (const Element& e : ds) out.push_back(cast(e.at(component), kInt64).to_vector<int64_t>());
   return out;
@@ -21,7 +21,7 @@ std::vector<std::vector<int64_t>> values(const Dataset& ds, size_t component = 0
 
 // Checks that an iterator saved after every step and restored into a fresh one yields the rest.
 void expect_resumes(const Dataset& ds) {
-  std::vector<std::vector<int64_t>> all = values(ds);
+  std::vector<std::vector<int64_t>> all = rows_of(ds);
   for (size_t k = 0; k <= all.size(); ++k) {
     Dataset::Iterator it = ds.begin();
     for (size_t i = 0; i < k; ++i) it.next();
@@ -46,12 +46,12 @@ TEST(FromGenerator, EachPassCallsTheFactoryAndSignaturesAreChecked) {
     });
   };
   Dataset ds = Dataset::from_generator(make, {{kInt64, {-1}}});
-  EXPECT_EQ(values(ds), (std::vector<std::vector<int64_t>>{{0}, {0, 1}, {0, 1, 2}}));
-  EXPECT_EQ(values(ds).size(), 3u);
+  EXPECT_EQ(rows_of(ds), (std::vector<std::vector<int64_t>>{{0}, {0, 1}, {0, 1, 2}}));
+  EXPECT_EQ(rows_of(ds).size(), 3u);
   EXPECT_EQ(passes, 2);
   EXPECT_EQ(ds.cardinality(), Dataset::kUnknownCardinality);
   Dataset bad = Dataset::from_generator(make, {{kInt64, {2}}});
-  EXPECT_THAT([&] { values(bad); },
+  EXPECT_THAT([&] { rows_of(bad); },
               ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("element 0")));
   EXPECT_THROW(ds.begin().save_state(), FailedPrecondition);
 }
@@ -77,8 +77,8 @@ TEST(PaddedBatch, PadsEachComponentToTheLongestOrTheGivenShape) {
       [](const Tensor& i) { return arange(0, i.item<int64_t>() + 1, 1, kInt64); });
   Dataset ds = ragged.padded_batch(2);
   EXPECT_EQ(ds.cardinality(), 3);
-  EXPECT_EQ(values(ds), (std::vector<std::vector<int64_t>>{
-                            {0, 0, 0, 1}, {0, 1, 2, 0, 0, 1, 2, 3}, {0, 1, 2, 3, 4}}));
+  EXPECT_EQ(rows_of(ds), (std::vector<std::vector<int64_t>>{
+                             {0, 0, 0, 1}, {0, 1, 2, 0, 0, 1, 2, 3}, {0, 1, 2, 3, 4}}));
   Dataset fixed = ragged.padded_batch(
       2, {.padded_shapes = {{6}}, .padding_values = {-1}, .drop_remainder = true});
   EXPECT_EQ(fixed.cardinality(), 2);
@@ -88,7 +88,7 @@ TEST(PaddedBatch, PadsEachComponentToTheLongestOrTheGivenShape) {
   EXPECT_EQ(batches[0][0].shape(), (Shape{2, 6}));
   EXPECT_THAT(batches[0][0].to_vector<int64_t>(),
               ElementsAre(0, -1, -1, -1, -1, -1, 0, 1, -1, -1, -1, -1));
-  EXPECT_THAT([&] { values(ragged.padded_batch(5, {.padded_shapes = {{3}}})); },
+  EXPECT_THAT([&] { rows_of(ragged.padded_batch(5, {.padded_shapes = {{3}}})); },
               ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("padded_shapes")));
   expect_resumes(ragged.padded_batch(2));
 }

@@ -27,7 +27,7 @@
 namespace weft::distribute {
 namespace {
 
-using testing::HasSubstr;
+using ::testing::HasSubstr;
 
 // Logical CPU devices for one test, restored after it.
 struct Devices {

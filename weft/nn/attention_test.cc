@@ -31,15 +31,15 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-const testing::NnGoldens& goldens() {
+const testing::NnGoldens& attention_goldens() {
   static const testing::NnGoldens g("attention");
   return g;
 }
 Tensor load(const std::string& name, const std::string& array) {
-  return goldens().load(name, array);
+  return attention_goldens().load(name, array);
 }
 Tensor load_or_none(const std::string& name, const std::string& array) {
-  return goldens().has(name, array) ? load(name, array) : Tensor();
+  return attention_goldens().has(name, array) ? load(name, array) : Tensor();
 }
 
 using Run =
@@ -54,7 +54,7 @@ void expect_matches_numpy(const std::string& name, const Layer& layer, const Run
   run(q, v, k);  // builds
   std::vector<Variable> vars = layer.variables();
   size_t golden_weights = 0;
-  while (goldens().has(name, testing::indexed("w", golden_weights))) ++golden_weights;
+  while (attention_goldens().has(name, testing::indexed("w", golden_weights))) ++golden_weights;
   ASSERT_EQ(vars.size(), golden_weights);
   for (size_t i = 0; i < vars.size(); ++i) vars[i].assign(load(name, testing::indexed("w", i)));
   std::vector<Tensor> sources{q, v};

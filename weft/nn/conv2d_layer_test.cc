@@ -14,29 +14,29 @@ namespace {
 using ::testing::HasSubstr;
 using testing::invalid_argument_message;
 
-const testing::NnGoldens& goldens() {
+const testing::NnGoldens& conv2d_layer_goldens() {
   static const testing::NnGoldens g("conv");
   return g;
 }
 
 TEST(Conv2DGolden, ValidWithBias) {
-  testing::check_layer(goldens(), "conv_valid", Conv2D(4, {3, 2}));
+  testing::check_layer(conv2d_layer_goldens(), "conv_valid", Conv2D(4, {3, 2}));
 }
 
 TEST(Conv2DGolden, SameStridedTanh) {
   testing::check_layer(
-      goldens(), "conv_same_strided",
+      conv2d_layer_goldens(), "conv_same_strided",
       Conv2D(2, {3, 3}, {.strides = {2, 2}, .padding = "same", .activation = "tanh"}));
 }
 
 TEST(Conv2DGolden, DilatedWithoutBias) {
-  testing::check_layer(goldens(), "conv_dilated_nobias",
+  testing::check_layer(conv2d_layer_goldens(), "conv_dilated_nobias",
                        Conv2D(3, {2, 3}, {.dilation_rate = {2, 2}, .use_bias = false}));
 }
 
 TEST(Conv2DGolden, SameDilatedSigmoid) {
   testing::check_layer(
-      goldens(), "conv_same_dilated",
+      conv2d_layer_goldens(), "conv_same_dilated",
       Conv2D(2, {3, 3}, {.padding = "SAME", .dilation_rate = {2, 1}, .activation = "sigmoid"}));
 }
 

@@ -30,23 +30,25 @@ namespace {
 using ::testing::HasSubstr;
 using testing::invalid_argument_message;
 
-const testing::NnGoldens& goldens() {
+const testing::NnGoldens& core_layers_goldens() {
   static const testing::NnGoldens g("core");
   return g;
 }
 
-TEST(CoreGolden, Flatten) { testing::check_layer(goldens(), "flatten", Flatten()); }
+TEST(CoreGolden, Flatten) { testing::check_layer(core_layers_goldens(), "flatten", Flatten()); }
 
 TEST(CoreGolden, ReshapeInfersMinusOne) {
-  testing::check_layer(goldens(), "reshape", Reshape({4, -1}));
+  testing::check_layer(core_layers_goldens(), "reshape", Reshape({4, -1}));
 }
 
-TEST(CoreGolden, Softmax) { testing::check_layer(goldens(), "softmax", Activation("softmax")); }
+TEST(CoreGolden, Softmax) {
+  testing::check_layer(core_layers_goldens(), "softmax", Activation("softmax"));
+}
 
-TEST(CoreGolden, Relu) { testing::check_layer(goldens(), "relu", Activation("relu")); }
+TEST(CoreGolden, Relu) { testing::check_layer(core_layers_goldens(), "relu", Activation("relu")); }
 
 TEST(CoreGolden, EmbeddingGathersRowsAndScattersGradients) {
-  testing::check_layer(goldens(), "embedding", Embedding(7, 5));
+  testing::check_layer(core_layers_goldens(), "embedding", Embedding(7, 5));
 }
 
 TEST(Flatten, Shapes) {
@@ -68,10 +70,10 @@ TEST(ReshapeErrors, IncompatibleTargetNamesLayerAndShapes) {
 }
 
 TEST(Activation, DtypeOptionCastsTheInputFirst) {
-  Tensor x = goldens().load("softmax", "x");  // float64
+  Tensor x = core_layers_goldens().load("softmax", "x");  // float64
   Tensor y = Activation("softmax", {.dtype = "float32"})(x);
   EXPECT_EQ(y.dtype(), kFloat32);
-  EXPECT_TRUE(testing::all_close(y, goldens().load("softmax", "y")));
+  EXPECT_TRUE(testing::all_close(y, core_layers_goldens().load("softmax", "y")));
   Tensor y16 = Activation("softmax", {.dtype = "float32"})(cast(x, kBFloat16));
   EXPECT_EQ(y16.dtype(), kFloat32);
   EXPECT_EQ(Activation("softmax")(cast(x, kBFloat16)).dtype(), kBFloat16);

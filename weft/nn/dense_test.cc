@@ -13,15 +13,17 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const testing::NnGoldens& goldens() {
+const testing::NnGoldens& dense_goldens() {
   static const testing::NnGoldens g("dense");
   return g;
 }
 
-TEST(DenseGolden, TanhWithBias) { testing::check_layer(goldens(), "dense_tanh", Dense(3, "tanh")); }
+TEST(DenseGolden, TanhWithBias) {
+  testing::check_layer(dense_goldens(), "dense_tanh", Dense(3, "tanh"));
+}
 
 TEST(DenseGolden, Rank3InputWithoutBias) {
-  testing::check_layer(goldens(), "dense_rank3_nobias", Dense(4, "", {.use_bias = false}));
+  testing::check_layer(dense_goldens(), "dense_rank3_nobias", Dense(4, "", {.use_bias = false}));
 }
 
 TEST(Dense, WeightsAreNamedAfterTheLayer) {

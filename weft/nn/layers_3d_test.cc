@@ -21,54 +21,54 @@ namespace {
 using ::testing::HasSubstr;
 using testing::invalid_argument_message;
 
-const testing::NnGoldens& goldens() {
+const testing::NnGoldens& layers_3d_goldens() {
   static const testing::NnGoldens g("layers_3d");
   return g;
 }
 
 TEST(Conv3DGolden, ValidWithBias) {
-  testing::check_layer(goldens(), "conv3d_valid", Conv3D(4, {2, 3, 2}));
+  testing::check_layer(layers_3d_goldens(), "conv3d_valid", Conv3D(4, {2, 3, 2}));
 }
 
 TEST(Conv3DGolden, SameStridedTanh) {
   testing::check_layer(
-      goldens(), "conv3d_same_strided",
+      layers_3d_goldens(), "conv3d_same_strided",
       Conv3D(2, {3, 3, 3}, {.strides = {2, 1, 2}, .padding = "same", .activation = "tanh"}));
 }
 
 TEST(Conv3DGolden, DilatedWithoutBias) {
-  testing::check_layer(goldens(), "conv3d_dilated_nobias",
+  testing::check_layer(layers_3d_goldens(), "conv3d_dilated_nobias",
                        Conv3D(3, {2, 2, 3}, {.dilation_rate = {2, 1, 2}, .use_bias = false}));
 }
 
 TEST(Conv3DGolden, Grouped) {
-  testing::check_layer(goldens(), "conv3d_grouped",
+  testing::check_layer(layers_3d_goldens(), "conv3d_grouped",
                        Conv3D(6, {2, 2, 2}, {.padding = "same", .groups = 2}));
 }
 
 TEST(Pooling3DGolden, MaxValid) {
-  testing::check_layer(goldens(), "maxpool3d_valid", MaxPooling3D());
+  testing::check_layer(layers_3d_goldens(), "maxpool3d_valid", MaxPooling3D());
 }
 
 // Whole-number inputs: most windows hold tied maxima, and the gradient goes to the first in
 // (depth, height, width) order.
 TEST(Pooling3DGolden, MaxSameStridedWithTies) {
-  testing::check_layer(goldens(), "maxpool3d_same_strided",
+  testing::check_layer(layers_3d_goldens(), "maxpool3d_same_strided",
                        MaxPooling3D({3, 3, 2}, {.strides = {2, 2, 1}, .padding = "same"}));
 }
 
 TEST(Pooling3DGolden, AverageValid) {
-  testing::check_layer(goldens(), "avgpool3d_valid", AveragePooling3D({2, 2, 3}));
+  testing::check_layer(layers_3d_goldens(), "avgpool3d_valid", AveragePooling3D({2, 2, 3}));
 }
 
 TEST(Pooling3DGolden, AverageSameCountsOnlyTheInput) {
-  testing::check_layer(goldens(), "avgpool3d_same",
+  testing::check_layer(layers_3d_goldens(), "avgpool3d_same",
                        AveragePooling3D({3, 2, 3}, {.strides = {2, 1, 2}, .padding = "same"}));
 }
 
 TEST(Pooling3DGolden, Global) {
-  testing::check_layer(goldens(), "global_avg_3d", GlobalAveragePooling3D());
-  testing::check_layer(goldens(), "global_max_3d", GlobalMaxPooling3D());
+  testing::check_layer(layers_3d_goldens(), "global_avg_3d", GlobalAveragePooling3D());
+  testing::check_layer(layers_3d_goldens(), "global_max_3d", GlobalMaxPooling3D());
 }
 
 TEST(Layers3D, KerasNamesShapesAndConfigs) {

@@ -22,7 +22,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const testing::NnGoldens& goldens() {
+const testing::NnGoldens& losses_goldens() {
   static const testing::NnGoldens g("losses");
   return g;
 }
@@ -44,20 +44,20 @@ const std::map<std::string, Loss>& cases() {
 
 void check_loss(const std::string& name, const Loss& loss, Tensor y_true) {
   SCOPED_TRACE(name);
-  Tensor y_pred = goldens().load(name, "y_pred");
+  Tensor y_pred = losses_goldens().load(name, "y_pred");
   GradientTape tape;
   tape.watch(y_pred);
   Tensor value = loss(y_true, y_pred);
   Tensor grad = tape.gradient(value, y_pred);
   EXPECT_EQ(value.dtype(), kFloat64);
-  EXPECT_TRUE(testing::all_close(value, goldens().load(name, "loss"))) << "loss";
-  EXPECT_TRUE(testing::all_close(grad, goldens().load(name, "grad"))) << "gradient";
+  EXPECT_TRUE(testing::all_close(value, losses_goldens().load(name, "loss"))) << "loss";
+  EXPECT_TRUE(testing::all_close(grad, losses_goldens().load(name, "grad"))) << "gradient";
 }
 
 class LossGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LossGolden, ValueAndGradientMatchNumPy) {
-  check_loss(GetParam(), cases().at(GetParam()), goldens().load(GetParam(), "y_true"));
+  check_loss(GetParam(), cases().at(GetParam()), losses_goldens().load(GetParam(), "y_true"));
 }
 
 INSTANTIATE_TEST_SUITE_P(All, LossGolden,
@@ -66,7 +66,7 @@ INSTANTIATE_TEST_SUITE_P(All, LossGolden,
                          [](const auto& info) { return info.param; });
 
 TEST(SparseCategoricalCrossentropy, LabelsMayBeInt32FloatOrHaveATrailingAxis) {
-  Tensor labels = goldens().load("scce_logits", "y_true");
+  Tensor labels = losses_goldens().load("scce_logits", "y_true");
   const Loss& loss = cases().at("scce_logits");
   check_loss("scce_logits", loss, cast(labels, kInt32));
   check_loss("scce_logits", loss, cast(labels, kFloat32));
@@ -75,13 +75,14 @@ TEST(SparseCategoricalCrossentropy, LabelsMayBeInt32FloatOrHaveATrailingAxis) {
 }
 
 TEST(Loss, ComputesInAtLeastFloat32AndGivesPerExampleValues) {
-  Tensor labels = goldens().load("scce_logits", "y_true");
-  Tensor logits = goldens().load("scce_logits", "y_pred");
+  Tensor labels = losses_goldens().load("scce_logits", "y_true");
+  Tensor logits = losses_goldens().load("scce_logits", "y_pred");
   const Loss& loss = cases().at("scce_logits");
   EXPECT_EQ(loss(labels, cast(logits, kBFloat16)).dtype(), kFloat32);
   Tensor f32 = loss(labels, cast(logits, kFloat32));
   EXPECT_EQ(f32.dtype(), kFloat32);
-  EXPECT_NEAR(f32.item<double>(), goldens().load("scce_logits", "loss").item<double>(), 1e-5);
+  EXPECT_NEAR(f32.item<double>(), losses_goldens().load("scce_logits", "loss").item<double>(),
+              1e-5);
   // Each example's loss, against -log softmax(logits)[label] computed here in double.
   Tensor per = loss.per_example(labels, logits);
   ASSERT_EQ(per.shape(), (Shape{6}));
@@ -99,7 +100,7 @@ TEST(Loss, ComputesInAtLeastFloat32AndGivesPerExampleValues) {
     total += got[i];
   }
   EXPECT_NEAR(total / 6, f32.item<double>(), 1e-5);  // the loss is their mean
-  Tensor t = goldens().load("mse", "y_true"), p = goldens().load("mse", "y_pred");
+  Tensor t = losses_goldens().load("mse", "y_true"), p = losses_goldens().load("mse", "y_pred");
   Tensor mse = MeanSquaredError().per_example(t, p);
   ASSERT_EQ(mse.shape(), (Shape{6}));
   std::vector<double> tv = cast(t, kFloat64).to_vector<double>(),
@@ -123,12 +124,12 @@ TEST(Loss, ByKerasName) {
   EXPECT_EQ(get("huber").name(), "huber");
   EXPECT_EQ(get("binary_crossentropy").name(), "binary_crossentropy");
   EXPECT_THROW(get("hinge_loss"), InvalidArgument);
-  Tensor t = goldens().load("mse", "y_true"), p = goldens().load("mse", "y_pred");
+  Tensor t = losses_goldens().load("mse", "y_true"), p = losses_goldens().load("mse", "y_pred");
   EXPECT_EQ(get("mse")(t, p).item<double>(), MeanSquaredError()(t, p).item<double>());
 }
 
 TEST(LossErrors, ShapeMismatchNamesLossAndShapes) {
-  Tensor t = goldens().load("mse", "y_true"), p = goldens().load("mse", "y_pred");
+  Tensor t = losses_goldens().load("mse", "y_true"), p = losses_goldens().load("mse", "y_pred");
   try {
     MeanSquaredError()(t, reshape(p, {3, 6}));
     FAIL() << "expected InvalidArgument";
@@ -141,7 +142,7 @@ TEST(LossErrors, ShapeMismatchNamesLossAndShapes) {
 
 // ---- the other losses, sample weights and label shapes (group "more_losses") -----------------
 
-const testing::NnGoldens& more() {
+const testing::NnGoldens& more_losses() {
   static const testing::NnGoldens g("more_losses");
   return g;
 }
@@ -169,15 +170,15 @@ class MoreLossGolden : public ::testing::TestWithParam<std::string> {};
 TEST_P(MoreLossGolden, PerExampleMeanAndWeightedMatchNumPyAndGradientsMatchDifferences) {
   const std::string& name = GetParam();
   const Loss& loss = more_cases().at(name);
-  Tensor y_true = more().load(name, "y_true"), y_pred = more().load(name, "y_pred");
-  Tensor w = more().load(name, "w");
-  EXPECT_TRUE(
-      testing::all_close(loss.per_example(y_true, y_pred), more().load(name, "per_example")));
-  EXPECT_TRUE(testing::all_close(loss(y_true, y_pred), more().load(name, "loss")));
-  EXPECT_TRUE(testing::all_close(loss(y_true, y_pred, w), more().load(name, "weighted")));
+  Tensor y_true = more_losses().load(name, "y_true"), y_pred = more_losses().load(name, "y_pred");
+  Tensor w = more_losses().load(name, "w");
+  EXPECT_TRUE(testing::all_close(loss.per_example(y_true, y_pred),
+                                 more_losses().load(name, "per_example")));
+  EXPECT_TRUE(testing::all_close(loss(y_true, y_pred), more_losses().load(name, "loss")));
+  EXPECT_TRUE(testing::all_close(loss(y_true, y_pred, w), more_losses().load(name, "weighted")));
   // Weights of shape (N, 1) are the same weights.
-  EXPECT_TRUE(
-      testing::all_close(loss(y_true, y_pred, expand_dims(w, -1)), more().load(name, "weighted")));
+  EXPECT_TRUE(testing::all_close(loss(y_true, y_pred, expand_dims(w, -1)),
+                                 more_losses().load(name, "weighted")));
   EXPECT_TRUE(testing::gradient_check(
       [&](const std::vector<Tensor>& xs) { return loss(y_true, xs[0], w); }, {y_pred}));
   // A loss by its Keras name is the same loss.
@@ -201,8 +202,8 @@ TEST(LossLabelShapes, OneValuePerExampleFitsLabelsWithOrWithoutTheTrailingAxis) 
     SCOPED_TRACE(name);
     Loss loss =
         std::string(name) == "mse_column" ? Loss(MeanSquaredError()) : Loss(BinaryCrossentropy());
-    Tensor t = more().load(name, "y_true"), p = more().load(name, "y_pred");
-    double want = more().load(name, "loss").item<double>();
+    Tensor t = more_losses().load(name, "y_true"), p = more_losses().load(name, "y_pred");
+    double want = more_losses().load(name, "loss").item<double>();
     Tensor t1 = reshape(t, {-1}), p1 = reshape(p, {-1});
     EXPECT_NEAR(loss(t, p).item<double>(), want, 1e-12);
     EXPECT_NEAR(loss(t1, p).item<double>(), want, 1e-12);
@@ -212,19 +213,20 @@ TEST(LossLabelShapes, OneValuePerExampleFitsLabelsWithOrWithoutTheTrailingAxis) 
     EXPECT_EQ(loss.per_example(t1, p1).shape(), (Shape{6}));
   }
   // Other shapes must match.
-  Tensor t = more().load("mape", "y_true"), p = more().load("mape", "y_pred");  // (5, 4)
+  Tensor t = more_losses().load("mape", "y_true"),
+         p = more_losses().load("mape", "y_pred");  // (5, 4)
   EXPECT_THROW(MeanSquaredError()(reshape(t, {-1}), p), InvalidArgument);
 }
 
 TEST(LossSampleWeight, PerStepWeightsOfASequence) {
-  Tensor labels = more().load("scce_sequence", "y_true");  // (3, 4)
-  Tensor logits = more().load("scce_sequence", "y_pred");  // (3, 4, 5)
-  Tensor w = more().load("scce_sequence", "w");            // (3, 4)
+  Tensor labels = more_losses().load("scce_sequence", "y_true");  // (3, 4)
+  Tensor logits = more_losses().load("scce_sequence", "y_pred");  // (3, 4, 5)
+  Tensor w = more_losses().load("scce_sequence", "w");            // (3, 4)
   SparseCategoricalCrossentropy loss({.from_logits = true});
   EXPECT_TRUE(testing::all_close(loss.per_example(labels, logits),
-                                 more().load("scce_sequence", "per_example")));
+                                 more_losses().load("scce_sequence", "per_example")));
   EXPECT_TRUE(
-      testing::all_close(loss(labels, logits, w), more().load("scce_sequence", "weighted")));
+      testing::all_close(loss(labels, logits, w), more_losses().load("scce_sequence", "weighted")));
   // A scalar weight scales the mean; one per example applies to each of its steps.
   EXPECT_NEAR(loss(labels, logits, Tensor::scalar(2.0, kFloat64)).item<double>(),
               2 * loss(labels, logits).item<double>(), 1e-12);
@@ -237,7 +239,7 @@ TEST(LossSampleWeight, PerStepWeightsOfASequence) {
 }
 
 TEST(LossErrors, SparseLabelsOutsideTheClassesNameTheLabel) {
-  Tensor logits = more().load("cce_smoothed", "y_pred");  // (5, 4)
+  Tensor logits = more_losses().load("cce_smoothed", "y_pred");  // (5, 4)
   Tensor labels = Tensor::from_vector<int64_t>({0, 1, 4, 2, 3});
   for (bool from_logits : {true, false}) {
     EXPECT_THAT(
@@ -247,7 +249,8 @@ TEST(LossErrors, SparseLabelsOutsideTheClassesNameTheLabel) {
 }
 
 TEST(LossErrors, SampleWeightThatDoesNotFitNamesBothShapes) {
-  Tensor t = more().load("mape", "y_true"), p = more().load("mape", "y_pred");  // (5, 4)
+  Tensor t = more_losses().load("mape", "y_true"),
+         p = more_losses().load("mape", "y_pred");  // (5, 4)
   try {
     MeanSquaredError()(t, p, Tensor::from_vector(std::vector<double>{1, 2, 3}));
     FAIL() << "expected InvalidArgument";
@@ -297,29 +300,30 @@ TEST(Loss, EveryKerasNameAndAlias) {
     const char* inputs;  // a golden case of that group with y_true and y_pred
   };
   const Case cases[] = {
-      {"sparse_categorical_crossentropy", SparseCategoricalCrossentropy(), goldens(), "scce_probs"},
-      {"categorical_crossentropy", CategoricalCrossentropy(), goldens(), "cce_probs"},
-      {"binary_crossentropy", BinaryCrossentropy(), goldens(), "bce_probs"},
-      {"mse", MeanSquaredError(), goldens(), "mse"},
-      {"mean_squared_error", MeanSquaredError(), goldens(), "mse"},
-      {"mae", MeanAbsoluteError(), goldens(), "mse"},
-      {"mean_absolute_error", MeanAbsoluteError(), goldens(), "mse"},
-      {"mape", MeanAbsolutePercentageError(), more(), "mape"},
-      {"mean_absolute_percentage_error", MeanAbsolutePercentageError(), more(), "mape"},
-      {"msle", MeanSquaredLogarithmicError(), more(), "msle"},
-      {"mean_squared_logarithmic_error", MeanSquaredLogarithmicError(), more(), "msle"},
-      {"huber", Huber(), goldens(), "mse"},
-      {"huber_loss", Huber(), goldens(), "mse"},
-      {"logcosh", LogCosh(), more(), "logcosh"},
-      {"log_cosh", LogCosh(), more(), "logcosh"},
-      {"kld", KLDivergence(), more(), "kld"},
-      {"kl_divergence", KLDivergence(), more(), "kld"},
-      {"kullback_leibler_divergence", KLDivergence(), more(), "kld"},
-      {"poisson", Poisson(), more(), "poisson"},
-      {"cosine_similarity", CosineSimilarity(), more(), "cosine"},
-      {"hinge", Hinge(), more(), "hinge_01"},
-      {"squared_hinge", SquaredHinge(), more(), "squared_hinge"},
-      {"categorical_hinge", CategoricalHinge(), more(), "categorical_hinge"},
+      {"sparse_categorical_crossentropy", SparseCategoricalCrossentropy(), losses_goldens(),
+       "scce_probs"},
+      {"categorical_crossentropy", CategoricalCrossentropy(), losses_goldens(), "cce_probs"},
+      {"binary_crossentropy", BinaryCrossentropy(), losses_goldens(), "bce_probs"},
+      {"mse", MeanSquaredError(), losses_goldens(), "mse"},
+      {"mean_squared_error", MeanSquaredError(), losses_goldens(), "mse"},
+      {"mae", MeanAbsoluteError(), losses_goldens(), "mse"},
+      {"mean_absolute_error", MeanAbsoluteError(), losses_goldens(), "mse"},
+      {"mape", MeanAbsolutePercentageError(), more_losses(), "mape"},
+      {"mean_absolute_percentage_error", MeanAbsolutePercentageError(), more_losses(), "mape"},
+      {"msle", MeanSquaredLogarithmicError(), more_losses(), "msle"},
+      {"mean_squared_logarithmic_error", MeanSquaredLogarithmicError(), more_losses(), "msle"},
+      {"huber", Huber(), losses_goldens(), "mse"},
+      {"huber_loss", Huber(), losses_goldens(), "mse"},
+      {"logcosh", LogCosh(), more_losses(), "logcosh"},
+      {"log_cosh", LogCosh(), more_losses(), "logcosh"},
+      {"kld", KLDivergence(), more_losses(), "kld"},
+      {"kl_divergence", KLDivergence(), more_losses(), "kld"},
+      {"kullback_leibler_divergence", KLDivergence(), more_losses(), "kld"},
+      {"poisson", Poisson(), more_losses(), "poisson"},
+      {"cosine_similarity", CosineSimilarity(), more_losses(), "cosine"},
+      {"hinge", Hinge(), more_losses(), "hinge_01"},
+      {"squared_hinge", SquaredHinge(), more_losses(), "squared_hinge"},
+      {"categorical_hinge", CategoricalHinge(), more_losses(), "categorical_hinge"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -15,13 +15,13 @@
 namespace weft::nn::metrics {
 namespace {
 
-const testing::NnGoldens& goldens() {
+const testing::NnGoldens& metrics_goldens() {
   static const testing::NnGoldens g("metrics");
   return g;
 }
 
 double expected(const std::string& name, const std::string& value) {
-  return goldens().load(name, value).item<double>();
+  return metrics_goldens().load(name, value).item<double>();
 }
 
 // Updates `metric` with the two golden batches of case `name`; returns its result.
@@ -29,7 +29,8 @@ double run(Metric metric, const std::string& name) {
   metric.reset_state();
   for (int i = 0; i < 2; ++i) {
     std::string k = std::to_string(i);
-    metric.update_state(goldens().load(name, "y_true" + k), goldens().load(name, "y_pred" + k));
+    metric.update_state(metrics_goldens().load(name, "y_true" + k),
+                        metrics_goldens().load(name, "y_pred" + k));
   }
   return metric.result();
 }
@@ -60,8 +61,8 @@ TEST(MetricsGolden, Accuracy) {
 
 TEST(MetricsGolden, MeanWeighsEveryValue) {
   Mean mean;
-  mean.update_state(goldens().load("mean", "values0"));
-  mean.update_state(goldens().load("mean", "values1"));
+  mean.update_state(metrics_goldens().load("mean", "values0"));
+  mean.update_state(metrics_goldens().load("mean", "values1"));
   EXPECT_NEAR(mean.result(), expected("mean", "mean"), 1e-12);
   mean.reset_state();
   EXPECT_EQ(mean.result(), 0.0);
@@ -87,22 +88,24 @@ TEST(Metrics, ByKerasName) {
 }
 
 TEST(MetricsErrors, LabelsThatDoNotFit) {
-  Tensor preds = goldens().load("categorical", "y_pred0");  // (6, 3)
-  EXPECT_THROW(CategoricalAccuracy().update_state(goldens().load("sparse", "y_true0"), preds),
-               InvalidArgument);
-  EXPECT_THROW(SparseCategoricalAccuracy().update_state(preds, goldens().load("sparse", "y_pred1")),
-               InvalidArgument);
+  Tensor preds = metrics_goldens().load("categorical", "y_pred0");  // (6, 3)
+  EXPECT_THROW(
+      CategoricalAccuracy().update_state(metrics_goldens().load("sparse", "y_true0"), preds),
+      InvalidArgument);
+  EXPECT_THROW(
+      SparseCategoricalAccuracy().update_state(preds, metrics_goldens().load("sparse", "y_pred1")),
+      InvalidArgument);
 }
 
 // ---- weighted batches of the other metrics (group "more_metrics") ----------------------------
 
-const testing::NnGoldens& more() {
+const testing::NnGoldens& more_metrics() {
   static const testing::NnGoldens g("more_metrics");
   return g;
 }
 
 double more_expected(const std::string& name, const std::string& value) {
-  return more().load(name, value).item<double>();
+  return more_metrics().load(name, value).item<double>();
 }
 
 // Updates `metric` with the two golden batches of case `name`, weighted unless `weighted` is
@@ -111,8 +114,9 @@ double run_more(Metric metric, const std::string& name, bool weighted = true) {
   metric.reset_state();
   for (int i = 0; i < 2; ++i) {
     std::string k = std::to_string(i);
-    metric.update_state(more().load(name, "y_true" + k), more().load(name, "y_pred" + k),
-                        weighted ? more().load(name, "w" + k) : Tensor());
+    metric.update_state(more_metrics().load(name, "y_true" + k),
+                        more_metrics().load(name, "y_pred" + k),
+                        weighted ? more_metrics().load(name, "w" + k) : Tensor());
   }
   return metric.result();
 }
@@ -131,8 +135,8 @@ std::vector<Batch> batches_of(const std::string& inputs) {
   std::vector<Batch> out;
   for (int i = 0; i < 2; ++i) {
     std::string k = std::to_string(i);
-    out.push_back({more().load(c, (inputs == "sparse" ? "ids" : "y_true") + k),
-                   more().load(c, "y_pred" + k), more().load(c, "w" + k)});
+    out.push_back({more_metrics().load(c, (inputs == "sparse" ? "ids" : "y_true") + k),
+                   more_metrics().load(c, "y_pred" + k), more_metrics().load(c, "w" + k)});
   }
   return out;
 }
@@ -203,8 +207,8 @@ TEST(MoreMetricsGolden, ClassScores) {
   SparseCategoricalCrossentropy sparse_ce;
   for (int i = 0; i < 2; ++i) {
     std::string k = std::to_string(i);
-    Tensor ids = more().load(c, "ids" + k), scores = more().load(c, "y_pred" + k);
-    sparse.update_state(ids, scores, more().load(c, "w" + k));
+    Tensor ids = more_metrics().load(c, "ids" + k), scores = more_metrics().load(c, "y_pred" + k);
+    sparse.update_state(ids, scores, more_metrics().load(c, "w" + k));
     sparse_ce.update_state(ids, scores);
   }
   EXPECT_NEAR(sparse.result(), more_expected(c, "sparse_accuracy_weighted"), 1e-12);
@@ -227,8 +231,10 @@ TEST(MoreMetricsGolden, SumAndWeightedMean) {
   Mean mean;
   for (int i = 0; i < 2; ++i) {
     std::string k = std::to_string(i);
-    total.update_state(more().load("sums", "values" + k), more().load("sums", "w" + k));
-    mean.update_state(more().load("sums", "values" + k), more().load("sums", "w" + k));
+    total.update_state(more_metrics().load("sums", "values" + k),
+                       more_metrics().load("sums", "w" + k));
+    mean.update_state(more_metrics().load("sums", "values" + k),
+                      more_metrics().load("sums", "w" + k));
   }
   EXPECT_NEAR(total.result(), more_expected("sums", "sum"), 1e-12);
   EXPECT_NEAR(mean.result(), more_expected("sums", "mean"), 1e-12);
@@ -238,7 +244,8 @@ TEST(Metrics, PartialsFromReplicasAddUpToOneUpdate) {
   // What a strategy does: each replica's partial of its rows, merged in order.
   const char* c = "binary_weighted";
   AUC whole, merged;
-  Tensor t = more().load(c, "y_true0"), p = more().load(c, "y_pred0"), w = more().load(c, "w0");
+  Tensor t = more_metrics().load(c, "y_true0"), p = more_metrics().load(c, "y_pred0"),
+         w = more_metrics().load(c, "w0");
   whole.update_state(t, p, w);
   Partial a =
       whole.partial(slice(t, {Slice{0, 15}}), slice(p, {Slice{0, 15}}), slice(w, {Slice{0, 15}}));
@@ -518,13 +525,13 @@ TEST(MetricsErrors, ProbabilitiesOutOfRangeAndBadClassIds) {
     EXPECT_THAT(e.message(), ::testing::HasSubstr("auc: predictions must be in [0, 1]"));
     EXPECT_THAT(e.message(), ::testing::HasSubstr("1.5"));
   }
-  EXPECT_THROW(
-      Precision({.class_id = 3})
-          .update_state(more().load("class_id", "y_true0"), more().load("class_id", "y_pred0")),
-      InvalidArgument);
-  EXPECT_THROW(
-      MeanIoU(2).update_state(more().load("iou", "y_true0"), more().load("iou", "y_pred0")),
-      InvalidArgument);
+  EXPECT_THROW(Precision({.class_id = 3})
+                   .update_state(more_metrics().load("class_id", "y_true0"),
+                                 more_metrics().load("class_id", "y_pred0")),
+               InvalidArgument);
+  EXPECT_THROW(MeanIoU(2).update_state(more_metrics().load("iou", "y_true0"),
+                                       more_metrics().load("iou", "y_pred0")),
+               InvalidArgument);
 }
 
 }  // namespace

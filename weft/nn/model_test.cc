@@ -79,13 +79,13 @@ TEST(Model, FunctionalTwoInputsMatchesManualComputation) {
   EXPECT_EQ(model.trainable_variables().size(), 6u);
   std::ostringstream summary;
   model.summary(summary);
-  EXPECT_THAT(summary.str(), testing::HasSubstr("Total params: 37"));  // 16 + 12 + 9
-  EXPECT_THAT(summary.str(), testing::HasSubstr("(None, 8)"));
+  EXPECT_THAT(summary.str(), ::testing::HasSubstr("Total params: 37"));  // 16 + 12 + 9
+  EXPECT_THAT(summary.str(), ::testing::HasSubstr("(None, 8)"));
   EXPECT_THAT(
       [&] {
         model({xa, xa});
       },
-      testing::ThrowsMessage<InvalidArgument>(testing::HasSubstr("input 1 has shape (5, 3)")));
+      ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("input 1 has shape (5, 3)")));
 }
 
 TEST(Model, FingerprintChangesWithWeightsAndMatchesForEqualWeights) {
@@ -121,8 +121,8 @@ TEST(Model, NamesAndInitialValuesFollowTheModelsStructure) {
   b(ones({1, 3}));
   std::vector<std::string> names;
   for (const auto& [key, v] : a.tracked_variables()) names.push_back(key);
-  EXPECT_THAT(names, testing::ElementsAre("dense/kernel", "dense/bias", "logits/kernel",
-                                          "logits/bias", "dense_1/kernel", "dense_1/bias"));
+  EXPECT_THAT(names, ::testing::ElementsAre("dense/kernel", "dense/bias", "logits/kernel",
+                                            "logits/bias", "dense_1/kernel", "dense_1/bias"));
   EXPECT_EQ(a.layers()[3].name(), "dropout");
   EXPECT_EQ(a.weights_fingerprint(), b.weights_fingerprint());
   // Different places draw different values.
@@ -137,7 +137,7 @@ TEST(Model, NamesAndInitialValuesFollowTheModelsStructure) {
   // they keep names unique in the process.
   KerasTensor in = Input({3});
   Model f(in, Dense(2)(Dense(4)(in)));
-  EXPECT_THAT(f.layers()[0].name(), testing::MatchesRegex("dense(_[0-9]+)?"));
+  EXPECT_THAT(f.layers()[0].name(), ::testing::MatchesRegex("dense(_[0-9]+)?"));
   EXPECT_NE(f.layers()[0].name(), f.layers()[1].name());
 }
 
@@ -154,20 +154,20 @@ TEST(Model, FreezingALayerRemovesItsTrainableVariables) {
 TEST(Model, BadInputNamesTheProblem) {
   Sequential model({Dense(2)});
   EXPECT_THAT([&] { model.fit(blobs(8, 4), {.verbose = 0}); },
-              testing::ThrowsMessage<FailedPrecondition>(testing::HasSubstr("compile")));
+              ::testing::ThrowsMessage<FailedPrecondition>(::testing::HasSubstr("compile")));
   model(ones({1, 4}));
   EXPECT_THAT(
       [&] {
         model(ones({1, 5}));
       },
-      testing::ThrowsMessage<InvalidArgument>(testing::HasSubstr("input 0 has shape (1, 5)")));
+      ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("input 0 has shape (1, 5)")));
   // Logs are keyed by name: two metrics of one name would mix their values.
   EXPECT_THAT(
       [&] {
         model.compile(optim::SGD(0.1), losses::MeanSquaredError(),
                       std::vector<std::string>{"accuracy", "accuracy"});
       },
-      testing::ThrowsMessage<InvalidArgument>(testing::HasSubstr("are named \"accuracy\"")));
+      ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("are named \"accuracy\"")));
 }
 
 // Keras's compile(weighted_metrics=...): `metrics` ignore the sample weights, weighted metrics

@@ -31,7 +31,7 @@
 namespace weft::nn {
 namespace {
 
-const testing::NnGoldens& goldens() {
+const testing::NnGoldens& more_layers_goldens() {
   static const testing::NnGoldens g("more_layers");
   return g;
 }
@@ -118,13 +118,13 @@ class MoreLayerGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MoreLayerGolden, OutputMatchesNumPyAndGradientsMatchDifferences) {
   const std::string& name = GetParam();
-  testing::check_layer(goldens(), name, layer_cases().at(name)(""));
+  testing::check_layer(more_layers_goldens(), name, layer_cases().at(name)(""));
   Layer f64 = layer_cases().at(name)("float64");
-  Tensor x = goldens().load(name, "x");
+  Tensor x = more_layers_goldens().load(name, "x");
   f64(x);  // builds; then the golden weights, so kinks (max, relu) sit where NumPy's do
   std::vector<Variable> vars = f64.variables();
   for (size_t i = 0; i < vars.size(); ++i) {
-    vars[i].assign(goldens().load(name, testing::indexed("w", i)));
+    vars[i].assign(more_layers_goldens().load(name, testing::indexed("w", i)));
   }
   EXPECT_TRUE(testing::layer_gradient_check(f64, x));
 }
@@ -171,13 +171,15 @@ TEST(MergeLayers, ElementwiseByHand) {
 }
 
 TEST(MergeLayers, DotMatchesNumPy) {
-  Tensor x0 = goldens().load("dot_2d", "x0"), x1 = goldens().load("dot_2d", "x1");
-  EXPECT_TRUE(testing::all_close(Dot(1)({x0, x1})[0], goldens().load("dot_2d", "y")));
+  Tensor x0 = more_layers_goldens().load("dot_2d", "x0"),
+         x1 = more_layers_goldens().load("dot_2d", "x1");
+  EXPECT_TRUE(testing::all_close(Dot(1)({x0, x1})[0], more_layers_goldens().load("dot_2d", "y")));
   EXPECT_TRUE(testing::all_close(Dot(1, {.normalize = true})({x0, x1})[0],
-                                 goldens().load("dot_2d", "y_normalized")));
-  Tensor s0 = goldens().load("dot_3d", "x0"), s1 = goldens().load("dot_3d", "x1");
+                                 more_layers_goldens().load("dot_2d", "y_normalized")));
+  Tensor s0 = more_layers_goldens().load("dot_3d", "x0"),
+         s1 = more_layers_goldens().load("dot_3d", "x1");
   Dot dot({2, 2});
-  EXPECT_TRUE(testing::all_close(dot({s0, s1})[0], goldens().load("dot_3d", "y")));
+  EXPECT_TRUE(testing::all_close(dot({s0, s1})[0], more_layers_goldens().load("dot_3d", "y")));
   EXPECT_TRUE(testing::gradient_check([&](const auto& xs) { return dot(xs)[0]; }, {s0, s1}));
   EXPECT_TRUE(testing::gradient_check(
       [](const auto& xs) { return Dot(1, {.normalize = true})(xs)[0]; }, {x0, x1}));
@@ -185,11 +187,11 @@ TEST(MergeLayers, DotMatchesNumPy) {
 }
 
 TEST(Normalization, AdaptMatchesNumPyFromATensorOrABatchedDataset) {
-  Tensor data = goldens().load("normalization", "data");
-  Tensor x = goldens().load("normalization", "x");
+  Tensor data = more_layers_goldens().load("normalization", "data");
+  Tensor x = more_layers_goldens().load("normalization", "x");
   Normalization whole;
   whole.adapt(data);
-  EXPECT_TRUE(testing::all_close(whole(x), goldens().load("normalization", "y"), 1e-6));
+  EXPECT_TRUE(testing::all_close(whole(x), more_layers_goldens().load("normalization", "y"), 1e-6));
   Normalization batched;
   batched.adapt(data::Dataset::from_tensor_slices(data).batch(7));  // 40 rows: 7 x 5 + 5
   std::vector<Variable> v = batched.variables();
@@ -197,9 +199,9 @@ TEST(Normalization, AdaptMatchesNumPyFromATensorOrABatchedDataset) {
   v = batched.variables();
   ASSERT_EQ(v.size(), 3u);
   EXPECT_TRUE(testing::all_close(cast(v[0].value(), kFloat64),
-                                 goldens().load("normalization", "mean"), 1e-6));
+                                 more_layers_goldens().load("normalization", "mean"), 1e-6));
   EXPECT_TRUE(testing::all_close(cast(v[1].value(), kFloat64),
-                                 goldens().load("normalization", "variance"), 1e-6));
+                                 more_layers_goldens().load("normalization", "variance"), 1e-6));
   EXPECT_EQ(v[2].value().item<int64_t>(), 40);
   EXPECT_FALSE(v[0].trainable());
   // Given statistics instead of adapt.

@@ -16,7 +16,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const testing::NnGoldens& goldens() {
+const testing::NnGoldens& normalization_goldens() {
   static const testing::NnGoldens g("normalization");
   return g;
 }
@@ -24,38 +24,39 @@ const testing::NnGoldens& goldens() {
 void expect_moving_statistics(const Layer& bn, const std::string& name) {
   std::vector<Variable> vars = bn.variables();
   ASSERT_EQ(vars.size(), 4u);
-  EXPECT_TRUE(testing::all_close(vars[2], goldens().load(name, "moving_mean_after")))
+  EXPECT_TRUE(testing::all_close(vars[2], normalization_goldens().load(name, "moving_mean_after")))
       << "moving_mean";
-  EXPECT_TRUE(testing::all_close(vars[3], goldens().load(name, "moving_variance_after")))
+  EXPECT_TRUE(
+      testing::all_close(vars[3], normalization_goldens().load(name, "moving_variance_after")))
       << "moving_variance";
 }
 
 TEST(BatchNormalizationGolden, Training2DUsesBatchStatisticsAndUpdatesMovingOnes) {
   BatchNormalization bn({.momentum = 0.9});
-  testing::check_layer(goldens(), "bn_train_2d", bn, /*training=*/true);
+  testing::check_layer(normalization_goldens(), "bn_train_2d", bn, /*training=*/true);
   expect_moving_statistics(bn, "bn_train_2d");
 }
 
 TEST(BatchNormalizationGolden, Training4DChannelsFirst) {
   BatchNormalization bn({.axis = 1, .momentum = 0.9});
-  testing::check_layer(goldens(), "bn_train_4d_axis1", bn, /*training=*/true);
+  testing::check_layer(normalization_goldens(), "bn_train_4d_axis1", bn, /*training=*/true);
   expect_moving_statistics(bn, "bn_train_4d_axis1");
 }
 
 TEST(BatchNormalizationGolden, InferenceUsesMovingStatisticsAndLeavesThem) {
   BatchNormalization bn({.momentum = 0.9});
-  testing::check_layer(goldens(), "bn_inference", bn, /*training=*/false);
+  testing::check_layer(normalization_goldens(), "bn_inference", bn, /*training=*/false);
   std::vector<Variable> vars = bn.variables();
-  EXPECT_TRUE(testing::all_close(vars[2], goldens().load("bn_inference", "w2")));
-  EXPECT_TRUE(testing::all_close(vars[3], goldens().load("bn_inference", "w3")));
+  EXPECT_TRUE(testing::all_close(vars[2], normalization_goldens().load("bn_inference", "w2")));
+  EXPECT_TRUE(testing::all_close(vars[3], normalization_goldens().load("bn_inference", "w3")));
 }
 
 TEST(LayerNormalizationGolden, LastAxis) {
-  testing::check_layer(goldens(), "ln_last", LayerNormalization());
+  testing::check_layer(normalization_goldens(), "ln_last", LayerNormalization());
 }
 
 TEST(LayerNormalizationGolden, MiddleAxis) {
-  testing::check_layer(goldens(), "ln_axis1", LayerNormalization({.axis = 1}));
+  testing::check_layer(normalization_goldens(), "ln_axis1", LayerNormalization({.axis = 1}));
 }
 
 TEST(BatchNormalization, WeightsTrainableAndNot) {
@@ -80,7 +81,7 @@ TEST(BatchNormalization, WeightsTrainableAndNot) {
 
 TEST(BatchNormalization, FrozenLayerRunsInInferenceModeEvenWhenTraining) {
   BatchNormalization bn({.momentum = 0.5});
-  Tensor x = goldens().load("bn_train_2d", "x");
+  Tensor x = normalization_goldens().load("bn_train_2d", "x");
   Tensor inference = bn(x, false);
   bn.set_trainable(false);
   EXPECT_TRUE(bn.trainable_variables().empty());
@@ -95,7 +96,7 @@ TEST(BatchNormalization, FrozenLayerRunsInInferenceModeEvenWhenTraining) {
 
 TEST(BatchNormalization, MovingUpdatesAreNotRecorded) {
   BatchNormalization bn;
-  Tensor x = goldens().load("bn_train_2d", "x");
+  Tensor x = normalization_goldens().load("bn_train_2d", "x");
   bn(x, false);
   GradientTape tape;
   tape.watch(x);
@@ -110,7 +111,7 @@ TEST(BatchNormalization, MovingUpdatesAreNotRecorded) {
 // .activation applies the activation to the normalised output: "relu" inside the training kernel,
 // anything else after it; in inference after the moving-statistics normalisation.
 TEST(BatchNormalization, ActivationAppliesToTheOutputInBothModes) {
-  Tensor x = goldens().load("bn_train_2d", "x");
+  Tensor x = normalization_goldens().load("bn_train_2d", "x");
   for (const char* name : {"relu", "tanh"}) {
     BatchNormalization plain({.momentum = 0.5}), activated({.momentum = 0.5, .activation = name});
     for (bool training : {true, false}) {
@@ -131,7 +132,7 @@ TEST(BatchNormalization, ActivationAppliesToTheOutputInBothModes) {
 TEST(Normalization, HalfInputsComputeInFloat32AndKeepTheirDtype) {
   // Each result is the float32 computation on the same inputs, rounded once to the half type.
   for (DType half : {kBFloat16, kFloat16}) {
-    Tensor x = cast(goldens().load("bn_train_2d", "x"), half);
+    Tensor x = cast(normalization_goldens().load("bn_train_2d", "x"), half);
     Tensor x32 = cast(x, kFloat32);
     Tensor bn = BatchNormalization()(x, true);
     EXPECT_EQ(bn.dtype(), half);

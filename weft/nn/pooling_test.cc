@@ -13,31 +13,31 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const testing::NnGoldens& goldens() {
+const testing::NnGoldens& pooling_goldens() {
   static const testing::NnGoldens g("pooling");
   return g;
 }
 
 TEST(PoolingGolden, MaxValidDefaultStrides) {
-  testing::check_layer(goldens(), "max_valid", MaxPooling2D());
+  testing::check_layer(pooling_goldens(), "max_valid", MaxPooling2D());
 }
 
 TEST(PoolingGolden, MaxSameStrided) {
-  testing::check_layer(goldens(), "max_same_strided",
+  testing::check_layer(pooling_goldens(), "max_same_strided",
                        MaxPooling2D({3, 3}, {.strides = {2, 2}, .padding = "same"}));
 }
 
 TEST(PoolingGolden, AverageValid) {
-  testing::check_layer(goldens(), "avg_valid", AveragePooling2D({2, 2}));
+  testing::check_layer(pooling_goldens(), "avg_valid", AveragePooling2D({2, 2}));
 }
 
 TEST(PoolingGolden, AverageSameExcludesPadding) {
-  testing::check_layer(goldens(), "avg_same",
+  testing::check_layer(pooling_goldens(), "avg_same",
                        AveragePooling2D({3, 3}, {.strides = {2, 1}, .padding = "same"}));
 }
 
 TEST(PoolingGolden, GlobalAverage) {
-  testing::check_layer(goldens(), "global_avg", GlobalAveragePooling2D());
+  testing::check_layer(pooling_goldens(), "global_avg", GlobalAveragePooling2D());
 }
 
 TEST(Pooling, KerasNamesAndNoWeights) {

@@ -22,7 +22,7 @@
 namespace weft::nn {
 namespace {
 
-const testing::NnGoldens& goldens() {
+const testing::NnGoldens& recurrent_goldens() {
   static const testing::NnGoldens g("recurrent");
   return g;
 }
@@ -38,69 +38,71 @@ void load_weights(const Layer& layer, const std::string& cell, const Tensor& x) 
   layer(std::vector<Tensor>{x});
   std::vector<Variable> vars = layer.variables();
   for (size_t i = 0; i < vars.size(); ++i) {
-    vars[i].assign(goldens().load(cell, testing::indexed("w", i % 3)));
+    vars[i].assign(recurrent_goldens().load(cell, testing::indexed("w", i % 3)));
   }
 }
 
 Tensor masked(const Tensor& x, const std::string& cell) {
-  return with_keras_mask(copy(x), goldens().load(cell, "mask"));
+  return with_keras_mask(copy(x), recurrent_goldens().load(cell, "mask"));
 }
 
 class Recurrent : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Recurrent, SequencesAndLastOutputsMatchNumPy) {
   const std::string& cell = GetParam();
-  testing::check_layer(goldens(), cell, make(cell, {.return_sequences = true}));
+  testing::check_layer(recurrent_goldens(), cell, make(cell, {.return_sequences = true}));
   Layer last = make(cell, {});
-  Tensor x = goldens().load(cell, "x");
+  Tensor x = recurrent_goldens().load(cell, "x");
   load_weights(last, cell, x);
-  EXPECT_TRUE(testing::all_close(last(x), goldens().load(cell, "last")));
+  EXPECT_TRUE(testing::all_close(last(x), recurrent_goldens().load(cell, "last")));
 }
 
 TEST_P(Recurrent, MaskedBackwardsWithStatesMatchesNumPy) {
   const std::string& cell = GetParam();
-  Tensor x = goldens().load(cell, "x");
+  Tensor x = recurrent_goldens().load(cell, "x");
   Layer layer = make(cell, {.return_sequences = true, .return_state = true, .go_backwards = true});
   load_weights(layer, cell, x);
   std::vector<Tensor> out = layer(std::vector<Tensor>{masked(x, cell)});
   ASSERT_EQ(out.size(), cell == "lstm" ? 3u : 2u);
-  EXPECT_TRUE(testing::all_close(out[0], goldens().load(cell, "masked_backwards_seq")));
+  EXPECT_TRUE(testing::all_close(out[0], recurrent_goldens().load(cell, "masked_backwards_seq")));
   for (size_t k = 1; k < out.size(); ++k) {
     EXPECT_TRUE(testing::all_close(
-        out[k], goldens().load(cell, testing::indexed("masked_backwards_state", k - 1))));
+        out[k], recurrent_goldens().load(cell, testing::indexed("masked_backwards_state", k - 1))));
   }
   // The last output is the last unmasked step's.
   Layer last = make(cell, {.go_backwards = true});
   load_weights(last, cell, x);
-  EXPECT_TRUE(
-      testing::all_close(last(masked(x, cell)), goldens().load(cell, "masked_backwards_last")));
+  EXPECT_TRUE(testing::all_close(last(masked(x, cell)),
+                                 recurrent_goldens().load(cell, "masked_backwards_last")));
 }
 
 TEST_P(Recurrent, InitialStatesAreExtraInputs) {
   const std::string& cell = GetParam();
-  Tensor x = goldens().load(cell, "x");
+  Tensor x = recurrent_goldens().load(cell, "x");
   Layer layer = make(cell, {});
   load_weights(layer, cell, x);
-  std::vector<Tensor> in{x, goldens().load(cell, "initial0")};
-  if (cell == "lstm") in.push_back(goldens().load(cell, "initial1"));
-  EXPECT_TRUE(testing::all_close(layer(in)[0], goldens().load(cell, "from_initial_last")));
+  std::vector<Tensor> in{x, recurrent_goldens().load(cell, "initial0")};
+  if (cell == "lstm") in.push_back(recurrent_goldens().load(cell, "initial1"));
+  EXPECT_TRUE(
+      testing::all_close(layer(in)[0], recurrent_goldens().load(cell, "from_initial_last")));
 }
 
 TEST_P(Recurrent, BidirectionalOverAMaskZeroesMaskedOutputs) {
   const std::string& cell = GetParam();
-  Tensor x = goldens().load(cell, "x");
+  Tensor x = recurrent_goldens().load(cell, "x");
   Bidirectional bi(make(cell, {.return_sequences = true}));
   load_weights(bi, cell, x);
-  EXPECT_TRUE(testing::all_close(bi(masked(x, cell)), goldens().load(cell, "bidirectional")));
+  EXPECT_TRUE(
+      testing::all_close(bi(masked(x, cell)), recurrent_goldens().load(cell, "bidirectional")));
 }
 
 TEST_P(Recurrent, GradientsMatchFiniteDifferencesWithAndWithoutAMask) {
   const std::string& cell = GetParam();
-  Tensor x = goldens().load(cell, "x");
+  Tensor x = recurrent_goldens().load(cell, "x");
   Layer f64 = make(cell, {.return_sequences = true, .dtype = "float64"});
   load_weights(f64, cell, x);
   EXPECT_TRUE(testing::layer_gradient_check(f64, x));
-  Tensor mask = goldens().load(cell, "mask");
+  Tensor mask = recurrent_goldens().load(cell, "mask");
   Layer back = make(cell, {.go_backwards = true, .dtype = "float64"});
   load_weights(back, cell, x);
   EXPECT_TRUE(testing::gradient_check(
@@ -109,12 +111,12 @@ TEST_P(Recurrent, GradientsMatchFiniteDifferencesWithAndWithoutAMask) {
 
 TEST_P(Recurrent, BFloat16WithinItsPrecision) {
   const std::string& cell = GetParam();
-  Tensor x = goldens().load(cell, "x");
+  Tensor x = recurrent_goldens().load(cell, "x");
   Layer bf16 = make(cell, {.return_sequences = true, .dtype = "mixed_bfloat16"});
   load_weights(bf16, cell, x);
   Tensor y = bf16(x);
   EXPECT_EQ(y.dtype(), kBFloat16);
-  EXPECT_TRUE(testing::all_close(cast(y, kFloat64), goldens().load(cell, "y"), 2e-2));
+  EXPECT_TRUE(testing::all_close(cast(y, kFloat64), recurrent_goldens().load(cell, "y"), 2e-2));
 }
 
 // The layer's outputs, and the gradients of a weighted sum of them with respect to the input, the
@@ -182,7 +184,7 @@ INSTANTIATE_TEST_SUITE_P(Cells, Recurrent, ::testing::Values("simple", "lstm", "
                          [](const auto& info) { return info.param; });
 
 TEST(GRU, ResetBeforeMatchesNumPy) {
-  testing::check_layer(goldens(), "gru_reset_before",
+  testing::check_layer(recurrent_goldens(), "gru_reset_before",
                        GRU(3, {.reset_after = false, .return_sequences = true}));
 }
 

@@ -195,9 +195,9 @@ TEST(Constraints, AppliedAfterEachUpdate) {
   }
 }
 
-struct Devices {
-  explicit Devices(int n) { config::set_logical_cpu_devices(n); }
-  ~Devices() { config::set_logical_cpu_devices(1); }
+struct LogicalDevices {
+  explicit LogicalDevices(int n) { config::set_logical_cpu_devices(n); }
+  ~LogicalDevices() { config::set_logical_cpu_devices(1); }
 };
 
 // Every regularizer (custom included), constraint and activation name (the LSTM's gates
@@ -250,7 +250,7 @@ TEST(Regularizers, EveryRuleSavesLoadsAndTrainsAlikeUnderMirroredStrategy) {
   data::Dataset ds = data::Dataset::from_tensor_slices({x, y}).batch(8);
   config::enable_op_determinism();
   auto train = [&](int replicas, Sequential& model) {
-    Devices devices(replicas);
+    LogicalDevices devices(replicas);
     distribute::MirroredStrategy strategy;
     random::set_seed(12);
     {

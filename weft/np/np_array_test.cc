@@ -24,7 +24,7 @@ using weft::Tensor;
 
 namespace {
 
-const weft::testing::NpGoldens& goldens() {
+const weft::testing::NpGoldens& np_array_goldens() {
   return weft::testing::np_goldens("make_np_array_goldens.py");
 }
 
@@ -45,7 +45,7 @@ Tensor finfo_fields(weft::DType t) {
 }
 
 std::vector<std::string> einsum_subscripts() {
-  std::ifstream in(goldens().dir() + "/einsum_subscripts.txt");
+  std::ifstream in(np_array_goldens().dir() + "/einsum_subscripts.txt");
   std::vector<std::string> specs;
   for (std::string line; std::getline(in, line);) specs.push_back(line);
   return specs;
@@ -329,7 +329,8 @@ const std::map<std::string, Fn>& cases() {
 
 void expect_case(const std::string& name, const Fn& fn, const std::string& label = "") {
   SCOPED_TRACE(name + " " + label);
-  std::vector<Tensor> got = fn(goldens().load(name, "in")), want = goldens().load(name, "out");
+  std::vector<Tensor> got = fn(np_array_goldens().load(name, "in")),
+                      want = np_array_goldens().load(name, "out");
   ASSERT_EQ(got.size(), want.size()) << name;
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_TRUE(weft::testing::matches_numpy(got[i], want[i])) << name << " #" << i;
@@ -338,7 +339,7 @@ void expect_case(const std::string& name, const Fn& fn, const std::string& label
 
 TEST(NpArray, EveryCaseMatchesNumPy) {
   std::set<std::string> files;
-  for (const std::string& name : goldens().case_names()) {
+  for (const std::string& name : np_array_goldens().case_names()) {
     if (name.rfind("einsum_", 0) != 0) files.insert(name);
   }
   std::set<std::string> known;

@@ -22,9 +22,10 @@
 namespace np = weft::np;
 using weft::Tensor;
 
+namespace np_breadth {
 namespace {
 
-const weft::testing::NpGoldens& goldens() {
+const weft::testing::NpGoldens& np_breadth_goldens() {
   return weft::testing::np_goldens("make_np_breadth_goldens.py");
 }
 
@@ -246,14 +247,15 @@ Fn case_function(const std::string& name) {
 }
 
 TEST(NpBreadth, EveryCaseMatchesNumPy) {
-  std::set<std::string> names = goldens().case_names();
+  std::set<std::string> names = np_breadth_goldens().case_names();
   ASSERT_GT(names.size(), 600u);
   std::set<std::string> covered;
   for (const std::string& name : names) {
     SCOPED_TRACE(name);
     Fn fn = case_function(name);
     ASSERT_TRUE(fn) << "no weft::np function for golden case " << name;
-    std::vector<Tensor> got = fn(goldens().load(name, "in")), want = goldens().load(name, "out");
+    std::vector<Tensor> got = fn(np_breadth_goldens().load(name, "in")),
+                        want = np_breadth_goldens().load(name, "out");
     ASSERT_EQ(got.size(), want.size());
     // nextafter steps by one ulp, inside any tolerance: compare it exactly.
     bool exact = name.rfind("nextafter", 0) == 0;
@@ -410,3 +412,4 @@ TEST(NpBreadth, IntegerOpsRefuseFloatsNamingTheOp) {
 }
 
 }  // namespace
+}  // namespace np_breadth

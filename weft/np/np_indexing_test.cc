@@ -26,7 +26,7 @@ Tensor mask(std::vector<uint8_t> v, weft::Shape shape) {
   return weft::cast(Tensor::from_vector(v, shape), weft::kBool);
 }
 
-const std::map<std::string, std::function<Tensor()>>& cases() {
+const std::map<std::string, std::function<Tensor()>>& np_indexing_cases() {
   static const std::map<std::string, std::function<Tensor()>> m = [] {
     Tensor x10 = np::arange(10);
     Tensor x25 = np::reshape(x10, {2, 5});
@@ -201,9 +201,9 @@ const std::map<std::string, std::function<Tensor()>>& cases() {
 TEST(NpIndexing, TheIndexingGuideExamplesGiveNumPysResults) {
   const auto& goldens = weft::testing::np_goldens("make_np_indexing_goldens.py");
   std::set<std::string> known;
-  for (const auto& [name, fn] : cases()) known.insert(name);
+  for (const auto& [name, fn] : np_indexing_cases()) known.insert(name);
   EXPECT_EQ(goldens.case_names(), known);
-  for (const auto& [name, fn] : cases()) {
+  for (const auto& [name, fn] : np_indexing_cases()) {
     EXPECT_TRUE(weft::testing::matches_numpy(fn(), goldens.load(name, "out").at(0))) << name;
   }
 }

@@ -42,7 +42,7 @@ const std::string& golden_dir() {
 
 using Case = std::function<Tensor(const std::vector<Tensor>&)>;
 
-const std::map<std::string, Case>& cases() {
+const std::map<std::string, Case>& np_cases() {
   static const std::map<std::string, Case> m = {
       {"dot_1d_1d", [](auto& in) { return np::dot(in[0], in[1]); }},
       {"dot_2d_2d", [](auto& in) { return np::dot(in[0], in[1]); }},
@@ -115,12 +115,12 @@ std::vector<Tensor> load_inputs(const std::string& name) {
   }
 }
 
-class NpGolden : public testing::TestWithParam<std::string> {};
+class NpGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NpGolden, MatchesNumPy) {
   const std::string& name = GetParam();
   Tensor expected = np::load(golden_dir() + "/" + name + ".out.npy");
-  Tensor got = cases().at(name)(load_inputs(name));
+  Tensor got = np_cases().at(name)(load_inputs(name));
   ASSERT_EQ(got.dtype(), expected.dtype()) << name;
   ASSERT_EQ(got.shape(), expected.shape()) << name;
   std::vector<double> g = got.to_vector<double>(), e = expected.to_vector<double>();
@@ -132,18 +132,18 @@ TEST_P(NpGolden, MatchesNumPy) {
 
 std::vector<std::string> case_names() {
   std::vector<std::string> names;
-  for (const auto& [name, fn] : cases()) names.push_back(name);
+  for (const auto& [name, fn] : np_cases()) names.push_back(name);
   return names;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, NpGolden, testing::ValuesIn(case_names()),
+INSTANTIATE_TEST_SUITE_P(All, NpGolden, ::testing::ValuesIn(case_names()),
                          [](const auto& info) { return info.param; });
 
 // Runs after the cases above (gtest runs suites in declaration order within a binary).
 TEST(NpInterop, NumPyLoadsWhatWeftWrote) {
   for (const std::string& name : case_names()) {
     if (!std::filesystem::exists(golden_dir() + "/" + name + ".weft.npy")) {
-      np::save(golden_dir() + "/" + name + ".weft.npy", cases().at(name)(load_inputs(name)));
+      np::save(golden_dir() + "/" + name + ".weft.npy", np_cases().at(name)(load_inputs(name)));
     }
   }
   std::string cmd = std::string(WEFT_PYTHON) + " " + WEFT_SOURCE_DIR +
@@ -152,7 +152,7 @@ TEST(NpInterop, NumPyLoadsWhatWeftWrote) {
 }
 
 TEST(NpInterop, NpzRoundTrip) {
-  std::string path = testing::TempDir() + "/np_roundtrip.npz";
+  std::string path = ::testing::TempDir() + "/np_roundtrip.npz";
   Tensor a = np::arange(6), b = np::random::randn({2, 3}, 7);
   np::savez_compressed(path, {{"a", a}, {"b", b}});
   auto loaded = np::load_npz(path);
@@ -162,7 +162,7 @@ TEST(NpInterop, NpzRoundTrip) {
 }
 
 TEST(NpErrors, MalformedNpyNamesTheFile) {
-  std::string path = testing::TempDir() + "/bad.npy";
+  std::string path = ::testing::TempDir() + "/bad.npy";
   FILE* f = std::fopen(path.c_str(), "wb");
   std::fputs("not an npy file", f);
   std::fclose(f);
@@ -170,7 +170,7 @@ TEST(NpErrors, MalformedNpyNamesTheFile) {
     np::load(path);
     FAIL() << "expected DataLoss";
   } catch (const weft::DataLoss& e) {
-    EXPECT_THAT(e.what(), testing::HasSubstr("bad.npy"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("bad.npy"));
   }
 }
 

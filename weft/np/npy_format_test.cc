@@ -133,7 +133,7 @@ std::string error_message(F&& f) {
 class NpyFormatTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::TempDir() + "weft_npy_format_test_" + std::to_string(::getpid()) + "/";
+    dir_ = ::testing::TempDir() + "weft_npy_format_test_" + std::to_string(::getpid()) + "/";
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

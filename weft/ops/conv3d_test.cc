@@ -44,7 +44,7 @@ std::string describe(const Conv3DCase& c) {
          std::to_string(c.strides[2]) + " " + c.padding;
 }
 
-const Conv3DCase kConvCases[] = {
+const Conv3DCase kConv3DCases[] = {
     {{2, 4, 5, 4, 3}, {2, 3, 2, 3, 4}, {1, 1, 1}, "VALID", {1, 1, 1}},
     {{2, 5, 4, 6, 2}, {3, 3, 3, 2, 2}, {2, 1, 2}, "SAME", {1, 1, 1}},
     {{1, 5, 6, 5, 2}, {2, 2, 3, 2, 3}, {1, 1, 1}, "VALID", {2, 1, 2}},
@@ -52,7 +52,7 @@ const Conv3DCase kConvCases[] = {
     {{2, 3, 4, 4, 4}, {2, 2, 2, 2, 6}, {1, 1, 1}, "SAME", {1, 1, 1}},  // 2 groups
 };
 
-void expect_close(const Tensor& a, const Tensor& b, double tol, const std::string& what) {
+void expect_close_3d(const Tensor& a, const Tensor& b, double tol, const std::string& what) {
   ASSERT_EQ(a.shape(), b.shape()) << what;
   std::vector<double> u = a.to_vector<double>(), v = b.to_vector<double>();
   double scale = 1;
@@ -62,12 +62,12 @@ void expect_close(const Tensor& a, const Tensor& b, double tol, const std::strin
 
 TEST(Conv3D, Float32OnOneDnnMatchesTheFloat64Reference) {
   uint64_t seed = 1;
-  for (const Conv3DCase& c : kConvCases) {
+  for (const Conv3DCase& c : kConv3DCases) {
     Tensor x = uniform(c.x, seed++, -1, 1, kFloat32), w = uniform(c.w, seed++, -1, 1, kFloat32);
     Tensor y32 = conv3d(x, w, c.strides, c.padding, c.dilations);
     Tensor y64 = conv3d(cast(x, kFloat64), cast(w, kFloat64), c.strides, c.padding, c.dilations);
     EXPECT_EQ(y32.dtype(), kFloat32);
-    expect_close(y32, y64, 1e-5, describe(c));
+    expect_close_3d(y32, y64, 1e-5, describe(c));
     // Both gradients too.
     Tensor g = uniform(y64.shape(), seed++, -1, 1, kFloat32);
     auto grads = [&](const Tensor& xt, const Tensor& wt, const Tensor& gt) {
@@ -78,8 +78,8 @@ TEST(Conv3D, Float32OnOneDnnMatchesTheFloat64Reference) {
     };
     std::vector<Tensor> g32 = grads(x, w, g);
     std::vector<Tensor> g64 = grads(cast(x, kFloat64), cast(w, kFloat64), cast(g, kFloat64));
-    expect_close(g32[0], g64[0], 1e-5, describe(c) + " dx");
-    expect_close(g32[1], g64[1], 1e-5, describe(c) + " dw");
+    expect_close_3d(g32[0], g64[0], 1e-5, describe(c) + " dx");
+    expect_close_3d(g32[1], g64[1], 1e-5, describe(c) + " dw");
   }
 }
 
@@ -90,7 +90,7 @@ TEST(Conv3D, OfDepthOneIsConv2D) {
     Tensor y3 = conv3d(expand_dims(cast(x, t), 1), expand_dims(cast(w, t), 0), {1, 2, 1}, "SAME",
                        {1, 1, 2});
     Tensor y2 = conv2d(cast(x, t), cast(w, t), {2, 1}, "SAME", {1, 2});
-    expect_close(squeeze(y3, {1}), y2, t == kFloat64 ? 1e-15 : 1e-6, std::string(dtype_name(t)));
+    expect_close_3d(squeeze(y3, {1}), y2, t == kFloat64 ? 1e-15 : 1e-6, std::string(dtype_name(t)));
   }
 }
 
@@ -147,7 +147,7 @@ struct Pool3DCase {
   Size3 ksize, strides;
   const char* padding;
 };
-const Pool3DCase kPoolCases[] = {
+const Pool3DCase kPool3DCases[] = {
     {{2, 4, 6, 5, 3}, {2, 2, 2}, {2, 2, 2}, "VALID"},
     {{2, 5, 5, 4, 2}, {3, 3, 2}, {2, 2, 1}, "SAME"},
     {{1, 5, 4, 5, 2}, {3, 2, 3}, {2, 1, 2}, "SAME"},
@@ -170,7 +170,7 @@ std::pair<std::vector<double>, std::vector<double>> reference_max_pool3d(const T
 
 TEST(Pool3D, MaxPoolIsTheDirectReferenceWithItsTieAndNaNRules) {
   uint64_t seed = 40;
-  for (const Pool3DCase& c : kPoolCases) {
+  for (const Pool3DCase& c : kPool3DCases) {
     // Values from {0, 1, 2, 3}: most windows hold tied maxima; a NaN in one plane.
     Tensor x = floor(uniform(c.x, seed++, 0, 4, kFloat64));
     std::vector<double> xv = x.to_vector<double>();
@@ -199,19 +199,19 @@ TEST(Pool3D, MaxPoolIsTheDirectReferenceWithItsTieAndNaNRules) {
 
 TEST(Pool3D, AvgPoolFloat32OnOneDnnMatchesTheFloat64Reference) {
   uint64_t seed = 60;
-  for (const Pool3DCase& c : kPoolCases) {
+  for (const Pool3DCase& c : kPool3DCases) {
     Tensor x = uniform(c.x, seed++, -1, 1, kFloat32);
     Tensor y32 = avg_pool3d(x, c.ksize, c.strides, c.padding);
     Tensor y64 = avg_pool3d(cast(x, kFloat64), c.ksize, c.strides, c.padding);
     EXPECT_EQ(y32.dtype(), kFloat32);
-    expect_close(y32, y64, 1e-6, c.padding);
+    expect_close_3d(y32, y64, 1e-6, c.padding);
     Tensor g = uniform(y64.shape(), seed++, -1, 1, kFloat32);
     auto grad = [&](const Tensor& xt, const Tensor& gt) {
       GradientTape tape;
       tape.watch(xt);
       return tape.gradient(avg_pool3d(xt, c.ksize, c.strides, c.padding), xt, gt);
     };
-    expect_close(grad(x, g), grad(cast(x, kFloat64), cast(g, kFloat64)), 1e-6, c.padding);
+    expect_close_3d(grad(x, g), grad(cast(x, kFloat64), cast(g, kFloat64)), 1e-6, c.padding);
   }
 }
 
@@ -237,7 +237,7 @@ TEST(Pool3D, HandComputed) {
 
 TEST(Pool3DGradient, NumericalFloat64) {
   uint64_t seed = 80;
-  for (const Pool3DCase& c : kPoolCases) {
+  for (const Pool3DCase& c : kPool3DCases) {
     EXPECT_TRUE(gradient_check(
         [c](const auto& xs) { return avg_pool3d(xs[0], c.ksize, c.strides, c.padding); },
         {uniform(c.x, seed++)}))

@@ -37,18 +37,18 @@ using ReduceFn = Tensor (*)(const Tensor&, const Axes&, bool);
 
 // A naive reduction: every element's output index by dropping the reduced axes, then `combine`
 // over each output's elements in index order.
-struct Naive {
+struct NaiveReduce {
   Shape shape;
   std::vector<double> values;
 };
 
-Naive naive_reduce(const Tensor& x, const Axes& axes, bool keepdims,
-                   const std::function<double(const std::vector<double>&)>& combine) {
+NaiveReduce naive_reduce(const Tensor& x, const Axes& axes, bool keepdims,
+                         const std::function<double(const std::vector<double>&)>& combine) {
   const Shape& in = x.shape();
   int64_t rank = x.rank();
   std::vector<bool> mask(rank, axes.empty());
   for (int64_t a : axes) mask[a < 0 ? a + rank : a] = true;
-  Naive out;
+  NaiveReduce out;
   Shape kept;
   for (int64_t i = 0; i < rank; ++i) {
     if (!mask[i]) kept.push_back(in[i]);
@@ -117,7 +117,7 @@ void expect_matches_naive(const ReduceCase& c, const Tensor& x) {
   for (const Axes& axes : kAxisSubsets) {
     for (bool keepdims : {false, true}) {
       Tensor y = c.op(x, axes, keepdims);
-      Naive ref = naive_reduce(x, axes, keepdims, c.naive);
+      NaiveReduce ref = naive_reduce(x, axes, keepdims, c.naive);
       ASSERT_EQ(y.shape(), ref.shape) << c.name << " " << axes_str(axes) << " " << keepdims;
       std::vector<double> yv = y.to_vector<double>();
       for (size_t i = 0; i < yv.size(); ++i) {
@@ -152,7 +152,7 @@ TEST(Reduce, LongRunsAcrossBlocks) {
     if (std::string(c.name) == "prod") continue;
     for (const Axes& axes : std::vector<Axes>{{}, {0}, {1}}) {
       Tensor y = c.op(x, axes, false);
-      Naive ref = naive_reduce(x, axes, false, c.naive);
+      NaiveReduce ref = naive_reduce(x, axes, false, c.naive);
       std::vector<double> yv = y.to_vector<double>();
       ASSERT_EQ(yv.size(), ref.values.size());
       for (size_t i = 0; i < yv.size(); ++i) {
@@ -163,7 +163,7 @@ TEST(Reduce, LongRunsAcrossBlocks) {
   }
   Tensor t = transpose(x);  // reduce over axis 0 of a (40000, 3) view: a strided run
   std::vector<double> col = sum(t, {0}).to_vector<double>();
-  Naive ref = naive_reduce(x, {1}, false, naive_sum);
+  NaiveReduce ref = naive_reduce(x, {1}, false, naive_sum);
   for (int i = 0; i < 3; ++i) EXPECT_NEAR(col[i], ref.values[i], 1e-10);
 }
 
@@ -278,7 +278,7 @@ TEST(ArgReduce, EveryAxisMatchesNaive) {
       Tensor y = largest ? argmax(x, axis) : argmin(x, axis);
       ASSERT_EQ(y.dtype(), kInt64);
       int64_t a = axis < 0 ? axis + 3 : axis;
-      Naive values = naive_reduce(x, {a}, false, largest ? naive_max : naive_min);
+      NaiveReduce values = naive_reduce(x, {a}, false, largest ? naive_max : naive_min);
       ASSERT_EQ(y.shape(), values.shape);
       std::vector<int64_t> idx = y.to_vector<int64_t>();
       // The element at the returned index along `axis` is the extreme value.

@@ -20,7 +20,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-const std::string& golden_dir() {
+const std::string& schedules_golden_dir() {
   static const std::string dir = testing::golden_dir("make_optim_goldens");
   return dir;
 }
@@ -43,9 +43,10 @@ class ScheduleGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ScheduleGolden, MatchesNumPy) {
   const std::string& name = GetParam();
-  std::vector<int64_t> steps = np::load(golden_dir() + "/schedules.steps.npy").to_vector<int64_t>();
+  std::vector<int64_t> steps =
+      np::load(schedules_golden_dir() + "/schedules.steps.npy").to_vector<int64_t>();
   std::vector<double> want =
-      np::load(golden_dir() + "/schedules." + name + ".npy").to_vector<double>();
+      np::load(schedules_golden_dir() + "/schedules." + name + ".npy").to_vector<double>();
   ASSERT_EQ(steps.size(), want.size());
   const LearningRateSchedule& schedule = cases().at(name);
   for (size_t i = 0; i < steps.size(); ++i) {

@@ -66,7 +66,7 @@ TEST(BackupAndRestore, GivesBackTheSigtermHandlerWhenFitThrows) {
     return now.sa_handler;
   };
   ASSERT_EQ(handler(), SIG_DFL);
-  std::string dir = testing::TempDir() + "/backup_throws_" + std::to_string(getpid());
+  std::string dir = ::testing::TempDir() + "/backup_throws_" + std::to_string(getpid());
   nn::Sequential model = model_with(0.01);
   bool taken_while_training = false;
   Callback fail_at_batch_2 = LambdaCallback({.on_batch_end = [&](int64_t batch, const Logs&) {

@@ -15,6 +15,7 @@
 #include "weft/checkpoint/checkpoint_io.h"
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
+#include "weft/core/file_io.h"
 #include "weft/distribute/mirrored_strategy.h"
 #include "weft/nn/dense.h"
 #include "weft/nn/model.h"
@@ -32,10 +33,6 @@ using ::testing::HasSubstr;
 using weft::Tensor;
 using weft::Variable;
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), {}};
-}
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
@@ -167,7 +164,7 @@ TEST_F(TrainCheckpointTest, KeepsTheNewestMaxToKeep) {
               ElementsAre(dir_ + "/ckpt-300", dir_ + "/ckpt-400", dir_ + "/ckpt-500"));
   EXPECT_FALSE(fs::exists(dir_ + "/ckpt-100"));
   EXPECT_FALSE(fs::exists(dir_ + "/ckpt-200"));
-  std::string state = read_bytes(dir_ + "/checkpoint");
+  std::string state = weft::io::read_whole_file(dir_ + "/checkpoint");
   EXPECT_THAT(state, HasSubstr("\"latest\": \"ckpt-500\""));
   EXPECT_THAT(state, HasSubstr("\"ckpt-300\""));
   EXPECT_THAT(state, ::testing::Not(HasSubstr("\"ckpt-200\"")));
@@ -230,7 +227,7 @@ TEST_F(TrainCheckpointTest, DamagedNewestFallsBackToThePreviousOne) {
   save_steps(ckpt, model, {10, 20, 30});
   // A flipped byte in step 30's kernel: the index is fine, the data is not.
   std::string shard = dir_ + "/ckpt-30/data-00000-of-00001";
-  std::string bytes = read_bytes(shard);
+  std::string bytes = weft::io::read_whole_file(shard);
   bytes[2] ^= 0x40;
   write_bytes(shard, bytes);
 
@@ -249,7 +246,7 @@ TEST_F(TrainCheckpointTest, DamagedNewestFallsBackToThePreviousOne) {
   // Truncating step 20's shard and corrupting its index: both are visible to latest() too.
   fs::resize_file(dir_ + "/ckpt-20/data-00000-of-00001", 3);
   EXPECT_EQ(ckpt.latest(), dir_ + "/ckpt-30");  // its index and sizes are intact
-  std::string index = read_bytes(dir_ + "/ckpt-30/index.json");
+  std::string index = weft::io::read_whole_file(dir_ + "/ckpt-30/index.json");
   index[index.size() / 2] ^= 0x01;
   write_bytes(dir_ + "/ckpt-30/index.json", index);
   EXPECT_EQ(ckpt.latest(), dir_ + "/ckpt-10");

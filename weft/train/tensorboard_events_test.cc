@@ -16,6 +16,7 @@
 
 #include "weft/core/crc32c.h"
 #include "weft/core/errors.h"
+#include "weft/core/file_io.h"
 #include "weft/core/tfrecord.h"
 
 namespace {
@@ -45,11 +46,6 @@ std::string g9(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(static_cast<float>(v)));
   return buf;
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), {}};
 }
 
 class TensorBoardEventsTest : public ::testing::Test {
@@ -108,7 +104,7 @@ TEST_F(TensorBoardEventsTest, ReaderRejectsDamagedRecords) {
     path = writer.path();
     writer.add_scalar("loss", 1.0, 5);
   }
-  std::string good = read_bytes(path);
+  std::string good = weft::io::read_whole_file(path);
   uint64_t first_len;
   std::memcpy(&first_len, good.data(), 8);
   size_t second = 16 + first_len;

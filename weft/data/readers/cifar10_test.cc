@@ -107,7 +107,7 @@ TEST_F(Cifar10Test, BadLabelNamesRecordAndOffset) {
 
 TEST_F(Cifar10Test, MissingFileIsFailedPrecondition) {
   EXPECT_THAT([&] { read_cifar10_file((dir_ / "nope.bin").string()); },
-              testing::ThrowsMessage<FailedPrecondition>(HasSubstr("nope.bin")));
+              ::testing::ThrowsMessage<FailedPrecondition>(HasSubstr("nope.bin")));
 }
 
 }  // namespace

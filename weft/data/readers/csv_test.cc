@@ -102,7 +102,7 @@ TEST(Csv, FileAsADataset) {
   EXPECT_EQ(rows, (std::vector<std::pair<float, int64_t>>{{0.25f, 1}, {0.75f, 0}}));
   std::filesystem::remove(path);
   EXPECT_THAT([&] { read_csv(path.string()); },
-              testing::ThrowsMessage<FailedPrecondition>(HasSubstr(path.string())));
+              ::testing::ThrowsMessage<FailedPrecondition>(HasSubstr(path.string())));
 }
 
 }  // namespace

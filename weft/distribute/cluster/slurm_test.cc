@@ -8,8 +8,8 @@
 namespace weft::distribute::cluster_resolver {
 namespace {
 
-using testing::ElementsAre;
-using testing::HasSubstr;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 TEST(SlurmClusterResolver, ExpandsSlurmsHostListsAndTaskCounts) {
   EXPECT_THAT(expand_hostlist("node[01-03,07],login", "V"),

@@ -50,7 +50,7 @@ TEST(TFConfig, ReadsTheClusterAndTheTask) {
   EXPECT_EQ(c.task_address("worker", 1), "10.0.0.2:2222");
   EXPECT_EQ(c.task_address("ps", 0), "[::1]:2223");
   EXPECT_THAT([&] { c.task_address("worker", 2); },
-              testing::ThrowsMessage<InvalidArgument>(HasSubstr("task 2 of job \"worker\"")));
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("task 2 of job \"worker\"")));
 }
 
 TEST(TFConfig, TheChiefIsTheChiefTaskElseWorkerZero) {
@@ -84,7 +84,7 @@ TEST(TFConfig, UnsetOrEmptyIsASingleProcess) {
   EXPECT_EQ(TFConfigClusterResolver().cluster_spec().num_tasks("worker"), 1);
   ::setenv("TF_CONFIG", "{}", 1);
   EXPECT_THAT([] { TFConfigClusterResolver(); },
-              testing::ThrowsMessage<InvalidArgument>(HasSubstr("TF_CONFIG: no \"cluster\"")));
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("TF_CONFIG: no \"cluster\"")));
   if (saved) {
     ::setenv("TF_CONFIG", restore.c_str(), 1);
   } else {

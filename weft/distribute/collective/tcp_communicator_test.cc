@@ -25,7 +25,7 @@ namespace weft::distribute::collective {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::HasSubstr;
+using ::testing::HasSubstr;
 
 struct Ranks {
   explicit Ranks(int n, milliseconds timeout = milliseconds(10000)) {

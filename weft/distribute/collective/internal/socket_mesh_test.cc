@@ -22,7 +22,7 @@ namespace weft::distribute::collective::internal {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::HasSubstr;
+using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kToken = "the cluster's token: 0123456789abcdef";
