@@ -40,7 +40,7 @@ TEST(CliMessages, ARefusedFlagSaysWhatItAccepts) {
 
 TEST(CliMessages, AnUnknownCommandIsNamedWithTheCommandsThereAre) {
   const std::string commands =
-      "the commands are bench, evaluate, info, inspect, launch, predict, "
+      "the commands are bench, evaluate, info, inspect, launch, predict, server, "
       "train (weft --help says what each does)\n";
   Result r = run("frobnicate");
   EXPECT_EQ(r.status, 2);

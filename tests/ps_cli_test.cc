@@ -396,6 +396,34 @@ TEST_F(PsCli, AWorkerKilledMidTrainingIsReplacedAndEveryBatchTrainsOnce) {
   EXPECT_THAT(chief_log, HasSubstr("Epoch 2/2"));
 }
 
+// weft server serves the ps tasks of a parameter-server job whose chief and workers run weft
+// train: the job trains as when every task runs weft train. Any other task, or a process without
+// TF_CONFIG, is refused, naming why.
+TEST_F(PsCli, WeftServerServesThePsTasksOfAJob) {
+  write_dataset(dir_ / "data", 256, 64);
+  const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft";
+  Result r = launch("--ps 2 -n 2", "case $TASK in\n  ps:*) exec " + weft +
+                                       " server ;;\n  *) exec " + weft +
+                                       " train --strategy parameter_server --dataset $D/data "
+                                       "--epochs 1 --batch-size 64 --quiet --metrics-json "
+                                       "$D/ps.json ;;\nesac\n");
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json j = read_json(dir_ / "ps.json");
+  EXPECT_EQ(j["ps_tasks"], 2);
+  EXPECT_EQ(j["examples_trained"], 256);
+  EXPECT_EQ(j["steps"], 4);
+
+  r = shell("env -u TF_CONFIG " + weft + " server");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("weft server: TF_CONFIG names no cluster"));
+  r = shell("TF_CONFIG='" +
+            weft::testing::ps_tf_config(weft::distribute::ReservedLocalPorts(4), "worker:0", 1, 2) +
+            "' " + weft + " server");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("weft server serves ps tasks; this is worker:0, which runs the "
+                                  "program itself"));
+}
+
 // weft bench ps: a row per number of workers and size, its step time and bandwidth (workers x 2
 // x bytes over the step), beside all-reduce between as many processes (none for one worker, or
 // for the closure that touches no variable); then parameter-server training against
