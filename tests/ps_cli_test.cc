@@ -396,6 +396,37 @@ TEST_F(PsCli, AWorkerKilledMidTrainingIsReplacedAndEveryBatchTrainsOnce) {
   EXPECT_THAT(chief_log, HasSubstr("Epoch 2/2"));
 }
 
+// --max-staleness 0: two workers run one step at a time, each reading every earlier step's
+// values, so the job trains the same weights as one process, bit for bit (--deterministic keeps
+// the sums apart from the thread count). The metrics say the bound; the default is 2 x workers - 1.
+TEST_F(PsCli, MaxStalenessZeroTrainsAsOneProcessBitForBit) {
+  write_dataset(dir_ / "data", 512, 128);
+  const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft";
+  const std::string train = " train --dataset " + (dir_ / "data").string() +
+                            " --epochs 1 --batch-size 64 --quiet --deterministic --metrics-json ";
+  Result r = shell(weft + train + (dir_ / "one.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = shell("timeout 300 " + weft + " launch --ps 2 -n 2 -- " + weft + train +
+            (dir_ / "ps0.json").string() + " --strategy parameter_server --max-staleness 0");
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = shell("timeout 300 " + weft + " launch --ps 2 -n 2 -- " + weft + train +
+            (dir_ / "ps.json").string() + " --strategy parameter_server");
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json one = read_json(dir_ / "one.json"), ps0 = read_json(dir_ / "ps0.json"),
+                 ps = read_json(dir_ / "ps.json");
+  EXPECT_EQ(ps0["weights_fingerprint"], one["weights_fingerprint"]);
+  EXPECT_EQ(ps0["steps"], 8);
+  EXPECT_EQ(ps0["ps_max_staleness"], 0);
+  EXPECT_EQ(ps["ps_max_staleness"], 3);
+  EXPECT_TRUE(one["ps_max_staleness"].is_null()) << one.dump();
+
+  r = shell(weft + train + (dir_ / "x.json").string() +
+            " --strategy parameter_server --ps-mode sync --max-staleness 2");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output,
+              HasSubstr("--max-staleness needs --strategy parameter_server with --ps-mode async"));
+}
+
 // weft server serves the ps tasks of a parameter-server job whose chief and workers run weft
 // train: the job trains as when every task runs weft train. Any other task, or a process without
 // TF_CONFIG, is refused, naming why.

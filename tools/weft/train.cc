@@ -47,6 +47,7 @@ struct TrainFlags {
   std::string strategy = "default", mixed_precision = "off";
   std::string ps_mode = "async";
   std::string variable_partitioner;  // empty: each variable whole on one ps task
+  int64_t max_staleness = -1;        // -1: the strategy's default
   int replicas = 1;
   bool deterministic = false, quiet = false;
   int micro_batches = 0;  // 0: config::kDefaultMicroBatches
@@ -120,6 +121,9 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
       << "--ps-mode " << f.ps_mode << " needs --strategy parameter_server";
   WEFT_CHECK(f.variable_partitioner.empty() || f.strategy == "parameter_server", InvalidArgument)
       << "--variable-partitioner needs --strategy parameter_server";
+  WEFT_CHECK(f.max_staleness < 0 || (f.strategy == "parameter_server" && f.ps_mode == "async"),
+             InvalidArgument)
+      << "--max-staleness needs --strategy parameter_server with --ps-mode async";
   if (f.strategy == "default") return distribute::Strategy();
   if (f.strategy == "parameter_server") {
     // What is not built for parameter-server training is refused before the cluster meets.
@@ -128,6 +132,7 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
            "scale would have to be shared by every worker (bf16 needs none)";
     distribute::ParameterServerOptions options;
     options.synchronous = f.ps_mode == "sync";
+    if (f.max_staleness >= 0) options.max_staleness = f.max_staleness;
     if (!f.variable_partitioner.empty()) {
       options.variable_partitioner = distribute::parse_partitioner(f.variable_partitioner);
     }
@@ -288,6 +293,7 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
         {"transport", strategy.extended().transport()},
         {"ps_tasks", ps ? ps->num_ps() : 0},
         {"ps_mode", ps ? f.ps_mode : ""},
+        {"ps_max_staleness", ps ? nlohmann::json(ps->max_staleness()) : nlohmann::json()},
         {"replicas", strategy.num_replicas_in_sync()},
         {"threads", config::num_threads()},
         {"epochs", f.epochs},
@@ -352,6 +358,11 @@ void add_train(CLI::App& app) {
                   "it ends) or sync (each step's batch cut among the workers, their gradients "
                   "summed and applied once)")
       ->check(one_of({"async", "sync"}));
+  cmd->add_option("--max-staleness", flags->max_staleness,
+                  "with --ps-mode async: the most earlier steps a step may not see (at most this "
+                  "many + 1 steps at once; 0 trains as one process; default 2 x workers - 1)")
+      ->check(in_range(0, 1 << 20))
+      ->default_str("");
   cmd->add_option("--variable-partitioner", flags->variable_partitioner,
                   "with --strategy parameter_server: cut variables along axis 0 into shards on "
                   "the ps tasks: fixed:N, min_size:BYTES[:MAX_SHARDS] or "

@@ -82,8 +82,10 @@ train::History fit_on_parameter_servers(
   const distribute::RemoteFunction train_step{kTrainStep};
   const bool sync = strategy.synchronous();
   const int64_t workers = coordinator.num_workers();
-  // Asynchronous: two steps per worker in flight. Synchronous: one step, on every worker.
-  const std::size_t window = sync ? 1 : 2 * static_cast<std::size_t>(workers);
+  // Asynchronous: max_staleness + 1 steps in flight (by default two per worker), so that every
+  // step up to max_staleness + 1 before a step is applied when it starts. Synchronous: one step,
+  // on every worker.
+  const std::size_t window = static_cast<std::size_t>(strategy.max_staleness()) + 1;
   std::vector<train::Callback> callbacks = options.callbacks;
   if (options.verbose > 0) callbacks.push_back(train::ProgbarLogger(options.verbose));
   FitCallbacks fit_callbacks(callbacks, &model, options.epochs, steps, reader.kept());

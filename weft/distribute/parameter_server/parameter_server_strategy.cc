@@ -46,6 +46,14 @@ class ParameterServerImpl : public StrategyImpl {
            "type \""
         << type_ << "\"";
     task_ = type_ + ":" + std::to_string(resolver.task_id());
+    if (options_.max_staleness) {
+      WEFT_CHECK(*options_.max_staleness >= 0, InvalidArgument)
+          << "ParameterServerStrategy: max_staleness must be at least 0, got "
+          << *options_.max_staleness;
+      WEFT_CHECK(!options_.synchronous, InvalidArgument)
+          << "ParameterServerStrategy: max_staleness bounds asynchronous training; synchronous "
+             "steps always read the last step's values";
+    }
     for (const char* job : {"chief", "worker", "ps"}) {
       for (int i = 0; i < cluster.num_tasks(job); ++i) {
         std::string name = std::string(job) + ":" + std::to_string(i);
@@ -179,6 +187,10 @@ class ParameterServerImpl : public StrategyImpl {
   }
   const ps::ServiceOptions& service_options() const { return service_options_; }
   bool synchronous() const { return options_.synchronous; }
+  int64_t max_staleness() const {
+    if (options_.synchronous) return 0;
+    return options_.max_staleness.value_or(2 * static_cast<int64_t>(workers_.size()) - 1);
+  }
 
  private:
   // Where a new variable goes: its shards (one without a partitioner, or for a scalar), each on
@@ -267,6 +279,7 @@ std::vector<std::pair<std::string, std::string>> ParameterServerStrategy::ps_tas
   return ps_impl_of(*this).ps_tasks();
 }
 bool ParameterServerStrategy::synchronous() const { return ps_impl_of(*this).synchronous(); }
+int64_t ParameterServerStrategy::max_staleness() const { return ps_impl_of(*this).max_staleness(); }
 void ParameterServerStrategy::join() const { ps_impl_of(*this).join(); }
 const parameter_server::ServiceOptions& ParameterServerStrategy::service_options() const {
   return ps_impl_of(*this).service_options();

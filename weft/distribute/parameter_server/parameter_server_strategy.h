@@ -20,6 +20,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,13 @@ struct ParameterServerOptions {
   // batch is cut among the workers, their gradients summed on the ps tasks and applied once,
   // and the next step starts from the values it left.
   bool synchronous = false;
+  // Asynchronous fit: the most earlier steps whose updates a step may not see when it reads the
+  // variables (SSP's staleness bound): fit runs at most max_staleness + 1 steps at once, so every
+  // step up to max_staleness + 1 before it has been applied when it starts. 0 trains as one
+  // process would, one step at a time. None: 2 x workers - 1 (two steps per worker in flight;
+  // TensorFlow sets no bound). InvalidArgument below 0, or with `synchronous` (whose steps
+  // always read the last step's values).
+  std::optional<int64_t> max_staleness{};
 };
 
 class ParameterServerStrategy : public Strategy {
@@ -68,6 +77,9 @@ class ParameterServerStrategy : public Strategy {
   std::vector<std::pair<std::string, std::string>> ps_tasks() const;
   // ParameterServerOptions::synchronous.
   bool synchronous() const;
+  // The staleness bound fit keeps (ParameterServerOptions::max_staleness, or its default; 0 when
+  // synchronous).
+  int64_t max_staleness() const;
   // The cluster token and TLS files the tasks' services take.
   const parameter_server::ServiceOptions& service_options() const;
   // On a worker or ps task: serves until the chief has finished (it returns) or failed

@@ -299,6 +299,20 @@ TEST(ParameterServerStrategy, AClusterWithoutPsTasksOrAStrangersTaskIsRefused) {
       R"({"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"], "ps": ["127.0.0.1:3"],
           "evaluator": ["127.0.0.1:4"]}, "task": {"type": "evaluator", "index": 0}})");
   EXPECT_THROW(ParameterServerStrategy(evaluator, options()), InvalidArgument);
+  // A staleness bound below 0, or for synchronous training, is refused before anything starts.
+  auto chief = cluster_resolver::TFConfigClusterResolver::from_json(
+      R"({"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"], "ps": ["127.0.0.1:3"]},
+          "task": {"type": "chief", "index": 0}})");
+  ParameterServerOptions bad = options();
+  bad.max_staleness = -1;
+  EXPECT_THAT([&] { ParameterServerStrategy strategy(chief, bad); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  HasSubstr("max_staleness must be at least 0, got -1")));
+  bad.max_staleness = 2;
+  bad.synchronous = true;
+  EXPECT_THAT([&] { ParameterServerStrategy strategy(chief, bad); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  HasSubstr("max_staleness bounds asynchronous training")));
 }
 
 // The chief's failure reaches a worker waiting in join(), naming the chief.
