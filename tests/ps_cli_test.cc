@@ -419,6 +419,19 @@ TEST_F(PsCli, MaxStalenessZeroTrainsAsOneProcessBitForBit) {
   EXPECT_EQ(ps0["ps_max_staleness"], 0);
   EXPECT_EQ(ps["ps_max_staleness"], 3);
   EXPECT_TRUE(one["ps_max_staleness"].is_null()) << one.dump();
+  // Staleness as measured: the updates applied between a step's start and its own. None at 0; at
+  // most the bound's earlier steps plus as many later ones otherwise, over every step.
+  EXPECT_EQ(ps0["ps_staleness"]["steps_by_staleness"], nlohmann::json({{"0", 8}}));
+  EXPECT_EQ(ps0["ps_staleness"]["max"], 0);
+  int64_t steps = 0;
+  for (const auto& [stale, n] : ps["ps_staleness"]["steps_by_staleness"].items()) {
+    EXPECT_LE(std::stoi(stale), 2 * 3) << ps.dump();
+    steps += n.get<int64_t>();
+  }
+  EXPECT_EQ(steps, 8) << ps.dump();
+  EXPECT_LE(ps["ps_staleness"]["max"].get<int64_t>(), 2 * 3) << ps.dump();
+  // Two workers, up to four steps at once: some step's values missed another's update.
+  EXPECT_GE(ps["ps_staleness"]["max"].get<int64_t>(), 1) << ps.dump();
 
   r = shell(weft + train + (dir_ / "x.json").string() +
             " --strategy parameter_server --ps-mode sync --max-staleness 2");

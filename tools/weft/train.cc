@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <tuple>
@@ -78,12 +79,31 @@ double model_lr(const std::string& model) {
   return 1e-3;
 }
 
-// Counts the examples fit() trains on, for train_examples_per_sec.
+// Counts the examples fit() trains on, for train_examples_per_sec, and how many steps had each
+// staleness (parameter servers: updates applied between a step's start and its own).
 class ExampleCounter : public train::CallbackImpl {
  public:
-  void on_train_batch_end(int64_t, const train::Logs&) override { examples += batch_examples_; }
+  void on_train_batch_end(int64_t, const train::Logs&) override {
+    examples += batch_examples_;
+    ++staleness[batch_staleness_];
+  }
   int64_t examples = 0;
+  std::map<int64_t, int64_t> staleness;
 };
+
+// --metrics-json's ps_staleness: steps by staleness, their mean and the largest.
+nlohmann::json staleness_summary(const std::map<int64_t, int64_t>& steps) {
+  nlohmann::json histogram = nlohmann::json::object();
+  int64_t n = 0, sum = 0;
+  for (const auto& [stale, count] : steps) {
+    histogram[std::to_string(stale)] = count;
+    n += count;
+    sum += stale * count;
+  }
+  return {{"steps_by_staleness", histogram},
+          {"mean", n > 0 ? static_cast<double>(sum) / static_cast<double>(n) : 0.0},
+          {"max", steps.empty() ? 0 : steps.rbegin()->first}};
+}
 
 // --lr-schedule cosine takes the rate from --lr down to 0 over the whole run (Keras's CosineDecay).
 // With a constant rate the third epoch's test accuracy varies by over a point from seed to seed
@@ -294,6 +314,7 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
         {"ps_tasks", ps ? ps->num_ps() : 0},
         {"ps_mode", ps ? f.ps_mode : ""},
         {"ps_max_staleness", ps ? nlohmann::json(ps->max_staleness()) : nlohmann::json()},
+        {"ps_staleness", ps ? staleness_summary(counter->staleness) : nlohmann::json()},
         {"replicas", strategy.num_replicas_in_sync()},
         {"threads", config::num_threads()},
         {"epochs", f.epochs},

@@ -61,6 +61,10 @@ class CallbackImpl {
   // it: a parameter-server fit runs several steps at once; fit() on one worker or a mirrored
   // cluster, one (0).
   void set_steps_in_flight(int64_t n) { steps_in_flight_ = n; }
+  // How many other steps' updates were applied between the start of the step just trained and
+  // its own (RemoteValue::staleness), set by fit() before on_train_batch_end: a parameter-server
+  // fit's asynchronous steps may read values that miss as many; elsewhere 0.
+  void set_batch_staleness(int64_t n) { batch_staleness_ = n; }
   // Whether it waits for a batch end with no later step in flight, to save the training state
   // there (BackupAndRestore): a fit that runs several steps at once starts no more until then.
   virtual bool wants_quiet_point() const { return false; }
@@ -70,6 +74,7 @@ class CallbackImpl {
  protected:
   int64_t batch_examples_ = 0;
   int64_t steps_in_flight_ = 0;
+  int64_t batch_staleness_ = 0;
   data::Dataset::Iterator* iterator_ = nullptr;
   Model* model_ = nullptr;
   int epochs_ = 0;

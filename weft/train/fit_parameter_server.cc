@@ -140,8 +140,10 @@ train::History fit_on_parameter_servers(
       throw;
     }
     logs = merge_logs(m, m.train_loss, parts);
+    const int64_t staleness = sync ? 0 : p.parts[0].staleness();
     for (const train::Callback& c : callbacks) {
       c.impl().set_batch_examples(p.examples);
+      c.impl().set_batch_staleness(staleness);
       c.impl().set_steps_in_flight(static_cast<int64_t>(running.size()));
       c.impl().on_train_batch_end(p.step, logs);
     }

@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -55,14 +56,17 @@ struct ClosureState {
   std::vector<Tensor> outputs;
   std::optional<Failure> failure;
   uint64_t staged_run = 0;  // without commit: the run whose updates stay staged (0: none)
+  int64_t staleness = -1;   // RemoteValue::staleness
 
-  void finish(Status s, std::vector<Tensor> out, std::optional<Failure> f, uint64_t run = 0) {
+  void finish(Status s, std::vector<Tensor> out, std::optional<Failure> f, uint64_t run = 0,
+              int64_t stale = -1) {
     {
       std::lock_guard lock(mu);
       status = s;
       outputs = std::move(out);
       failure = std::move(f);
       staged_run = run;
+      staleness = stale;
     }
     cv.notify_all();
   }
@@ -99,6 +103,12 @@ bool RemoteValue::ready() const {
   if (state_ == nullptr) return false;
   std::lock_guard lock(state_->mu);
   return state_->status != internal::ClosureState::Status::kQueued;
+}
+
+int64_t RemoteValue::staleness() const {
+  if (state_ == nullptr) return -1;
+  std::lock_guard lock(state_->mu);
+  return state_->staleness;
 }
 
 class ClusterCoordinator::Impl {
@@ -304,14 +314,15 @@ class ClusterCoordinator::Impl {
       std::vector<Tensor> outputs;
       internal::Failure error;
       uint64_t staged_run = 0;
-      Ran ran = run_on(index, *c, &outputs, &error, &staged_run);
+      int64_t staleness = -1;
+      Ran ran = run_on(index, *c, &outputs, &error, &staged_run, &staleness);
       bool requeued = false;
       {
         std::lock_guard lock(mu_);
         --inflight_;
         if (ran == Ran::kDone) {
           c->finish(internal::ClosureState::Status::kDone, std::move(outputs), std::nullopt,
-                    staged_run);
+                    staged_run, staleness);
         } else if (ran == Ran::kFunctionFailed) {
           fail(c, error);
         } else if (stopping_ || error_) {
@@ -332,7 +343,7 @@ class ClusterCoordinator::Impl {
 
   // Runs closure `c` on worker `index`, first making the per-worker values it takes there.
   Ran run_on(size_t index, const internal::ClosureState& c, std::vector<Tensor>* outputs,
-             internal::Failure* error, uint64_t* staged_run) {
+             internal::Failure* error, uint64_t* staged_run, int64_t* staleness) {
     Worker& w = *workers_[index];
     pb::RunClosureRequest request;
     request.set_function(c.function);
@@ -362,6 +373,7 @@ class ClusterCoordinator::Impl {
       ctx.AddMetadata(distribute::internal::kTokenMetadataKey, options_.service.token);
       ctx.set_deadline(SystemClock::now() + options_.closure_timeout);
       if (!begin_call(w, &ctx)) return Ran::kWorkerLost;
+      const int64_t applied_before = commits_.load();
       grpc::Status status = w.stub->RunClosure(&ctx, request, &response);
       end_call(w);
       if (status.ok()) {
@@ -379,6 +391,7 @@ class ClusterCoordinator::Impl {
           // commit_together).
           if (c.commit) {
             for (auto& ps : ps_) ps->commit(run);
+            *staleness = commits_++ - applied_before;
           } else {
             *staged_run = run;
           }
@@ -510,6 +523,7 @@ class ClusterCoordinator::Impl {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::unique_ptr<parameter_server::ParameterServerClient>> ps_;
   parameter_server::internal::UniqueIds run_ids_;  // the id each run stages its updates under
+  std::atomic<int64_t> commits_{0};  // closures whose updates were applied (RemoteValue::staleness)
 
   std::mutex mu_;
   std::condition_variable cv_;

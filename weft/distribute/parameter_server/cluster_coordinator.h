@@ -49,6 +49,10 @@ class RemoteValue {
   std::vector<Tensor> get() const { return fetch(); }
   // Whether fetch() would return (or throw) without waiting.
   bool ready() const;
+  // Once the closure has run and its updates were applied (scheduled with commit): how many
+  // other closures' updates were applied between the start of its run and its own, at least as
+  // many as the values it read missed (asynchronous SGD's staleness). -1 otherwise.
+  int64_t staleness() const;
 
  private:
   friend class ClusterCoordinator;
