@@ -140,8 +140,9 @@ int self_launch(const BenchFlags& f, const std::vector<std::string>& self_args) 
   const std::string program = self_program();
   std::string command;
   if (collective::mpi_available() && std::system("command -v mpirun > /dev/null 2>&1") == 0) {
-    command = "mpirun --oversubscribe --bind-to core:overload-allowed -np " + std::to_string(f.workers) +
-              (::geteuid() == 0 ? " --allow-run-as-root" : "") + " " + program;
+    command = "mpirun --oversubscribe --bind-to core:overload-allowed -np " +
+              std::to_string(f.workers) + (::geteuid() == 0 ? " --allow-run-as-root" : "") + " " +
+              program;
   } else {
     command = program + " launch -n " + std::to_string(f.workers) + " -- " + program;
   }
