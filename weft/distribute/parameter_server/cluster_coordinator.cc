@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -390,7 +391,7 @@ class ClusterCoordinator::Impl {
           // What the closure staged on the parameter servers is applied (or left staged, for
           // commit_together).
           if (c.commit) {
-            for (auto& ps : ps_) ps->commit(run);
+            commit_where_staged(run, response.staged_on());
             *staleness = commits_++ - applied_before;
           } else {
             *staged_run = run;
@@ -437,6 +438,20 @@ class ClusterCoordinator::Impl {
     note_incarnation(w, reply.incarnation());
     w.made.insert(id);
     return Ran::kDone;
+  }
+
+  // Applies what run `run` staged on the ps tasks `staged_on` names (none: nothing to apply). One
+  // after another: at once, on threads of their own, trained no faster on 2 vCPUs (the MLP,
+  // weft bench ps: 7 557-8 743 against 8 335-8 928 examples/s).
+  void commit_where_staged(uint64_t run,
+                           const google::protobuf::RepeatedPtrField<std::string>& staged_on) {
+    std::vector<parameter_server::ParameterServerClient*> where;
+    for (auto& ps : ps_) {
+      if (std::find(staged_on.begin(), staged_on.end(), ps->task()) != staged_on.end()) {
+        where.push_back(ps.get());
+      }
+    }
+    for (auto* ps : where) ps->commit(run);
   }
 
   // Drops what run `run` staged on the parameter servers (its closure failed or its worker was

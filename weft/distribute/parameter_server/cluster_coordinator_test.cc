@@ -114,6 +114,26 @@ TEST(ClusterCoordinator, ClosuresRunOnTheWorkersWithTheirOwnPerWorkerIterators) 
   EXPECT_EQ(workers.services[0]->closures_run() + workers.services[1]->closures_run(), 40);
 }
 
+// A closure commits only on the ps tasks it staged updates on, which its worker names: one that
+// staged none commits nowhere, so a ps task it does not use may be down (here ps:0's address,
+// where nothing serves). Its staleness counts the other closures' updates: none here.
+TEST(ClusterCoordinator, AClosureCommitsOnlyWhereItStagedUpdates) {
+  Workers workers;
+  ReservedLocalPorts reserved(1);
+  ClusterCoordinator coordinator(workers.addresses(), coordinator_options(),
+                                 {{"ps:0", reserved.address(0)}});
+  RemoteFunction answer = register_function(
+      "test/forty_two", [](const ClosureArgs&) { return std::vector<Tensor>{ms(42)}; });
+  std::vector<RemoteValue> results;
+  for (int i = 0; i < 3; ++i) results.push_back(coordinator.schedule(answer));
+  coordinator.join();
+  for (const RemoteValue& r : results) {
+    EXPECT_EQ(r.fetch()[0].item<int64_t>(), 42);
+    EXPECT_GE(r.staleness(), 0);
+    EXPECT_LE(r.staleness(), 2);
+  }
+}
+
 TEST(ClusterCoordinator, TheFirstErrorIsRaisedAtJoinAfterTheQueuedClosuresAreCancelled) {
   Workers workers;
   ClusterCoordinator coordinator(workers.addresses(), coordinator_options());

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "weft/core/errors.h"
@@ -17,6 +18,7 @@ struct Closure {
   uint64_t id = 0;
   std::set<const RemoteVariable*> pulled;
   std::map<const RemoteVariable*, uint32_t> steps;
+  std::set<std::string> staged_on;  // the ps tasks it pushed to
 };
 
 // Null outside a closure.
@@ -26,12 +28,16 @@ thread_local Closure* snapshot = nullptr;
 
 SnapshotScope::SnapshotScope(uint64_t closure_id) {
   WEFT_ASSERT(snapshot == nullptr) << "snapshot scopes do not nest";
-  snapshot = new Closure{closure_id, {}, {}};
+  snapshot = new Closure{closure_id, {}, {}, {}};
 }
 
 SnapshotScope::~SnapshotScope() {
   delete snapshot;
   snapshot = nullptr;
+}
+
+std::vector<std::string> SnapshotScope::staged_on() const {
+  return {snapshot->staged_on.begin(), snapshot->staged_on.end()};
 }
 
 void RemoteVariable::create() const {
@@ -104,6 +110,7 @@ void RemoteVariable::push_pieces(uint64_t closure_id, PushKind kind, const Tenso
     std::memcpy(piece.raw_data(), static_cast<const char*>(whole.raw_data()) + s.offset,
                 s.spec.bytes());
     s.ps->push(closure_id, kind, {s.spec}, {piece}, step);
+    if (snapshot != nullptr && snapshot->id == closure_id) snapshot->staged_on.insert(s.ps->task());
   }
 }
 

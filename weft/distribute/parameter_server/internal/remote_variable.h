@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "weft/autodiff/variable.h"
@@ -75,6 +76,8 @@ class SnapshotScope {
  public:
   explicit SnapshotScope(uint64_t closure_id);
   ~SnapshotScope();
+  // The ps tasks (task names) the closure has staged updates on so far.
+  std::vector<std::string> staged_on() const;
   SnapshotScope(const SnapshotScope&) = delete;
   SnapshotScope& operator=(const SnapshotScope&) = delete;
 };
