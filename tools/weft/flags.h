@@ -4,6 +4,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +29,19 @@ CLI::Validator epoch_or_steps();
 
 // CLI11 reports a failed check as "<flag>: <message>"; weft prints "<flag> <message>".
 std::string validation_message(const std::string& cli11_message);
+
+// What a cluster command's --startup-timeout (seconds; 0: the strategy's default) and --tls-*
+// (PEM files; empty: none) set in a strategy's options (MultiWorkerOptions,
+// ParameterServerOptions): weft train and weft server take them alike.
+template <typename Options>
+void set_cluster_options(double startup_timeout, const std::string& tls_cert,
+                         const std::string& tls_key, const std::string& tls_ca, Options& options) {
+  if (startup_timeout > 0) {
+    options.startup_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(startup_timeout * 1000));
+  }
+  options.coordination.tls = {tls_cert, tls_key, tls_ca};
+}
 
 // --threads for a subcommand: more threads than the cores this process may run on wait on each
 // other (about 2x slower on 2 cores), so the count is capped at the cores, with one warning.

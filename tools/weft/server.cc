@@ -46,11 +46,8 @@ void add_server(CLI::App& app) {
         << ", which runs the program itself (its functions are registered by name: weft train "
            "--strategy parameter_server, or your own)";
     distribute::ParameterServerOptions options;
-    if (flags->startup_timeout > 0) {
-      options.startup_timeout =
-          std::chrono::milliseconds(static_cast<int64_t>(flags->startup_timeout * 1000));
-    }
-    options.coordination.tls = {flags->tls_cert, flags->tls_key, flags->tls_ca};
+    set_cluster_options(flags->startup_timeout, flags->tls_cert, flags->tls_key, flags->tls_ca,
+                        options);
     // As weft train's ps tasks: a preempted chief backs up through this task before it ends it.
     std::signal(SIGTERM, SIG_IGN);
     distribute::ParameterServerStrategy strategy(resolver, options);

@@ -119,17 +119,6 @@ optim::Optimizer build_optimizer(const TrainFlags& f, int64_t total_steps) {
   return optim::Adam({.learning_rate = lr});
 }
 
-// What both cluster strategies take from the flags: how long the cluster may take to meet, and
-// the control plane's TLS.
-template <typename Options>
-void set_cluster_options(const TrainFlags& f, Options& options) {
-  if (f.startup_timeout > 0) {
-    options.startup_timeout =
-        std::chrono::milliseconds(static_cast<int64_t>(f.startup_timeout * 1000));
-  }
-  options.coordination.tls = {f.tls_cert, f.tls_key, f.tls_ca};
-}
-
 // The strategy the model is made and trained under: --strategy mirrored puts --replicas replicas
 // on as many logical CPU devices; multi_worker joins the cluster TF_CONFIG describes, with
 // --replicas replicas in this process (weft launch --replicas-per-worker sets the default).
@@ -156,7 +145,7 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
     if (!f.variable_partitioner.empty()) {
       options.variable_partitioner = distribute::parse_partitioner(f.variable_partitioner);
     }
-    set_cluster_options(f, options);
+    set_cluster_options(f.startup_timeout, f.tls_cert, f.tls_key, f.tls_ca, options);
     return distribute::ParameterServerStrategy(
         distribute::cluster_resolver::TFConfigClusterResolver{}, options);
   }
@@ -164,7 +153,7 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
     distribute::MultiWorkerOptions options;
     options.replicas_per_worker = f.replicas;
     options.communication.timeout_seconds = f.collective_timeout;
-    set_cluster_options(f, options);
+    set_cluster_options(f.startup_timeout, f.tls_cert, f.tls_key, f.tls_ca, options);
     if (!f.data_ports.empty()) {
       std::tie(options.first_data_port, options.last_data_port) = cli::ports_of(f.data_ports);
     }
