@@ -42,8 +42,12 @@ class PsCli : public testing::Test {
     return shell("timeout 120 " + std::string(WEFT_BINARY_DIR) + "/weft launch " + launch_args +
                  " -- sh " + script.string());
   }
+  // How a job recovers from its tasks' loss: without a backup (the others go on), by restarting
+  // the whole cluster from its backup, or by rolling the variables back to the backup in the
+  // same run (a ps task lost).
+  enum class Recovery { kGoOn, kClusterRestart, kRollBack };
   Result expect_exactly_once_after_killing(const std::vector<std::string>& victims,
-                                           const std::string& launch_args, bool from_backup,
+                                           const std::string& launch_args, Recovery recovery,
                                            int batch_size = 64);
   static int count(const std::string& text, const std::string& what) {
     int n = 0;
@@ -216,10 +220,9 @@ TEST_F(PsCli, WeftTrainTrainsOnTheWorkersWithTheVariablesOnThePsTasks) {
 // have finished) and `launch_args`, SIGKILLing each task of `victims` on its first start as soon as
 // a backup exists (a victim started again waits 2 s first). Expects the job to end normally
 // (returns its output) having trained on each example once per epoch, one optimizer step per batch,
-// over every start; with `from_backup`, after the whole cluster restarted from the backup, else
-// without.
+// over every start, recovered as `recovery` says.
 Result PsCli::expect_exactly_once_after_killing(const std::vector<std::string>& victims,
-                                                const std::string& launch_args, bool from_backup,
+                                                const std::string& launch_args, Recovery recovery,
                                                 int batch_size) {
   write_dataset(dir_ / "data", 512, 128);
   const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft";
@@ -253,15 +256,14 @@ Result PsCli::expect_exactly_once_after_killing(const std::vector<std::string>& 
     EXPECT_THAT(r.output, HasSubstr(v + " (pid ")) << r.output;
   }
   EXPECT_THAT(r.output, HasSubstr("exited with status 137")) << r.output;
-  if (from_backup) {
-    EXPECT_THAT(r.output, HasSubstr("restarting every task")) << r.output;
-    EXPECT_THAT(r.output,
-                HasSubstr("[chief:0] weft: restored backup " + (dir_ / "backup").string()))
-        << r.output;
-  } else {
-    EXPECT_THAT(r.output, Not(HasSubstr("restarting every task"))) << r.output;
-    EXPECT_THAT(r.output, Not(HasSubstr("restored backup"))) << r.output;
-  }
+  EXPECT_EQ(count(r.output, "restarting every task"), recovery == Recovery::kClusterRestart ? 1 : 0)
+      << r.output;
+  EXPECT_EQ(count(r.output, "[chief:0] weft: restored backup " + (dir_ / "backup").string()),
+            recovery == Recovery::kGoOn ? 0 : 1)
+      << r.output;
+  EXPECT_EQ(count(r.output, "to roll every variable back to the newest backup"),
+            recovery == Recovery::kRollBack ? 1 : 0)
+      << r.output;
   if (!fs::exists(dir_ / "ps.json")) {
     ADD_FAILURE() << "the job wrote no metrics: " << r.output;
     return r;
@@ -280,7 +282,7 @@ Result PsCli::expect_exactly_once_after_killing(const std::vector<std::string>& 
 // done. Batches of 8 (128 steps) keep the job going for those 2 s.
 TEST_F(PsCli, AWorkerKilledAndStartedAgainRejoinsAndTheJobGoesOn) {
   Result r = expect_exactly_once_after_killing({"worker:1"}, "--ps 2 -n 2 --max-restarts 1",
-                                               /*from_backup=*/false, /*batch_size=*/8);
+                                               Recovery::kGoOn, /*batch_size=*/8);
   EXPECT_THAT(r.output,
               HasSubstr("exited with status 137; starting it again alone (restart 1 of 1)"))
       << r.output;
@@ -290,7 +292,7 @@ TEST_F(PsCli, AWorkerKilledAndStartedAgainRejoinsAndTheJobGoesOn) {
 
 // A worker SIGKILLed and never started again: the other trains the rest.
 TEST_F(PsCli, AWorkerKilledForGoodLeavesTheRestToTheOthers) {
-  Result r = expect_exactly_once_after_killing({"worker:1"}, "--ps 2 -n 2", /*from_backup=*/false);
+  Result r = expect_exactly_once_after_killing({"worker:1"}, "--ps 2 -n 2", Recovery::kGoOn);
   EXPECT_THAT(r.output, HasSubstr("exited with status 137; not started again")) << r.output;
 }
 
@@ -300,20 +302,47 @@ TEST_F(PsCli, AWorkerKilledForGoodLeavesTheRestToTheOthers) {
 // backup this ends with 17 or 18 steps.
 TEST_F(PsCli, AChiefKilledMidTrainingRestartsTheClusterWhichResumesFromItsBackup) {
   expect_exactly_once_after_killing({"chief:0"}, "--ps 2 -n 2 --max-restarts 1",
-                                    /*from_backup=*/true);
+                                    Recovery::kClusterRestart);
 }
 
-// A ps task and a worker SIGKILLed together: the launcher starts each alone again (a restarted
-// PS holds nothing), the chief's next call to it fails naming it, and the chief's failure
-// restarts the cluster from its backup. (Recovering a lost PS without restarting the job is not
-// built; each lone restart may fail once more as the chief's failure reaches it, hence 3.)
-TEST_F(PsCli, APsAndAWorkerKilledTogetherRestartTheJobFromItsBackup) {
-  Result r = expect_exactly_once_after_killing({"ps:1", "worker:1"}, "--ps 2 -n 2 --max-restarts 3",
-                                               /*from_backup=*/true);
-  EXPECT_THAT(r.output,
-              testing::ContainsRegex("\\[chief:0\\] weft: Unavailable: [a-z0-9 ]+: parameter "
-                                     "server ps:1 at 127.0.0.1:[0-9]+ is unreachable"))
+// A ps task and a worker SIGKILLed together: the launcher starts each alone again 2 s later (a
+// restarted PS holds nothing). The chief's fit notices the lost PS, waits for it, creates its
+// variables there again and rolls every variable back to the newest backup, in the same run: the
+// steps after the backup train again, and the job finishes without a restart.
+TEST_F(PsCli, APsAndAWorkerKilledTogetherAreRecoveredWithoutRestartingTheJob) {
+  Result r = expect_exactly_once_after_killing({"ps:1", "worker:1"}, "--ps 2 -n 2 --max-restarts 1",
+                                               Recovery::kRollBack);
+  EXPECT_THAT(r.output, HasSubstr("[chief:0] weft: parameter server ps:1 lost; waiting for it"))
       << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr("not started again"))) << r.output;
+}
+
+// Without a backup there is nothing to roll a lost ps task's variables back to: the chief stops
+// at once, naming the task, and the job's status is the chief's.
+TEST_F(PsCli, APsLostWithoutABackupStopsTheJobNamingIt) {
+  write_dataset(dir_ / "data", 512, 128);
+  const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft";
+  Result r = launch("--ps 2 -n 2",
+                    "ARGS=\"train --strategy parameter_server --dataset $D/data --epochs 3 "
+                    "--batch-size 16\"\n"
+                    "if [ $TASK = chief:0 ]; then exec " +
+                        weft +
+                        " $ARGS > $D/chief.log 2>&1; fi\n"
+                        "if [ $TASK != ps:1 ]; then exec " +
+                        weft + " $ARGS --quiet; fi\n" + weft +
+                        " $ARGS --quiet & pid=$!\n"
+                        "n=0; while ! grep -q 'Epoch 2/3' $D/chief.log 2>/dev/null && [ $n -lt "
+                        "6000 ]; do sleep 0.01; n=$((n + 1)); done\n"
+                        "kill -9 $pid; touch $D/killed_while_training; wait $pid; exit $?\n");
+  std::ifstream in(dir_ / "chief.log");
+  const std::string chief((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(r.status, 0) << r.output << chief;
+  EXPECT_TRUE(fs::exists(dir_ / "killed_while_training")) << r.output;
+  EXPECT_THAT(chief, HasSubstr("fit: parameter server ps:1 was lost, and the variables it held "
+                               "with it; without a backup to roll back to (BackupAndRestore, "
+                               "weft train --backup-dir) training cannot go on"))
+      << r.output << chief;
+  EXPECT_THAT(chief, HasSubstr("ps:1 at 127.0.0.1:")) << chief;  // the failed call's cause
 }
 
 // SIGTERM to weft launch mid-way through training on 2 ps tasks (each variable in 2 shards): the

@@ -86,11 +86,24 @@ UpdateCollector::Suspend::Suspend() : saved_(collector) { collector = nullptr; }
 UpdateCollector::Suspend::~Suspend() { collector = saved_; }
 }  // namespace autodiff
 
-const Tensor& Variable::value() const {
-  WEFT_CHECK(state_ != nullptr, FailedPrecondition) << "use of an uninitialised Variable";
-  if (state_->binding != nullptr) state_->binding->refresh(state_->value);
-  return state_->value;
+namespace {
+// A variable's state, which must exist. What never changes (name, dtype, shape, ...) is read
+// from it directly: a variable that lives elsewhere is not pulled for that.
+template <typename State>
+const State& initialised(const std::shared_ptr<State>& state) {
+  WEFT_CHECK(state != nullptr, FailedPrecondition) << "use of an uninitialised Variable";
+  return *state;
 }
+}  // namespace
+
+const Tensor& Variable::value() const {
+  const State& s = initialised(state_);
+  if (s.binding != nullptr) s.binding->refresh(s.value);
+  return s.value;
+}
+
+DType Variable::dtype() const { return initialised(state_).value.dtype(); }
+const Shape& Variable::shape() const { return initialised(state_).value.shape(); }
 
 bool VariableBinding::stage_gradient(const GradientUpdate&) const { return false; }
 bool VariableBinding::stage_add(const Tensor&) const { return false; }
@@ -114,23 +127,11 @@ const VariableBinding* Variable::binding() const {
 void Variable::written() const {
   if (state_->binding != nullptr) state_->binding->write(state_->value);
 }
-const std::string& Variable::name() const {
-  value();
-  return state_->name;
-}
-bool Variable::trainable() const {
-  value();
-  return state_->trainable;
-}
-VariableAggregation Variable::aggregation() const {
-  value();
-  return state_->aggregation;
-}
+const std::string& Variable::name() const { return initialised(state_).name; }
+bool Variable::trainable() const { return initialised(state_).trainable; }
+VariableAggregation Variable::aggregation() const { return initialised(state_).aggregation; }
 
-const VariableConstraint& Variable::constraint() const {
-  value();
-  return state_->constraint;
-}
+const VariableConstraint& Variable::constraint() const { return initialised(state_).constraint; }
 
 bool Variable::records_change(const Tensor& change) const {
   if (state_->aggregation != VariableAggregation::SUM || collector == nullptr) return false;

@@ -95,8 +95,10 @@ class Variable {
   VariableAggregation aggregation() const;
   // Empty without one.
   const VariableConstraint& constraint() const;
-  DType dtype() const { return value().dtype(); }
-  const Shape& shape() const { return value().shape(); }
+  // A variable's dtype and shape never change (assign keeps them), so these read its own copy:
+  // a variable that lives elsewhere is not pulled for them.
+  DType dtype() const;
+  const Shape& shape() const;
 
   // In-place updates; shapes must match (the update may broadcast), values are cast to dtype().
   // On a replica with an autodiff::UpdateCollector in scope (a strategy's step), an aggregated

@@ -46,7 +46,13 @@ TEST(VariableBinding, ReadsRefreshAndAssignmentsWriteThrough) {
   v.assign_sub(full({3}, 1.0f));  // from the value where it lives
   EXPECT_EQ(remote->value, (std::vector<float>{-1, -1, 0}));
   EXPECT_EQ(remote->writes, 3);
-  EXPECT_GE(remote->refreshes, 5);
+  // The two reads and the two read-modify-writes pulled; assign, and what never changes, do not.
+  EXPECT_EQ(remote->refreshes, 4);
+  EXPECT_EQ(v.name(), "bound");
+  EXPECT_EQ(v.shape(), (Shape{3}));
+  EXPECT_EQ(v.dtype(), kFloat32);
+  EXPECT_TRUE(v.trainable());
+  EXPECT_EQ(remote->refreshes, 4);
 
   try {
     v.bind(remote);

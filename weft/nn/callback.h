@@ -45,8 +45,11 @@ class CallbackImpl {
   // throw.
   virtual void on_train_abort() noexcept {}
   // Where fit() should start (BackupAndRestore resumes); nullopt: where it would anyway.
-  // Called once before on_train_begin, with the model built and set_iterator done.
+  // Called once before on_train_begin, with the model built and set_iterator done, and again
+  // when a parameter-server fit rolls back to the newest backup (it lost a ps task).
   virtual std::optional<ResumePoint> resume_point() { return std::nullopt; }
+  // Whether resume_point() restores saved training state (BackupAndRestore).
+  virtual bool restores_backups() const { return false; }
   // Whether only the chief of a cluster runs it (callbacks that print or write files: progress,
   // checkpoints, TensorBoard, CSV); the other workers' fit leaves it out.
   virtual bool chief_only() const { return false; }

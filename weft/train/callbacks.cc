@@ -412,6 +412,7 @@ class BackupAndRestoreImpl : public CallbackImpl {
     WEFT_CHECK(!save_freq || *save_freq > 0, InvalidArgument)
         << "BackupAndRestore: save_freq must be positive, got " << *save_freq;
   }
+  bool restores_backups() const override { return true; }
   std::optional<ResumePoint> resume_point() override {
     bool restored = checkpoint().restore_latest();
     check_workers_agree(restored ? saves_ : 0);

@@ -7,10 +7,13 @@
 // one closure per worker, each on its slice of the batch, committed together (their gradients
 // summed on the ps tasks) before the next step is scheduled. A step's batch travels with its
 // closure, so a closure run again after its worker was lost trains on the same rows, and only
-// the run that returned is committed: each batch is trained on exactly once.
+// the run that returned is committed: each batch is trained on exactly once. A lost ps task
+// (restarted by weft launch, holding nothing) is waited for, and with a backup (BackupAndRestore)
+// every variable is rolled back to it and the steps after it train again, in this same fit.
 #include "weft/train/internal/fit_parameter_server.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
 
 #include "weft/core/errors.h"
@@ -148,34 +151,87 @@ train::History fit_on_parameter_servers(
       c.impl().on_train_batch_end(p.step, logs);
     }
   };
+  // A step failed: if a ps task was lost (it restarted holding nothing, or cannot be reached),
+  // waits until it is back, creates its variables there again and rolls every variable back to
+  // the newest backup (BackupAndRestore), returning where training goes on; the steps after the
+  // backup train again, and those that committed after it are undone with it. Rethrows `error`
+  // when no ps task was lost.
+  auto recover = [&](const std::exception_ptr& error) -> train::ResumePoint {
+    try {
+      coordinator.join();  // every closure has ended
+    } catch (const Error&) {
+    }
+    for (const Pending& p : running) {
+      if (sync) coordinator.abort_staged(p.parts);
+    }
+    running.clear();
+    const std::vector<std::string> lost = strategy.lost_ps_tasks();
+    if (lost.empty()) std::rethrow_exception(error);
+    std::string names, cause;
+    for (const std::string& t : lost) names += (names.empty() ? "" : ", ") + t;
+    try {
+      std::rethrow_exception(error);
+    } catch (const Error& e) {
+      cause = e.message();
+    }
+    WEFT_CHECK(fit_callbacks.can_roll_back() && reader.kept() != nullptr, Unavailable)
+        << "fit: parameter server " << names
+        << " was lost, and the variables it held with it; without a backup to roll back to "
+           "(BackupAndRestore, weft train --backup-dir) training cannot go on. The step failed "
+           "with: "
+        << cause;
+    std::fprintf(stderr,
+                 "weft: parameter server %s lost; waiting for it to come back, to roll every "
+                 "variable back to the newest backup\n",
+                 names.c_str());
+    strategy.recreate_lost_variables(lost);
+    std::optional<train::ResumePoint> at = fit_callbacks.roll_back(reader);
+    WEFT_CHECK(at.has_value(), Unavailable)
+        << "fit: parameter server " << names
+        << " was lost before the first backup was made; nothing to roll back to. The step "
+           "failed with: "
+        << cause;
+    return *at;
+  };
   fit_callbacks.train_begin(logs);
-  for (int epoch = start.epoch; epoch < options.epochs && !m.stop_training; ++epoch) {
+  int epoch = start.epoch;
+  int64_t first_step = start.step;
+  while (epoch < options.epochs && !m.stop_training) {
     model.reset_metrics();
     for (const train::Callback& c : callbacks) c.impl().on_epoch_begin(epoch, logs);
     reader.begin_epoch();
     logs.clear();
-    int64_t step = epoch == start.epoch ? start.step : 0;
     int64_t trained = 0;
-    while ((!steps || step < *steps) && !m.stop_training) {
-      std::optional<data::Element> batch = reader.next();
-      if (!batch) {
-        WEFT_CHECK(!options.steps_per_epoch, OutOfRange)
-            << "fit: the dataset ran out of data after " << step << " steps of epoch " << epoch
-            << " (steps_per_epoch = " << *options.steps_per_epoch << "); use repeat()";
-        break;
+    std::exception_ptr failed;
+    try {
+      for (int64_t step = first_step; (!steps || step < *steps) && !m.stop_training; ++step) {
+        std::optional<data::Element> batch = reader.next();
+        if (!batch) {
+          WEFT_CHECK(!options.steps_per_epoch, OutOfRange)
+              << "fit: the dataset ran out of data after " << step << " steps of epoch " << epoch
+              << " (steps_per_epoch = " << *options.steps_per_epoch << "); use repeat()";
+          break;
+        }
+        data::Element prepared = prepare(std::move(*batch));
+        for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
+        schedule_step(step, steps ? epoch * *steps + step : unsized_steps++, prepared);
+        ++trained;
+        // A callback may stop training at a step's end: the steps already scheduled still run.
+        while (running.size() >= window ||
+               (!running.empty() && (m.stop_training || quiet_wanted()))) {
+          finish_oldest();
+        }
       }
-      data::Element prepared = prepare(std::move(*batch));
-      for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
-      schedule_step(step, steps ? epoch * *steps + step : unsized_steps++, prepared);
-      ++step;
-      ++trained;
-      // A callback may stop training at a step's end: the steps already scheduled still run.
-      while (running.size() >= window ||
-             (!running.empty() && (m.stop_training || quiet_wanted()))) {
-        finish_oldest();
-      }
+      while (!running.empty()) finish_oldest();
+    } catch (const Error&) {
+      failed = std::current_exception();
     }
-    while (!running.empty()) finish_oldest();
+    if (failed) {
+      const train::ResumePoint at = recover(failed);
+      epoch = at.epoch;
+      first_step = at.step;
+      continue;
+    }
     WEFT_CHECK(trained > 0 || steps, InvalidArgument) << "fit: the training dataset is empty";
     if (options.validation_data) {
       for (const auto& [k, v] : model.evaluate(*options.validation_data)) logs["val_" + k] = v;
@@ -184,6 +240,8 @@ train::History fit_on_parameter_servers(
     for (const train::Callback& c : callbacks) c.impl().on_epoch_end(epoch, logs);
     history.epoch.push_back(epoch);
     for (const auto& [k, v] : logs) history.history[k].push_back(v);
+    ++epoch;
+    first_step = 0;
   }
   fit_callbacks.train_end(logs);
   return history;

@@ -57,16 +57,19 @@ struct ClosureState {
   std::vector<Tensor> outputs;
   std::optional<Failure> failure;
   uint64_t staged_run = 0;  // without commit: the run whose updates stay staged (0: none)
-  int64_t staleness = -1;   // RemoteValue::staleness
+  // ...and the ps tasks it staged them on, each with its incarnation then.
+  std::map<std::string, uint64_t> staged_on;
+  int64_t staleness = -1;  // RemoteValue::staleness
 
   void finish(Status s, std::vector<Tensor> out, std::optional<Failure> f, uint64_t run = 0,
-              int64_t stale = -1) {
+              std::map<std::string, uint64_t> on = {}, int64_t stale = -1) {
     {
       std::lock_guard lock(mu);
       status = s;
       outputs = std::move(out);
       failure = std::move(f);
       staged_run = run;
+      staged_on = std::move(on);
       staleness = stale;
     }
     cv.notify_all();
@@ -178,11 +181,15 @@ class ClusterCoordinator::Impl {
     return r;
   }
 
-  // The runs whose updates `closures` left staged, in order; FailedPrecondition for one that
-  // has not returned or was scheduled with commit.
-  static std::vector<uint64_t> staged_runs(const std::vector<RemoteValue>& closures,
-                                           const char* what) {
-    std::vector<uint64_t> runs;
+  // The runs whose updates `closures` left staged, in order, each with where it staged them;
+  // FailedPrecondition for one that has not returned or was scheduled with commit.
+  struct StagedRun {
+    uint64_t run = 0;
+    std::map<std::string, uint64_t> on;  // ps task → its incarnation
+  };
+  static std::vector<StagedRun> staged_runs(const std::vector<RemoteValue>& closures,
+                                            const char* what) {
+    std::vector<StagedRun> runs;
     for (const RemoteValue& v : closures) {
       WEFT_CHECK(v.state_ != nullptr, FailedPrecondition) << what << ": not made by schedule()";
       const internal::ClosureState& c = *v.state_;
@@ -192,25 +199,39 @@ class ClusterCoordinator::Impl {
           << "') was scheduled to commit by itself";
       WEFT_CHECK(c.status != internal::ClosureState::Status::kQueued, FailedPrecondition)
           << what << ": closure " << c.id << " ('" << c.function << "') has not ended";
-      runs.push_back(c.staged_run);
+      runs.push_back({c.staged_run, c.staged_on});
     }
     return runs;
   }
 
   void commit_together(const std::vector<RemoteValue>& closures) {
-    std::vector<uint64_t> runs = staged_runs(closures, "commit_together");
+    std::vector<StagedRun> runs = staged_runs(closures, "commit_together");
     for (std::size_t i = 0; i < runs.size(); ++i) {
-      WEFT_CHECK(runs[i] != 0, FailedPrecondition)
+      WEFT_CHECK(runs[i].run != 0, FailedPrecondition)
           << "commit_together: closure " << closures[i].state_->id << " did not return";
     }
     if (runs.empty()) return;
-    const std::vector<uint64_t> with(runs.begin() + 1, runs.end());
-    for (auto& ps : ps_) ps->commit(runs[0], with);
+    std::vector<uint64_t> with;
+    for (std::size_t i = 1; i < runs.size(); ++i) with.push_back(runs[i].run);
+    for (auto& ps : ps_) {
+      // The incarnation the closures staged on there (they all pushed to the same one, or the
+      // server restarted between them and holds only the later ones).
+      uint64_t incarnation = 0;
+      for (const StagedRun& r : runs) {
+        auto it = r.on.find(ps->task());
+        if (it == r.on.end()) continue;
+        WEFT_CHECK(incarnation == 0 || incarnation == it->second, Unavailable)
+            << "commit_together: parameter server " << ps->task() << " at " << ps->address()
+            << " restarted while the step's closures staged their updates on it";
+        incarnation = it->second;
+      }
+      ps->commit(runs[0].run, with, incarnation);
+    }
   }
 
   void abort_staged(const std::vector<RemoteValue>& closures) {
-    for (uint64_t run : staged_runs(closures, "abort_staged")) {
-      if (run != 0) abort_run(run);
+    for (const StagedRun& r : staged_runs(closures, "abort_staged")) {
+      if (r.run != 0) abort_run(r.run);
     }
   }
 
@@ -315,15 +336,16 @@ class ClusterCoordinator::Impl {
       std::vector<Tensor> outputs;
       internal::Failure error;
       uint64_t staged_run = 0;
+      std::map<std::string, uint64_t> staged_on;
       int64_t staleness = -1;
-      Ran ran = run_on(index, *c, &outputs, &error, &staged_run, &staleness);
+      Ran ran = run_on(index, *c, &outputs, &error, &staged_run, &staged_on, &staleness);
       bool requeued = false;
       {
         std::lock_guard lock(mu_);
         --inflight_;
         if (ran == Ran::kDone) {
           c->finish(internal::ClosureState::Status::kDone, std::move(outputs), std::nullopt,
-                    staged_run, staleness);
+                    staged_run, std::move(staged_on), staleness);
         } else if (ran == Ran::kFunctionFailed) {
           fail(c, error);
         } else if (stopping_ || error_) {
@@ -344,7 +366,8 @@ class ClusterCoordinator::Impl {
 
   // Runs closure `c` on worker `index`, first making the per-worker values it takes there.
   Ran run_on(size_t index, const internal::ClosureState& c, std::vector<Tensor>* outputs,
-             internal::Failure* error, uint64_t* staged_run, int64_t* staleness) {
+             internal::Failure* error, uint64_t* staged_run,
+             std::map<std::string, uint64_t>* staged_on, int64_t* staleness) {
     Worker& w = *workers_[index];
     pb::RunClosureRequest request;
     request.set_function(c.function);
@@ -390,11 +413,17 @@ class ClusterCoordinator::Impl {
           }
           // What the closure staged on the parameter servers is applied (or left staged, for
           // commit_together).
+          std::map<std::string, uint64_t> staged;
+          for (int i = 0; i < response.staged_on_size(); ++i) {
+            staged[response.staged_on(i)] =
+                i < response.staged_incarnations_size() ? response.staged_incarnations(i) : 0;
+          }
           if (c.commit) {
-            commit_where_staged(run, response.staged_on());
+            commit_where_staged(run, staged);
             *staleness = commits_++ - applied_before;
           } else {
             *staged_run = run;
+            *staged_on = std::move(staged);
           }
         } catch (...) {
           *error = internal::failure_of_current_exception();
@@ -440,18 +469,15 @@ class ClusterCoordinator::Impl {
     return Ran::kDone;
   }
 
-  // Applies what run `run` staged on the ps tasks `staged_on` names (none: nothing to apply). One
-  // after another: at once, on threads of their own, trained no faster on 2 vCPUs (the MLP,
-  // weft bench ps: 7 557-8 743 against 8 335-8 928 examples/s).
-  void commit_where_staged(uint64_t run,
-                           const google::protobuf::RepeatedPtrField<std::string>& staged_on) {
-    std::vector<parameter_server::ParameterServerClient*> where;
+  // Applies what run `run` staged on the ps tasks `staged_on` names (none: nothing to apply), on
+  // the incarnation of each it staged on. One after another: at once, on threads of their own,
+  // trained no faster on 2 vCPUs (the MLP, weft bench ps: 7 557-8 743 against 8 335-8 928
+  // examples/s).
+  void commit_where_staged(uint64_t run, const std::map<std::string, uint64_t>& staged_on) {
     for (auto& ps : ps_) {
-      if (std::find(staged_on.begin(), staged_on.end(), ps->task()) != staged_on.end()) {
-        where.push_back(ps.get());
-      }
+      auto it = staged_on.find(ps->task());
+      if (it != staged_on.end()) ps->commit(run, {}, it->second);
     }
-    for (auto* ps : where) ps->commit(run);
   }
 
   // Drops what run `run` staged on the parameter servers (its closure failed or its worker was

@@ -1,5 +1,6 @@
 #include "weft/distribute/parameter_server/parameter_server_strategy.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <future>
@@ -8,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <thread>
 
 #include "weft/autodiff/tape.h"
 #include "weft/core/errors.h"
@@ -142,6 +144,7 @@ class ParameterServerImpl : public StrategyImpl {
           if (type_ == "chief") {
             binding->create();
             binding->write(v.value());
+            made_.push_back(binding);
           } else {
             // Its first read (building a model reads its variables) waits for the chief's value.
             binding->wait_until_readable(options_.startup_timeout);
@@ -186,6 +189,48 @@ class ParameterServerImpl : public StrategyImpl {
     return out;
   }
   const ps::ServiceOptions& service_options() const { return service_options_; }
+
+  std::vector<std::string> lost_ps_tasks() const {
+    check_chief("lost_ps_tasks");
+    std::vector<std::string> lost;
+    for (const auto& ps : ps_clients_) {
+      try {
+        if (!holds_its_variables(*ps)) lost.push_back(ps->task());
+      } catch (const Error&) {
+        lost.push_back(ps->task());  // it cannot be reached
+      }
+    }
+    return lost;
+  }
+
+  void recreate_lost_variables(const std::vector<std::string>& tasks) const {
+    check_chief("recreate_lost_variables");
+    const auto deadline = std::chrono::steady_clock::now() + options_.startup_timeout;
+    for (const auto& ps : ps_clients_) {
+      if (std::find(tasks.begin(), tasks.end(), ps->task()) == tasks.end()) continue;
+      std::string why;
+      for (;;) {
+        try {
+          if (holds_its_variables(*ps)) break;
+          std::lock_guard lock(creating_);
+          for (const auto& v : made_) {
+            if (!v->held_on(*ps)) v->create_on(*ps);
+          }
+          break;
+        } catch (const Unavailable& e) {
+          why = e.message();
+        } catch (const DeadlineExceeded& e) {
+          why = e.message();
+        }
+        WEFT_CHECK(std::chrono::steady_clock::now() < deadline, DeadlineExceeded)
+            << "parameter server " << ps->task() << " at " << ps->address()
+            << " did not come back within " << options_.startup_timeout.count()
+            << " ms (the startup timeout): " << why;
+        std::this_thread::sleep_for(milliseconds(100));
+      }
+    }
+  }
+
   bool synchronous() const { return options_.synchronous; }
   int64_t max_staleness() const {
     if (options_.synchronous) return 0;
@@ -193,6 +238,20 @@ class ParameterServerImpl : public StrategyImpl {
   }
 
  private:
+  void check_chief(const char* what) const {
+    WEFT_CHECK(type_ == "chief", FailedPrecondition)
+        << "ParameterServerStrategy::" << what << " is the chief's; this is " << task_;
+  }
+  // Whether `ps` holds every variable the chief made on it; Unavailable when it cannot be
+  // reached.
+  bool holds_its_variables(ps::ParameterServerClient& ps) const {
+    std::lock_guard lock(creating_);
+    for (const auto& v : made_) {
+      if (!v->held_on(ps)) return false;
+    }
+    return true;
+  }
+
   // Where a new variable goes: its shards (one without a partitioner, or for a scalar), each on
   // the next ps task round-robin, numbered in creation order (the same on every task).
   std::vector<ps::internal::RemoteVariable::Shard> place(const VariableArgs& args) const {
@@ -248,6 +307,8 @@ class ParameterServerImpl : public StrategyImpl {
   std::vector<std::shared_ptr<ps::ParameterServerClient>> ps_clients_;
   std::shared_ptr<ps::internal::UniqueIds> write_ids_;
   mutable std::mutex creating_;
+  // The chief's: the variables it made on the ps tasks, in creation order (under creating_).
+  mutable std::vector<std::shared_ptr<ps::internal::RemoteVariable>> made_;
   mutable uint64_t next_id_ = 0;
   mutable size_t next_ps_ = 0;
 };
@@ -281,6 +342,12 @@ std::vector<std::pair<std::string, std::string>> ParameterServerStrategy::ps_tas
 bool ParameterServerStrategy::synchronous() const { return ps_impl_of(*this).synchronous(); }
 int64_t ParameterServerStrategy::max_staleness() const { return ps_impl_of(*this).max_staleness(); }
 void ParameterServerStrategy::join() const { ps_impl_of(*this).join(); }
+std::vector<std::string> ParameterServerStrategy::lost_ps_tasks() const {
+  return ps_impl_of(*this).lost_ps_tasks();
+}
+void ParameterServerStrategy::recreate_lost_variables(const std::vector<std::string>& tasks) const {
+  ps_impl_of(*this).recreate_lost_variables(tasks);
+}
 const parameter_server::ServiceOptions& ParameterServerStrategy::service_options() const {
   return ps_impl_of(*this).service_options();
 }

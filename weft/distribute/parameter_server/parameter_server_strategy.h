@@ -85,6 +85,15 @@ class ParameterServerStrategy : public Strategy {
   // On a worker or ps task: serves until the chief has finished (it returns) or failed
   // (Unavailable naming it). FailedPrecondition on the chief.
   void join() const;
+
+  // On the chief, after a call failed: the ps tasks that cannot be reached now or that no longer
+  // hold the variables made on them (they restarted, holding nothing), in order.
+  std::vector<std::string> lost_ps_tasks() const;
+  // On the chief: waits until each of `tasks` answers (at most startup_timeout; DeadlineExceeded
+  // naming it), then creates there again the variables made on it that it no longer holds, with
+  // their optimizer slots. They hold no value until assigned: restore them (a parameter-server
+  // fit restores its backup) before they are read.
+  void recreate_lost_variables(const std::vector<std::string>& tasks) const;
 };
 
 }  // namespace weft::distribute

@@ -166,10 +166,11 @@ class ParameterServerClient::Impl {
     }
   }
 
-  bool commit(uint64_t closure_id, const std::vector<uint64_t>& with) {
+  bool commit(uint64_t closure_id, const std::vector<uint64_t>& with, uint64_t incarnation) {
     pb::CommitRequest request;
     request.set_closure_id(closure_id);
     for (uint64_t id : with) request.add_with(id);
+    request.set_incarnation(incarnation);
     pb::CommitResponse reply;
     auto ctx = context();
     grpc::Status status = stub_->Commit(ctx.get(), request, &reply);
@@ -199,22 +200,15 @@ class ParameterServerClient::Impl {
     return ctx;
   }
 
-  // Throws for a failed call; notices a restart of the server (a new incarnation) even when the
-  // call succeeded, since what it holds is then gone.
+  // Throws for a failed call; records the server's incarnation. A restart alone is no error here:
+  // what the server held is gone, so a call that needs it is refused (NOT_FOUND, or a commit
+  // that names the incarnation its updates were staged on), and a parameter-server fit restores
+  // it (ParameterServerStrategy::recreate_lost_variables) before any other call.
   void check(const grpc::Status& status, const std::string& what, uint64_t incarnation) {
     const std::string server = "parameter server " + task_ + " at " + address_;
     if (status.ok()) {
-      uint64_t was;
-      {
-        std::lock_guard lock(mu_);
-        was = incarnation_;
-        incarnation_ = incarnation;
-      }
-      if (was != 0 && was != incarnation) {
-        throw Unavailable(what + ": " + server +
-                          " restarted (a new incarnation): it holds none of the variables it was "
-                          "given before");
-      }
+      std::lock_guard lock(mu_);
+      incarnation_ = incarnation;
       return;
     }
     if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
@@ -253,8 +247,9 @@ void ParameterServerClient::push(uint64_t closure_id, PushKind kind,
                                  const std::vector<Tensor>& values, const GradientStep& step) {
   impl_->push(closure_id, kind, variables, values, step);
 }
-bool ParameterServerClient::commit(uint64_t closure_id, const std::vector<uint64_t>& with) {
-  return impl_->commit(closure_id, with);
+bool ParameterServerClient::commit(uint64_t closure_id, const std::vector<uint64_t>& with,
+                                   uint64_t incarnation) {
+  return impl_->commit(closure_id, with, incarnation);
 }
 void ParameterServerClient::abort(uint64_t closure_id) { impl_->abort(closure_id); }
 uint64_t ParameterServerClient::incarnation() const { return impl_->incarnation(); }

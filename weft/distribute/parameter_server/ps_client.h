@@ -11,9 +11,10 @@
 //   ps0.commit(closure);
 //   std::vector<weft::Tensor> values = ps0.pull({kernel, bias});
 //
-// Errors name the task and its address: Unavailable when it cannot be reached or has restarted
-// (its incarnation changed: it holds nothing of what it was given), DeadlineExceeded past the
-// call's deadline, FailedPrecondition for a refused token or an unknown variable,
+// Errors name the task and its address: Unavailable when it cannot be reached (or, for a commit,
+// has restarted since the updates were staged), DeadlineExceeded past the call's deadline,
+// FailedPrecondition for a refused token or an unknown variable (a server that restarted holds
+// none of the variables it was given),
 // ResourceExhausted for a message over the limit, InvalidArgument for a value of another shape or
 // dtype than its variable's.
 #pragma once
@@ -66,10 +67,14 @@ class ParameterServerClient {
             const std::vector<Tensor>& values, const GradientStep& step = {});
   // Applies what `closure_id` staged, with what the closures `with` staged as the same step
   // (their gradients summed in order); false when it had been applied already (dropped).
-  bool commit(uint64_t closure_id, const std::vector<uint64_t>& with = {});
+  // `incarnation`: the server's incarnation the updates were staged on (incarnation() after the
+  // pushes); Unavailable, nothing applied, when the server has another (0: not checked).
+  bool commit(uint64_t closure_id, const std::vector<uint64_t>& with = {},
+              uint64_t incarnation = 0);
   void abort(uint64_t closure_id);
 
-  // The server's incarnation as it last answered (0 before any answer).
+  // The server's incarnation as it last answered (0 before any answer): a change says it
+  // restarted.
   uint64_t incarnation() const;
 
  private:

@@ -226,6 +226,12 @@ class ParameterServer::Impl final : public RawService {
       // The closure, then those committed with it as one step.
       std::vector<uint64_t> ids{r.closure_id()};
       ids.insert(ids.end(), r.with().begin(), r.with().end());
+      if (r.incarnation() != 0 && r.incarnation() != incarnation_) {
+        return Status(StatusCode::UNAVAILABLE,
+                      "closure " + std::to_string(ids[0]) + " cannot commit: " + task_ +
+                          " restarted (a new incarnation) after its updates were staged, and "
+                          "holds none of them");
+      }
       if (applied_.count(ids[0]) != 0) {
         for (uint64_t id : ids) staged_.erase(id);
         a.set_applied(false);

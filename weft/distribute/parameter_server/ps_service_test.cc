@@ -317,24 +317,35 @@ TEST(ParameterServer, ItListensOnlyOnItsOwnAddress) {
   EXPECT_THROW(ParameterServer("192.0.2.1:0", "ps:0", options()), Unavailable);
 }
 
-TEST(ParameterServer, AClientNoticesThatTheServerRestarted) {
+// Updates staged before the server restarted are gone with it: their commit, which names the
+// incarnation they were staged on, is refused, while a read of what the new server does not hold
+// is refused as unknown. A commit of updates staged on the new incarnation is applied.
+TEST(ParameterServer, ACommitOfUpdatesStagedBeforeARestartIsRefused) {
   auto server = std::make_unique<ParameterServer>("127.0.0.1:0", "ps:0", options());
   const std::string address = server->address();
   ParameterServerClient client("ps:0", address, options());
   client.create({kBias}, "");
+  client.push(7, PushKind::kValue, {kBias}, {Tensor::from_vector<float>({1, 2, 3, 4})});
   const uint64_t first = client.incarnation();
+  EXPECT_EQ(first, server->incarnation());
   server.reset();
   server = std::make_unique<ParameterServer>(address, "ps:0", options());
   try {
-    client.create({kBias}, "");
-    FAIL() << "the restart went unnoticed";
+    client.commit(7, {}, first);
+    FAIL() << "a commit of updates the restarted server never saw was taken";
   } catch (const Unavailable& e) {
-    EXPECT_THAT(e.what(), HasSubstr("parameter server ps:0 at " + address +
-                                    " restarted (a new incarnation)"));
+    EXPECT_THAT(e.what(), HasSubstr("ps:0 restarted (a new incarnation) after its updates were "
+                                    "staged, and holds none of them"));
   }
-  EXPECT_NE(client.incarnation(), first);
+  EXPECT_FALSE(server->applied(7));
+  EXPECT_FALSE(client.readable({kBias}));
+  EXPECT_THROW(client.pull({kBias}), FailedPrecondition);
+  client.create({kBias}, "");
   EXPECT_EQ(client.incarnation(), server->incarnation());
-  EXPECT_NO_THROW(client.readable({kBias}));  // the new incarnation, known from now on
+  EXPECT_NE(client.incarnation(), first);
+  client.push(8, PushKind::kValue, {kBias}, {Tensor::from_vector<float>({5, 6, 7, 8})});
+  EXPECT_TRUE(client.commit(8, {}, client.incarnation()));
+  EXPECT_EQ(client.pull({kBias})[0].to_vector<float>(), (std::vector<float>{5, 6, 7, 8}));
 }
 
 using ParameterServerTls = weft::testing::TlsFilesTest;

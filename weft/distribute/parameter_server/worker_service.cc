@@ -98,7 +98,10 @@ class WorkerService::Impl final : public RawWorker {
             internal::SnapshotScope snapshot(r.closure_id());
             std::vector<Tensor> outputs = fn(ClosureArgs(std::move(args)));
             for (const Tensor& t : outputs) internal::encode(t, response.add_outputs());
-            for (const std::string& ps : snapshot.staged_on()) response.add_staged_on(ps);
+            for (const auto& [ps, incarnation] : snapshot.staged_on()) {
+              response.add_staged_on(ps);
+              response.add_staged_incarnations(incarnation);
+            }
             WEFT_CHECK(response.ByteSizeLong() <= kMaxMessageBytes - 1024, ResourceExhausted)
                 << "the outputs of '" << r.function() << "' take " << response.ByteSizeLong()
                 << " bytes, over the limit of " << kMaxMessageBytes;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "weft/nn/callback.h"
@@ -34,17 +35,28 @@ class FitCallbacks {
   FitCallbacks(const FitCallbacks&) = delete;
   FitCallbacks& operator=(const FitCallbacks&) = delete;
 
-  // Where training starts: `start`, or later where a callback resumes (BackupAndRestore). A
-  // resumed iterator was restored, so the batch `reader` read to build is not the next one.
+  // Where training starts: `start`, or later where a callback resumes (BackupAndRestore).
   ResumePoint resume(ResumePoint start, EpochReader& reader) {
+    std::optional<ResumePoint> restored = roll_back(reader);
+    return restored ? std::max(start, *restored) : start;
+  }
+  // Whether a callback can take training back to a backup (BackupAndRestore).
+  bool can_roll_back() const {
+    return std::any_of(callbacks_.begin(), callbacks_.end(),
+                       [](const Callback& c) { return c.impl().restores_backups(); });
+  }
+  // Restores the newest backup, if any, and returns where training goes on from it. A restored
+  // iterator is past the batch `reader` read to build, which is then not the next one.
+  std::optional<ResumePoint> roll_back(EpochReader& reader) {
+    std::optional<ResumePoint> at;
     for (const Callback& c : callbacks_) {
       if (auto r = c.impl().resume_point()) {
-        start = std::max(start, *r);
+        at = at ? std::max(*at, *r) : *r;
         // (Without the callbacks' iterator, the epochs start from the start.)
         if (iterator_ != nullptr) reader.drop_first_batch();
       }
     }
-    return start;
+    return at;
   }
   void train_begin(const Logs& logs) {
     for (const Callback& c : callbacks_) c.impl().on_train_begin(logs);

@@ -18,7 +18,8 @@ struct Closure {
   uint64_t id = 0;
   std::set<const RemoteVariable*> pulled;
   std::map<const RemoteVariable*, uint32_t> steps;
-  std::set<std::string> staged_on;  // the ps tasks it pushed to
+  // The ps tasks it pushed to, each with its incarnation then.
+  std::map<std::string, uint64_t> staged_on;
 };
 
 // Null outside a closure.
@@ -36,7 +37,7 @@ SnapshotScope::~SnapshotScope() {
   snapshot = nullptr;
 }
 
-std::vector<std::string> SnapshotScope::staged_on() const {
+std::vector<std::pair<std::string, uint64_t>> SnapshotScope::staged_on() const {
   return {snapshot->staged_on.begin(), snapshot->staged_on.end()};
 }
 
@@ -44,8 +45,26 @@ void RemoteVariable::create() const {
   for (const Shard& s : shards_) s.ps->create({s.spec}, "");
 }
 
+bool RemoteVariable::held_on(ParameterServerClient& ps) const {
+  for (const Shard& s : shards_) {
+    if (s.ps.get() == &ps && !ps.readable({s.spec})) return false;
+  }
+  return true;
+}
+
+void RemoteVariable::create_on(ParameterServerClient& ps) const {
+  std::lock_guard lock(mu_);
+  for (const Shard& s : shards_) {
+    if (s.ps.get() == &ps) ps.create({s.spec}, optimizer_);
+  }
+}
+
 std::shared_ptr<const VariableBinding> RemoteVariable::slot(size_t k,
                                                             const std::string& optimizer) const {
+  {
+    std::lock_guard lock(mu_);
+    optimizer_ = optimizer;
+  }
   std::vector<Shard> slots = shards_;
   for (Shard& s : slots) {
     s.ps->create({s.spec}, optimizer);  // kept as it is, but given the optimizer's slots
@@ -81,9 +100,9 @@ void RemoteVariable::write(const Tensor& value) const {
     return;
   }
   const uint64_t id = ids_->next();
-  push_pieces(id, PushKind::kValue, value, {});
-  // Committed only once every shard has the whole of its piece.
-  for (const Shard& s : shards_) s.ps->commit(id);
+  std::vector<uint64_t> incarnations = push_pieces(id, PushKind::kValue, value, {});
+  // Committed only once every shard has the whole of its piece (on the server it went to).
+  for (size_t i = 0; i < shards_.size(); ++i) shards_[i].ps->commit(id, {}, incarnations[i]);
 }
 
 bool RemoteVariable::stage_gradient(const GradientUpdate& update) const {
@@ -102,16 +121,23 @@ bool RemoteVariable::stage_add(const Tensor& delta) const {
   return true;
 }
 
-void RemoteVariable::push_pieces(uint64_t closure_id, PushKind kind, const Tensor& value,
-                                 const GradientStep& step) const {
+std::vector<uint64_t> RemoteVariable::push_pieces(uint64_t closure_id, PushKind kind,
+                                                  const Tensor& value,
+                                                  const GradientStep& step) const {
   Tensor whole = contiguous(value);
+  std::vector<uint64_t> incarnations;
   for (const Shard& s : shards_) {
     Tensor piece = Tensor::empty(s.spec.shape, s.spec.dtype);
     std::memcpy(piece.raw_data(), static_cast<const char*>(whole.raw_data()) + s.offset,
                 s.spec.bytes());
     s.ps->push(closure_id, kind, {s.spec}, {piece}, step);
-    if (snapshot != nullptr && snapshot->id == closure_id) snapshot->staged_on.insert(s.ps->task());
+    incarnations.push_back(s.ps->incarnation());
+    if (snapshot != nullptr && snapshot->id == closure_id) {
+      // The first push's incarnation: if the server restarted since, the commit is refused.
+      snapshot->staged_on.emplace(s.ps->task(), incarnations.back());
+    }
   }
+  return incarnations;
 }
 
 }  // namespace weft::distribute::parameter_server::internal

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "weft/autodiff/variable.h"
@@ -43,6 +45,12 @@ class RemoteVariable final : public VariableBinding {
 
   // Creates the shards on their ps tasks (readable from the first write on).
   void create() const;
+  // Whether `ps` holds (readable) every shard of this variable placed on it; Unavailable when
+  // it cannot be reached.
+  bool held_on(ParameterServerClient& ps) const;
+  // Creates again the shards placed on `ps`, with the slots of the optimizer slot() gave them:
+  // after `ps` restarted (they hold no value until written).
+  void create_on(ParameterServerClient& ps) const;
   // Waits until every shard is readable (another task creates and writes them), at most
   // `timeout`: DeadlineExceeded naming the variable when it is not.
   void wait_until_readable(std::chrono::milliseconds timeout) const;
@@ -60,12 +68,15 @@ class RemoteVariable final : public VariableBinding {
   const std::vector<Shard>& shards() const { return shards_; }
 
  private:
-  // Pushes each shard's piece of `whole` (the variable's shape) under `closure_id`.
-  void push_pieces(uint64_t closure_id, PushKind kind, const Tensor& whole,
-                   const GradientStep& step) const;
+  // Pushes each shard's piece of `whole` (the variable's shape) under `closure_id`; returns the
+  // incarnation of each shard's server then.
+  std::vector<uint64_t> push_pieces(uint64_t closure_id, PushKind kind, const Tensor& whole,
+                                    const GradientStep& step) const;
 
   std::vector<Shard> shards_;
   std::shared_ptr<UniqueIds> ids_;
+  mutable std::mutex mu_;
+  mutable std::string optimizer_;  // whose slots the shards have (slot()), "" for none
 };
 
 // A closure running on this thread (a worker's): each remote variable read there is pulled once,
@@ -76,8 +87,9 @@ class SnapshotScope {
  public:
   explicit SnapshotScope(uint64_t closure_id);
   ~SnapshotScope();
-  // The ps tasks (task names) the closure has staged updates on so far.
-  std::vector<std::string> staged_on() const;
+  // The ps tasks (task names) the closure has staged updates on so far, each with the server's
+  // incarnation at the first push, which the commit names.
+  std::vector<std::pair<std::string, uint64_t>> staged_on() const;
   SnapshotScope(const SnapshotScope&) = delete;
   SnapshotScope& operator=(const SnapshotScope&) = delete;
 };
