@@ -22,6 +22,7 @@ TEST(CliMessages, ARefusedFlagSaysWhatItAccepts) {
       {"train --epochs 2.5", "weft: --epochs must be a whole number, got \"2.5\"\n"},
       {"train --batch-size -3", "weft: --batch-size must be at least 1, got -3\n"},
       {"train --lr 0", "weft: --lr must be greater than 0, got 0\n"},
+      {"train --heartbeat-timeout 1.5", "weft: --heartbeat-timeout must be at least 2, got 1.5\n"},
       {"train --model resnet",
        "weft: --model must be one of mlp, cnn, lstm, transformer; got \"resnet\"\n"},
       {"train --replicas 300", "weft: --replicas must be from 1 to 256, got 300\n"},

@@ -48,7 +48,8 @@ class PsCli : public testing::Test {
   enum class Recovery { kGoOn, kClusterRestart, kRollBack };
   Result expect_exactly_once_after_killing(const std::vector<std::string>& victims,
                                            const std::string& launch_args, Recovery recovery,
-                                           int batch_size = 64);
+                                           int batch_size = 64, const std::string& signal = "KILL",
+                                           const std::string& train_args = "");
   static int count(const std::string& text, const std::string& what) {
     int n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -217,45 +218,56 @@ TEST_F(PsCli, WeftTrainTrainsOnTheWorkersWithTheVariablesOnThePsTasks) {
 
 // Trains 2 epochs of 512 examples (16 steps in batches of 64) under weft launch --ps 2 -n 2 with
 // --backup-dir (backups every 4 steps, which the asynchronous fit takes once the steps in flight
-// have finished) and `launch_args`, SIGKILLing each task of `victims` on its first start as soon as
-// a backup exists (a victim started again waits 2 s first). Expects the job to end normally
+// have finished), `launch_args` and `train_args`, sending `signal` (KILL, or STOP: the process
+// freezes until the job is done, then is killed) to each task of `victims` on its first start as
+// soon as a backup exists (a victim started again waits 2 s first). Expects the job to end normally
 // (returns its output) having trained on each example once per epoch, one optimizer step per batch,
 // over every start, recovered as `recovery` says.
 Result PsCli::expect_exactly_once_after_killing(const std::vector<std::string>& victims,
                                                 const std::string& launch_args, Recovery recovery,
-                                                int batch_size) {
+                                                int batch_size, const std::string& signal,
+                                                const std::string& train_args) {
   write_dataset(dir_ / "data", 512, 128);
   const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft";
   std::string chosen = "false";
   for (const std::string& v : victims) chosen += " || [ $TASK = " + v + " ]";
-  Result r =
-      launch(launch_args,
-             "ARGS=\"train --strategy parameter_server --dataset $D/data --epochs 2 --batch-size " +
-                 std::to_string(batch_size) +
-                 " --quiet --backup-dir $D/backup --save-freq 4 --metrics-json $D/ps.json\"\n"
-                 "if { " +
-                 chosen +
-                 "; }; then\n"
-                 "  if [ ! -e $D/killed.$TASK ]; then\n"
-                 "    touch $D/killed.$TASK\n"
-                 "    " +
-                 weft +
-                 " $ARGS & pid=$!\n"
-                 "    n=0; while [ ! -e $D/backup/checkpoint ] && kill -0 $pid 2>/dev/null && "
-                 "[ $n -lt 6000 ]; do sleep 0.01; n=$((n + 1)); done\n"
-                 "    kill -9 $pid 2>/dev/null && touch $D/killed_while_training.$TASK\n"
-                 "    wait $pid; exit $?\n"
-                 "  fi\n"
-                 "  sleep 2\n"
-                 "fi\n"
-                 "exec " +
-                 weft + " $ARGS\n");
+  Result r = launch(
+      launch_args,
+      "ARGS=\"train --strategy parameter_server --dataset $D/data --epochs 2 --batch-size " +
+          std::to_string(batch_size) +
+          " --quiet --backup-dir $D/backup --save-freq 4 --metrics-json $D/ps.json " + train_args +
+          "\"\n"
+          "if { " +
+          chosen +
+          "; }; then\n"
+          "  if [ ! -e $D/killed.$TASK ]; then\n"
+          "    touch $D/killed.$TASK\n"
+          "    " +
+          weft +
+          " $ARGS & pid=$!\n"
+          "    n=0; while [ ! -e $D/backup/checkpoint ] && kill -0 $pid 2>/dev/null && "
+          "[ $n -lt 6000 ]; do sleep 0.01; n=$((n + 1)); done\n"
+          "    trap 'kill -9 $pid 2>/dev/null' EXIT\n"
+          "    kill -" +
+          signal +
+          " $pid 2>/dev/null && touch $D/killed_while_training.$TASK\n"
+          "    n=0; while [ " +
+          (signal == "STOP" ? "! -e $D/ps.json" : "1 = 0") +
+          " ] && [ $n -lt 9000 ]; do sleep 0.01; n=$((n + 1)); done\n"
+          "    kill -9 $pid 2>/dev/null; wait $pid; exit $?\n"
+          "  fi\n"
+          "  sleep 2\n"
+          "fi\n"
+          "exec " +
+          weft + " $ARGS\n");
   EXPECT_EQ(r.status, 0) << r.output;
   for (const std::string& v : victims) {
     EXPECT_TRUE(fs::exists(dir_ / ("killed_while_training." + v))) << v << r.output;
     EXPECT_THAT(r.output, HasSubstr(v + " (pid ")) << r.output;
   }
-  EXPECT_THAT(r.output, HasSubstr("exited with status 137")) << r.output;
+  if (signal == "KILL") {
+    EXPECT_THAT(r.output, HasSubstr("exited with status 137")) << r.output;
+  }
   EXPECT_EQ(count(r.output, "restarting every task"), recovery == Recovery::kClusterRestart ? 1 : 0)
       << r.output;
   EXPECT_EQ(count(r.output, "[chief:0] weft: restored backup " + (dir_ / "backup").string()),
@@ -288,6 +300,19 @@ TEST_F(PsCli, AWorkerKilledAndStartedAgainRejoinsAndTheJobGoesOn) {
       << r.output;
   EXPECT_THAT(r.output, Not(HasSubstr("not started again"))) << r.output;
   EXPECT_THAT(r.output, Not(HasSubstr("stopping the tasks still running"))) << r.output;
+}
+
+// A worker that stops answering without its connections breaking (SIGSTOP: a frozen process)
+// holds its closure until the coordination service declares it lost, 2 s without a heartbeat
+// here (--heartbeat-timeout): the coordinator then cancels the call, says why, and the other
+// worker runs the closure. (The channel's keepalive would notice too, after 10 + 5 s.)
+TEST_F(PsCli, AFrozenWorkersClosureRunsElsewhereOnceItMissesItsHeartbeats) {
+  Result r = expect_exactly_once_after_killing({"worker:1"}, "--ps 2 -n 2", Recovery::kGoOn,
+                                               /*batch_size=*/64, "STOP", "--heartbeat-timeout 2");
+  EXPECT_THAT(r.output,
+              testing::ContainsRegex("\\[chief:0\\] weft: worker:1 at 127.0.0.1:[0-9]+ lost \\(the "
+                                     "coordination service lost it: [^)]*heartbeat"))
+      << r.output;
 }
 
 // A worker SIGKILLed and never started again: the other trains the rest.

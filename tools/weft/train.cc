@@ -55,6 +55,7 @@ struct TrainFlags {
   int threads = 0;
   double collective_timeout = 0;   // seconds; 0: the strategy's default
   double startup_timeout = 0;      // seconds; 0: the strategy's default (10 minutes)
+  double heartbeat_timeout = 0;    // seconds; 0: the coordination service's default (10 s)
   std::string data_ports;          // LO-HI; empty: OS-picked ports
   std::string overlap_all_reduce;  // on, off; empty: the strategy's default
   int64_t bytes_per_pack = 0;      // 0: the strategy's default
@@ -119,6 +120,16 @@ optim::Optimizer build_optimizer(const TrainFlags& f, int64_t total_steps) {
   return optim::Adam({.learning_rate = lr});
 }
 
+// The options of a cluster's tasks (--startup-timeout, --heartbeat-timeout, --tls-*).
+template <typename Options>
+void set_train_cluster_options(const TrainFlags& f, Options& options) {
+  set_cluster_options(f.startup_timeout, f.tls_cert, f.tls_key, f.tls_ca, options);
+  if (f.heartbeat_timeout > 0) {
+    options.coordination.heartbeat_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(f.heartbeat_timeout * 1000));
+  }
+}
+
 // The strategy the model is made and trained under: --strategy mirrored puts --replicas replicas
 // on as many logical CPU devices; multi_worker joins the cluster TF_CONFIG describes, with
 // --replicas replicas in this process (weft launch --replicas-per-worker sets the default).
@@ -145,7 +156,7 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
     if (!f.variable_partitioner.empty()) {
       options.variable_partitioner = distribute::parse_partitioner(f.variable_partitioner);
     }
-    set_cluster_options(f.startup_timeout, f.tls_cert, f.tls_key, f.tls_ca, options);
+    set_train_cluster_options(f, options);
     return distribute::ParameterServerStrategy(
         distribute::cluster_resolver::TFConfigClusterResolver{}, options);
   }
@@ -153,7 +164,7 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
     distribute::MultiWorkerOptions options;
     options.replicas_per_worker = f.replicas;
     options.communication.timeout_seconds = f.collective_timeout;
-    set_cluster_options(f.startup_timeout, f.tls_cert, f.tls_key, f.tls_ca, options);
+    set_train_cluster_options(f, options);
     if (!f.data_ports.empty()) {
       std::tie(options.first_data_port, options.last_data_port) = cli::ports_of(f.data_ports);
     }
@@ -386,6 +397,12 @@ void add_train(CLI::App& app) {
                   "tasks (default 600: pods may start minutes apart)")
       ->check(positive_number())
       ->default_str("");  // 0 stands for the strategy's default
+  cmd->add_option("--heartbeat-timeout", flags->heartbeat_timeout,
+                  "multi_worker, parameter_server: seconds without a heartbeat (sent every "
+                  "second) after which the chief declares a task lost: a stopped process, a cut "
+                  "cable (at least 2; default 10)")
+      ->check(at_least(2, /*integer=*/false))
+      ->default_str("");  // 0 stands for the service's default
   cmd->add_option("--data-ports", flags->data_ports,
                   "multi_worker: the ports (LO-HI) the collectives' connections listen on, for a "
                   "firewall (default: ports the OS picks)")

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -140,6 +141,7 @@ class ClusterCoordinator::Impl {
     for (size_t i = 0; i < workers_.size(); ++i) {
       workers_[i]->dispatcher = std::thread([this, i] { dispatch(i); });
     }
+    if (options_.task_states) watcher_ = std::thread([this] { watch(); });
   }
 
   ~Impl() {
@@ -153,6 +155,7 @@ class ClusterCoordinator::Impl {
     }
     cv_.notify_all();
     for (auto& w : workers_) w->dispatcher.join();
+    if (watcher_.joinable()) watcher_.join();
   }
 
   RemoteValue schedule(const RemoteFunction& fn, std::vector<ClosureArgument> args,
@@ -284,8 +287,45 @@ class ClusterCoordinator::Impl {
     // Under mu_:
     grpc::ClientContext* running = nullptr;
     bool gave_up = false;
-    std::string lost;  // why it was lost last
+    std::string lost;            // why it was lost last
+    bool lost_by_state = false;  // the coordination service says it is lost (task_states)
   };
+
+  // Follows the task states: a worker the service declares lost has its running call cancelled
+  // (its closure then runs elsewhere) and gets no closure until a process of it connects again.
+  void watch() {
+    uint64_t generation = 0;
+    for (;;) {
+      {
+        std::lock_guard lock(mu_);
+        if (stopping_) return;
+      }
+      coordination::TaskStates states;
+      try {
+        states = options_.task_states(generation, std::chrono::milliseconds(250));
+      } catch (const Error&) {
+        // The service is gone (the job is ending): calls to the workers tell the rest.
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return stopping_; });
+        continue;
+      }
+      generation = states.generation;
+      std::lock_guard lock(mu_);
+      for (auto& w : workers_) {
+        auto it =
+            std::find_if(states.tasks.begin(), states.tasks.end(),
+                         [&](const coordination::TaskStatus& t) { return t.task == w->task; });
+        if (it == states.tasks.end()) continue;
+        const bool lost = it->state == coordination::TaskState::kLost;
+        if (lost && !w->lost_by_state) {
+          w->lost = "the coordination service lost it: " + it->error;
+          if (w->running != nullptr) w->running->TryCancel();
+        }
+        w->lost_by_state = lost;
+      }
+      cv_.notify_all();
+    }
+  }
 
   // Under the lock: an error of a closure is pending: cancel what is queued, wait until nothing
   // runs, then throw it (and forget it).
@@ -328,6 +368,11 @@ class ClusterCoordinator::Impl {
         std::unique_lock lock(mu_);
         cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
         if (stopping_) return;
+        if (w.lost_by_state) {
+          lock.unlock();
+          if (!wait_for(w)) return;
+          continue;
+        }
         c = queue_.front();
         queue_.pop_front();
         ++inflight_;
@@ -360,7 +405,17 @@ class ClusterCoordinator::Impl {
         }
         cv_.notify_all();
       }
-      if (requeued && !wait_for(w)) return;
+      if (requeued) {
+        std::string why;
+        {
+          std::lock_guard lock(mu_);
+          why = w.lost;
+        }
+        std::fprintf(stderr, "weft: %s at %s lost (%s); closure %llu runs on another worker\n",
+                     w.task.c_str(), w.address.c_str(), why.c_str(),
+                     static_cast<unsigned long long>(c->id));
+        if (!wait_for(w)) return;
+      }
     }
   }
 
@@ -508,7 +563,7 @@ class ClusterCoordinator::Impl {
 
   Ran lost(Worker& w, const std::string& why) {
     std::lock_guard lock(mu_);
-    w.lost = why;
+    if (!w.lost_by_state) w.lost = why;  // else the service's verdict, which cancelled the call
     return Ran::kWorkerLost;
   }
 
@@ -537,8 +592,14 @@ class ClusterCoordinator::Impl {
     const auto deadline = SystemClock::now() + options_.worker_recovery_timeout;
     while (SystemClock::now() < deadline) {
       {
-        std::lock_guard lock(mu_);
+        std::unique_lock lock(mu_);
         if (stopping_) return false;
+        if (w.lost_by_state) {  // until a process of it connects to the service again
+          cv_.wait_until(lock,
+                         std::min(deadline, SystemClock::now() + std::chrono::milliseconds(200)),
+                         [&] { return stopping_ || !w.lost_by_state; });
+          continue;
+        }
       }
       w.channel->GetState(/*try_to_connect=*/true);
       if (w.channel->WaitForConnected(
@@ -566,6 +627,8 @@ class ClusterCoordinator::Impl {
   parameter_server::internal::UniqueIds run_ids_;  // the id each run stages its updates under
   std::atomic<int64_t> commits_{0};  // closures whose updates were applied (RemoteValue::staleness)
 
+  std::thread watcher_;  // follows options_.task_states, when given
+
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
@@ -585,6 +648,9 @@ ClusterCoordinatorOptions with_strategys_service(const ParameterServerStrategy& 
       << " (call strategy.join() there)";
   options.service.token = strategy.service_options().token;
   options.service.tls = strategy.service_options().tls;
+  options.task_states = [strategy](uint64_t after, std::chrono::milliseconds timeout) {
+    return strategy.wait_for_task_states(after, timeout);
+  };
   return options;
 }
 }  // namespace

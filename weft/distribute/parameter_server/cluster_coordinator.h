@@ -22,6 +22,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "weft/core/tensor.h"
+#include "weft/distribute/coordination/options.h"
 #include "weft/distribute/parameter_server/options.h"
 #include "weft/distribute/parameter_server/parameter_server_strategy.h"
 #include "weft/distribute/parameter_server/remote_functions.h"
@@ -78,6 +80,14 @@ struct ClusterCoordinatorOptions {
   std::chrono::milliseconds worker_recovery_timeout{std::chrono::hours(1)};
   // schedule() waits while this many closures are queued (TensorFlow's 256 K).
   std::size_t max_queued_closures = std::size_t{256} << 10;
+  // The cluster's task states (the coordination service's; the strategy's constructor sets
+  // them): a worker the service declares lost (it missed its heartbeats: a stopped process, a
+  // cut cable) has its running closure cancelled and run elsewhere at once, and is given none
+  // until a new process of it registers. Without them a worker is lost only when a call to it
+  // fails, and a stopped one holds its closure for closure_timeout.
+  std::function<coordination::TaskStates(uint64_t after_generation,
+                                         std::chrono::milliseconds timeout)>
+      task_states;
 };
 
 struct ScheduleOptions {

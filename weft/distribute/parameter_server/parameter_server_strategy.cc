@@ -190,6 +190,11 @@ class ParameterServerImpl : public StrategyImpl {
   }
   const ps::ServiceOptions& service_options() const { return service_options_; }
 
+  coordination::TaskStates wait_for_task_states(uint64_t after_generation,
+                                                milliseconds timeout) const {
+    return client_->wait_for_task_states(after_generation, timeout);
+  }
+
   std::vector<std::string> lost_ps_tasks() const {
     check_chief("lost_ps_tasks");
     std::vector<std::string> lost;
@@ -342,6 +347,10 @@ std::vector<std::pair<std::string, std::string>> ParameterServerStrategy::ps_tas
 bool ParameterServerStrategy::synchronous() const { return ps_impl_of(*this).synchronous(); }
 int64_t ParameterServerStrategy::max_staleness() const { return ps_impl_of(*this).max_staleness(); }
 void ParameterServerStrategy::join() const { ps_impl_of(*this).join(); }
+coordination::TaskStates ParameterServerStrategy::wait_for_task_states(
+    uint64_t after_generation, std::chrono::milliseconds timeout) const {
+  return ps_impl_of(*this).wait_for_task_states(after_generation, timeout);
+}
 std::vector<std::string> ParameterServerStrategy::lost_ps_tasks() const {
   return ps_impl_of(*this).lost_ps_tasks();
 }

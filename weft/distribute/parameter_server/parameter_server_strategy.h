@@ -86,6 +86,11 @@ class ParameterServerStrategy : public Strategy {
   // (Unavailable naming it). FailedPrecondition on the chief.
   void join() const;
 
+  // Every task's state as the coordination service sees it (connected, lost with why, left),
+  // once it changes after `after_generation` (a TaskStates::generation) or `timeout` passes.
+  coordination::TaskStates wait_for_task_states(uint64_t after_generation,
+                                                std::chrono::milliseconds timeout) const;
+
   // On the chief, after a call failed: the ps tasks that cannot be reached now or that no longer
   // hold the variables made on them (they restarted, holding nothing), in order.
   std::vector<std::string> lost_ps_tasks() const;
