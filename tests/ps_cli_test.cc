@@ -219,10 +219,8 @@ TEST_F(PsCli, WeftTrainTrainsOnTheWorkersWithTheVariablesOnThePsTasks) {
 // Trains 2 epochs of 512 examples (16 steps in batches of 64) under weft launch --ps 2 -n 2 with
 // --backup-dir (backups every 4 steps, which the asynchronous fit takes once the steps in flight
 // have finished), `launch_args` and `train_args`, sending `signal` (KILL, or STOP: the process
-// freezes until the job is done, then is killed; TERM: it leaves by itself) to each task of
-// `victims` on its first start as soon as a backup exists (a victim started again waits 2 s
-// first). The victim's exit status is left in status.<task>, and ended_before_the_job.<task> says
-// that its process ended before the job wrote its metrics. Expects the job to end normally
+// freezes until the job is done, then is killed) to each task of `victims` on its first start as
+// soon as a backup exists (a victim started again waits 2 s first). Expects the job to end normally
 // (returns its output) having trained on each example once per epoch, one optimizer step per batch,
 // over every start, recovered as `recovery` says.
 Result PsCli::expect_exactly_once_after_killing(const std::vector<std::string>& victims,
@@ -253,16 +251,10 @@ Result PsCli::expect_exactly_once_after_killing(const std::vector<std::string>& 
           "    kill -" +
           signal +
           " $pid 2>/dev/null && touch $D/killed_while_training.$TASK\n"
-          "    n=0; while " +
-          (signal == "STOP"   ? "[ ! -e $D/ps.json ]"
-           : signal == "TERM" ? "kill -0 $pid 2>/dev/null"
-                              : "false") +
-          " && [ $n -lt 9000 ]; do sleep 0.01; n=$((n + 1)); done\n"
-          "    [ " +
-          signal +
-          " = TERM ] || kill -9 $pid 2>/dev/null\n"
-          "    wait $pid; s=$?; echo $s > $D/status.$TASK\n"
-          "    [ -e $D/ps.json ] || touch $D/ended_before_the_job.$TASK; exit $s\n"
+          "    n=0; while [ " +
+          (signal == "STOP" ? "! -e $D/ps.json" : "1 = 0") +
+          " ] && [ $n -lt 9000 ]; do sleep 0.01; n=$((n + 1)); done\n"
+          "    kill -9 $pid 2>/dev/null; wait $pid; exit $?\n"
           "  fi\n"
           "  sleep 2\n"
           "fi\n"
@@ -271,9 +263,7 @@ Result PsCli::expect_exactly_once_after_killing(const std::vector<std::string>& 
   EXPECT_EQ(r.status, 0) << r.output;
   for (const std::string& v : victims) {
     EXPECT_TRUE(fs::exists(dir_ / ("killed_while_training." + v))) << v << r.output;
-    if (signal != "TERM") {
-      EXPECT_THAT(r.output, HasSubstr(v + " (pid ")) << r.output;
-    }
+    EXPECT_THAT(r.output, HasSubstr(v + " (pid ")) << r.output;
   }
   if (signal == "KILL") {
     EXPECT_THAT(r.output, HasSubstr("exited with status 137")) << r.output;
@@ -323,22 +313,6 @@ TEST_F(PsCli, AFrozenWorkersClosureRunsElsewhereOnceItMissesItsHeartbeats) {
               testing::ContainsRegex("\\[chief:0\\] weft: worker:1 at 127.0.0.1:[0-9]+ lost \\(the "
                                      "coordination service lost it: [^)]*heartbeat"))
       << r.output;
-}
-
-// A worker sent SIGTERM (its machine preempted) leaves after the closure it runs, with status 0:
-// the coordinator runs the rest on the other worker, and the job goes on.
-TEST_F(PsCli, AWorkerSentSigtermLeavesAfterItsClosureAndTheOthersGoOn) {
-  Result r = expect_exactly_once_after_killing({"worker:1"}, "--ps 2 -n 2", Recovery::kGoOn,
-                                               /*batch_size=*/64, "TERM");
-  EXPECT_THAT(
-      r.output,
-      HasSubstr("[worker:1] weft: worker:1 sent SIGTERM: leaving after the closure it runs"))
-      << r.output;
-  std::ifstream status(dir_ / "status.worker:1");
-  int code = -1;
-  status >> code;
-  EXPECT_EQ(code, 0) << r.output;
-  EXPECT_TRUE(fs::exists(dir_ / "ended_before_the_job.worker:1")) << r.output;
 }
 
 // A worker SIGKILLed and never started again: the other trains the rest.

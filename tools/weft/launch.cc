@@ -360,10 +360,8 @@ Outcome run_cluster(const LaunchFlags& f) {
     }
     if (int sig = forwarded_signal.exchange(0)) {
       outcome.signalled = true;
-      // --ps: a job's SIGTERM goes to its chief alone, which backs up through the others and
-      // then ends them (a worker sent SIGTERM leaves the job after its closure).
       for (auto& c : children) {
-        if (c.running && (!ps_mode || sig != SIGTERM || &c == &children[0])) ::kill(c.pid, sig);
+        if (c.running) ::kill(c.pid, sig);
       }
     }
     std::vector<std::pair<pid_t, int>> exited;

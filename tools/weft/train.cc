@@ -5,7 +5,6 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -187,29 +186,6 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
 // free() inside oneDNN's matmul). Blocked here, before training starts a thread, it stays blocked
 // in every thread started later; the handler BackupAndRestore installs (or the default action,
 // outside fit) runs on this one.
-// Set by SIGTERM on a worker of a parameter-server job.
-std::atomic<bool> worker_preempted{false};
-void on_worker_sigterm(int) { worker_preempted = true; }
-
-// A worker of a parameter-server job sent SIGTERM (its machine preempted) leaves after the
-// closure it runs, whose result reaches the chief; the coordinator runs the rest on the other
-// workers. Ends when `fit_done` is set.
-std::thread leave_on_sigterm(const distribute::ParameterServerStrategy& ps,
-                             const std::atomic<bool>& fit_done) {
-  signal(SIGTERM, on_worker_sigterm);
-  return std::thread([ps, &fit_done] {
-    while (!fit_done.load()) {
-      if (worker_preempted.load()) {
-        std::fprintf(stderr, "weft: %s sent SIGTERM: leaving after the closure it runs\n",
-                     ps.task().c_str());
-        ps.leave("it was sent SIGTERM");
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  });
-}
-
 void receive_sigterm_on_a_thread_of_its_own() {
   sigset_t term;
   sigemptyset(&term);
@@ -304,32 +280,15 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
     callbacks.push_back(train::ModelCheckpoint(f.checkpoint_dir, {.monitor = "val_loss"}));
   if (!f.logdir.empty()) callbacks.push_back(train::TensorBoard(f.logdir, 100));
 
-  // A ps task of a parameter-server job ignores SIGTERM: the chief, which backs up when it hears
-  // one (weft launch sends a job's SIGTERM to the chief alone), needs its variables until the
-  // backup is written, and then ends it. A worker leaves after the closure it runs.
-  std::atomic<bool> fit_done{false};
-  std::thread leaver;
-  if (ps && !chief) {
-    if (ps->task().rfind("worker:", 0) == 0) {
-      leaver = leave_on_sigterm(*ps, fit_done);
-    } else {
-      signal(SIGTERM, SIG_IGN);
-    }
-  }
+  // A worker or ps task of a parameter-server job ignores SIGTERM: the chief, which backs up when
+  // it hears one, needs them until its backup is written, and then ends them (ending its fit). A
+  // worker sent SIGTERM alone goes on until it is killed; its closures then run elsewhere.
+  if (ps && !chief) signal(SIGTERM, SIG_IGN);
   auto fit_start = std::chrono::steady_clock::now();
-  train::History history;
-  try {
-    history = model.fit(train, {.epochs = f.epochs,
-                                .validation_data = test,
-                                .callbacks = callbacks,
-                                .verbose = f.quiet ? 0 : 1});
-  } catch (...) {
-    fit_done = true;
-    if (leaver.joinable()) leaver.join();
-    throw;
-  }
-  fit_done = true;
-  if (leaver.joinable()) leaver.join();
+  train::History history = model.fit(train, {.epochs = f.epochs,
+                                             .validation_data = test,
+                                             .callbacks = callbacks,
+                                             .verbose = f.quiet ? 0 : 1});
   if (backup && backup->preempted()) return train::kPreemptedExitStatus;
   if (ps && !chief) return 0;  // a worker or ps task served the chief's fit, which is done
   double fit_seconds =

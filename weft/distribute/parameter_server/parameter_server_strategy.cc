@@ -1,7 +1,6 @@
 #include "weft/distribute/parameter_server/parameter_server_strategy.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <future>
@@ -165,14 +164,7 @@ class ParameterServerImpl : public StrategyImpl {
     WEFT_CHECK(type_ != "chief", FailedPrecondition)
         << "ParameterServerStrategy::join is for worker and ps tasks; the chief coordinates";
     try {
-      // Until the chief is done, or this worker leaves.
-      while (!left_.load()) {
-        try {
-          client_->get_key_value(kDoneKey, milliseconds(500));
-          return;
-        } catch (const DeadlineExceeded&) {
-        }
-      }
+      client_->get_key_value(kDoneKey, std::chrono::hours(24 * 365));
     } catch (const Unavailable&) {
       // The chief failed or is gone. Its own report may come on the watch a moment after the
       // call failed: wait for what this task learns (bounded), so that the error names why.
@@ -184,13 +176,6 @@ class ParameterServerImpl : public StrategyImpl {
       }
       throw;
     }
-  }
-
-  void leave(const std::string& why) const {
-    WEFT_CHECK(type_ == "worker", FailedPrecondition)
-        << "ParameterServerStrategy::leave is for workers; this is " << task_;
-    worker_->leave(why);
-    left_ = true;
   }
 
   const std::string& task() const { return task_; }
@@ -327,7 +312,6 @@ class ParameterServerImpl : public StrategyImpl {
   std::vector<std::shared_ptr<ps::ParameterServerClient>> ps_clients_;
   std::shared_ptr<ps::internal::UniqueIds> write_ids_;
   mutable std::mutex creating_;
-  mutable std::atomic<bool> left_{false};  // a worker's leave()
   // The chief's: the variables it made on the ps tasks, in creation order (under creating_).
   mutable std::vector<std::shared_ptr<ps::internal::RemoteVariable>> made_;
   mutable uint64_t next_id_ = 0;
@@ -363,7 +347,6 @@ std::vector<std::pair<std::string, std::string>> ParameterServerStrategy::ps_tas
 bool ParameterServerStrategy::synchronous() const { return ps_impl_of(*this).synchronous(); }
 int64_t ParameterServerStrategy::max_staleness() const { return ps_impl_of(*this).max_staleness(); }
 void ParameterServerStrategy::join() const { ps_impl_of(*this).join(); }
-void ParameterServerStrategy::leave(const std::string& why) const { ps_impl_of(*this).leave(why); }
 coordination::TaskStates ParameterServerStrategy::wait_for_task_states(
     uint64_t after_generation, std::chrono::milliseconds timeout) const {
   return ps_impl_of(*this).wait_for_task_states(after_generation, timeout);

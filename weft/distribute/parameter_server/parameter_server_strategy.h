@@ -83,12 +83,8 @@ class ParameterServerStrategy : public Strategy {
   // The cluster token and TLS files the tasks' services take.
   const parameter_server::ServiceOptions& service_options() const;
   // On a worker or ps task: serves until the chief has finished (it returns) or failed
-  // (Unavailable naming it), or this worker has left. FailedPrecondition on the chief.
+  // (Unavailable naming it). FailedPrecondition on the chief.
   void join() const;
-  // On a worker (a preempted one: weft train calls it on SIGTERM): takes no more closures (the
-  // coordinator runs them on the other workers), returns once the closure running has been
-  // answered, and makes join() return. FailedPrecondition on another task.
-  void leave(const std::string& why) const;
 
   // Every task's state as the coordination service sees it (connected, lost with why, left),
   // once it changes after `after_generation` (a TaskStates::generation) or `timeout` passes.

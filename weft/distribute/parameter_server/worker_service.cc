@@ -60,11 +60,6 @@ class WorkerService::Impl final : public RawWorker {
     std::lock_guard lock(mu_);
     return closures_run_;
   }
-  void leave(const std::string& why) {
-    std::unique_lock lock(mu_);
-    if (refusal_.empty()) refusal_ = task_ + " is leaving: " + why;
-    cv_.wait(lock, [&] { return !running_; });
-  }
 
   grpc::ServerUnaryReactor* RunClosure(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                        grpc::ByteBuffer* out) override {
@@ -187,8 +182,8 @@ class WorkerService::Impl final : public RawWorker {
       return reactor;
     }
     std::lock_guard lock(mu_);
-    if (stopping_ || !refusal_.empty()) {
-      reactor->Finish(Status(StatusCode::UNAVAILABLE, refusal()));
+    if (stopping_) {
+      reactor->Finish(Status(StatusCode::UNAVAILABLE, task_ + " is stopping"));
       return reactor;
     }
     jobs_.push_back({[fn, request, out] { return fn(*request, out); }, reactor});
@@ -196,11 +191,8 @@ class WorkerService::Impl final : public RawWorker {
     return reactor;
   }
 
-  // Under the lock: why a call is refused (the service stops, or the worker leaves).
-  std::string refusal() const { return stopping_ ? task_ + " is stopping" : refusal_; }
-
-  // The executor: runs the calls in order; those still queued when the service stops or the
-  // worker leaves are refused.
+  // The executor: runs the calls in order; those still queued when the service stops are
+  // refused.
   void run_jobs() {
     std::unique_lock lock(mu_);
     for (;;) {
@@ -208,14 +200,11 @@ class WorkerService::Impl final : public RawWorker {
       if (jobs_.empty()) return;
       Job job = std::move(jobs_.front());
       jobs_.pop_front();
-      const bool refuse = stopping_ || !refusal_.empty();
-      const std::string why = refusal();
-      running_ = !refuse;
+      const bool refuse = stopping_;
       lock.unlock();
-      job.reactor->Finish(refuse ? Status(StatusCode::UNAVAILABLE, why) : job.run());
+      job.reactor->Finish(refuse ? Status(StatusCode::UNAVAILABLE, task_ + " is stopping")
+                                 : job.run());
       lock.lock();
-      running_ = false;
-      cv_.notify_all();  // leave() waits for the call running
     }
   }
 
@@ -228,8 +217,6 @@ class WorkerService::Impl final : public RawWorker {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  std::string refusal_;   // set by leave()
-  bool running_ = false;  // a call is being answered
   std::deque<Job> jobs_;
   int64_t closures_run_ = 0;
   std::map<uint64_t, PerWorker> per_worker_;  // used by the executor thread only
@@ -242,7 +229,6 @@ std::string WorkerService::address() const { return impl_->address(); }
 int WorkerService::port() const { return impl_->port(); }
 const std::string& WorkerService::task() const { return impl_->task(); }
 uint64_t WorkerService::incarnation() const { return impl_->incarnation(); }
-void WorkerService::leave(const std::string& why) { impl_->leave(why); }
 int64_t WorkerService::closures_run() const { return impl_->closures_run(); }
 
 }  // namespace weft::distribute::parameter_server

@@ -34,10 +34,6 @@ class WorkerService {
   uint64_t incarnation() const;
   // Closures run so far (whatever their outcome).
   int64_t closures_run() const;
-  // Refuses every call from now on (UNAVAILABLE: "<task> is leaving: <why>", so that the
-  // coordinator runs the closure on another worker) and returns once the call running, if any,
-  // has been answered: a preempted worker leaves after its closure.
-  void leave(const std::string& why);
 
  private:
   class Impl;
