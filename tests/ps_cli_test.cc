@@ -305,10 +305,12 @@ TEST_F(PsCli, AWorkerKilledAndStartedAgainRejoinsAndTheJobGoesOn) {
 // A worker that stops answering without its connections breaking (SIGSTOP: a frozen process)
 // holds its closure until the coordination service declares it lost, 2 s without a heartbeat
 // here (--heartbeat-timeout): the coordinator then cancels the call, says why, and the other
-// worker runs the closure. (The channel's keepalive would notice too, after 10 + 5 s.)
+// worker runs the closure. (The channel's keepalive would notice too, after 10 + 5 s.) In
+// synchronous mode every step has a closure for each worker, so the job cannot end before then.
 TEST_F(PsCli, AFrozenWorkersClosureRunsElsewhereOnceItMissesItsHeartbeats) {
   Result r = expect_exactly_once_after_killing({"worker:1"}, "--ps 2 -n 2", Recovery::kGoOn,
-                                               /*batch_size=*/64, "STOP", "--heartbeat-timeout 2");
+                                               /*batch_size=*/64, "STOP",
+                                               "--heartbeat-timeout 2 --ps-mode sync");
   EXPECT_THAT(r.output,
               testing::ContainsRegex("\\[chief:0\\] weft: worker:1 at 127.0.0.1:[0-9]+ lost \\(the "
                                      "coordination service lost it: [^)]*heartbeat"))

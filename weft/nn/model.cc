@@ -624,22 +624,6 @@ std::map<std::string, double> Model::test_on_batch(const std::vector<Tensor>& ba
   return internal::merge_logs(m, m.test_loss, parts.values());
 }
 
-std::map<std::string, double> Model::evaluate(const data::Dataset& dataset, int verbose) try {
-  reset_metrics();
-  std::map<std::string, double> logs;
-  for (const data::Element& batch : dataset) logs = test_on_batch(batch);
-  reset_metrics();
-  if (verbose > 0) {
-    for (const auto& [k, v] : logs) std::printf("%s: %.4f  ", k.c_str(), v);
-    std::printf("\n");
-  }
-  return logs;
-} catch (const std::exception& e) {
-  // An error between the steps reaches the other workers of a cluster with its message.
-  model().strategy.extended().report_error(e.what());
-  throw;
-}
-
 std::vector<Tensor> Model::predict(const data::Dataset& dataset) try {
   ModelImpl& m = model();
   std::vector<std::vector<Tensor>> parts(m.num_outputs());

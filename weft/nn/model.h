@@ -104,7 +104,8 @@ class Model : public Layer, public Trackable {
 
   // Defined in weft/train/fit.cc, with the built-in callbacks it adds (the progress bar).
   History fit(const data::Dataset& dataset, const FitOptions& options = {});
-  // loss and each metric over the dataset, as Keras's return_dict=True.
+  // loss and each metric over the dataset, as Keras's return_dict=True. Defined in
+  // weft/train/fit.cc: under ParameterServerStrategy the workers evaluate, a batch each.
   std::map<std::string, double> evaluate(const data::Dataset& dataset, int verbose = 0);
   // Outputs for every element of `dataset` (inputs only, or inputs and targets), concatenated.
   // Under a strategy each global batch's rows are cut among the replicas (in a cluster, every

@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "weft/autodiff/tape.h"
@@ -98,6 +99,26 @@ void check_workers_start_alike(const Model& model) {
 }
 
 }  // namespace
+
+std::map<std::string, double> Model::evaluate(const data::Dataset& dataset, int verbose) try {
+  std::map<std::string, double> logs;
+  if (distribute::ParameterServerStrategy::is(model().strategy)) {
+    logs = internal::evaluate_on_parameter_servers(*this, dataset, nullptr);
+  } else {
+    reset_metrics();
+    for (const data::Element& batch : dataset) logs = test_on_batch(batch);
+    reset_metrics();
+  }
+  if (verbose > 0) {
+    for (const auto& [k, v] : logs) std::printf("%s: %.4f  ", k.c_str(), v);
+    std::printf("\n");
+  }
+  return logs;
+} catch (const std::exception& e) {
+  // An error between the steps reaches the other workers of a cluster with its message.
+  model().strategy.extended().report_error(e.what());
+  throw;
+}
 
 train::History Model::fit(const data::Dataset& training_data,
                           const train::FitOptions& options) try {

@@ -7,7 +7,9 @@
 // one closure per worker, each on its slice of the batch, committed together (their gradients
 // summed on the ps tasks) before the next step is scheduled. A step's batch travels with its
 // closure, so a closure run again after its worker was lost trains on the same rows, and only
-// the run that returned is committed: each batch is trained on exactly once. A lost ps task
+// the run that returned is committed: each batch is trained on exactly once. Evaluation (the
+// validation data, and Model::evaluate) is closures too, a batch each, whose partial logs the
+// chief adds up in the data's order: each example is counted once. A lost ps task
 // (restarted by weft launch, holding nothing) is waited for, and with a backup (BackupAndRestore)
 // every variable is rolled back to it and the steps after it train again, in this same fit.
 #include "weft/train/internal/fit_parameter_server.h"
@@ -15,6 +17,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <deque>
+#include <map>
+#include <optional>
 
 #include "weft/core/errors.h"
 #include "weft/distribute/parameter_server/cluster_coordinator.h"
@@ -30,6 +34,7 @@ namespace weft::nn::internal {
 namespace {
 
 constexpr const char* kTrainStep = "weft/fit/train_step";
+constexpr const char* kTestStep = "weft/fit/test_step";
 
 // A scheduled step whose logs the chief has not merged yet: its closure, or in synchronous mode
 // one closure per worker's slice of its batch.
@@ -39,39 +44,93 @@ struct Pending {
   std::vector<distribute::RemoteValue> parts;
 };
 
+// On a worker or ps task, for fit or evaluate: serves the chief's closures until the chief is
+// done. A worker builds an unbuilt model alike (its variables made in the same order as
+// everywhere, and so bound to the same places) from the dataset's first batch, which is read no
+// further here, and registers the model's train and test steps; a ps task serves its variables.
+void serve_the_chief(Model& model, const distribute::ParameterServerStrategy& strategy,
+                     const data::Dataset& dataset, std::optional<int64_t> steps_per_epoch) {
+  ModelImpl& m = model.model();
+  if (strategy.task().rfind("ps:", 0) != 0) {
+    if (!m.built()) EpochReader(dataset, steps_per_epoch).build(m);
+    // `model` itself (its steps may be overridden), which outlives the closures.
+    Model* self = &model;
+    // The arguments: the batch's tensors (a slice of the step's, in synchronous mode), then
+    // where they lie in it (step, first example, examples, the step's batch size), which
+    // keys training-time randomness and averages the loss over the step's whole batch.
+    distribute::register_function(kTrainStep, [self](const distribute::ClosureArgs& args) {
+      std::vector<Tensor> batch;
+      for (std::size_t i = 0; i + 1 < args.size(); ++i) batch.push_back(args.tensor(i));
+      const std::vector<int64_t> at = args.tensor(args.size() - 1).to_vector<int64_t>();
+      WEFT_CHECK(at.size() == 4, InvalidArgument)
+          << "fit's train step takes where its rows lie as 4 int64 values, got " << at.size();
+      distribute::BatchSliceScope slice({at[0], at[1], at[2], at[3]});
+      ModelImpl& impl = self->model();
+      return std::vector<Tensor>{pack_partial_logs(impl, impl.train_loss, self->train_step(batch))};
+    });
+    // The arguments: the batch's tensors.
+    distribute::register_function(kTestStep, [self](const distribute::ClosureArgs& args) {
+      std::vector<Tensor> batch;
+      for (std::size_t i = 0; i < args.size(); ++i) batch.push_back(args.tensor(i));
+      ModelImpl& impl = self->model();
+      return std::vector<Tensor>{pack_partial_logs(impl, impl.test_loss, self->test_step(batch))};
+    });
+  }
+  strategy.join();  // until the chief's program is done
+}
+
 }  // namespace
+
+std::map<std::string, double> evaluate_on_parameter_servers(
+    Model& model, const data::Dataset& dataset, distribute::ClusterCoordinator* coordinator) {
+  ModelImpl& m = model.model();
+  distribute::ParameterServerStrategy strategy(m.strategy);
+  if (!strategy.is_chief()) {
+    serve_the_chief(model, strategy, dataset, std::nullopt);
+    return {};
+  }
+  WEFT_CHECK(model.compiled(), FailedPrecondition)
+      << "Model \"" << m.name() << "\" must be compiled before evaluation: call compile()";
+  std::optional<distribute::ClusterCoordinator> own;
+  if (coordinator == nullptr) coordinator = &own.emplace(strategy);
+  const distribute::RemoteFunction test_step{kTestStep};
+  // Two batches per worker in flight, merged in the dataset's order as they return.
+  const std::size_t window = 2 * static_cast<std::size_t>(coordinator->num_workers());
+  std::deque<distribute::RemoteValue> running;
+  std::map<std::string, double> logs;
+  auto finish_oldest = [&] {
+    distribute::RemoteValue batch = std::move(running.front());
+    running.pop_front();
+    std::vector<Tensor> out;
+    try {
+      out = batch.fetch();
+    } catch (const Cancelled&) {
+      coordinator->join();  // raises the error that cancelled it, which names its cause
+      throw;
+    }
+    WEFT_CHECK(out.size() == 1, Internal)
+        << "evaluate: a batch returned " << out.size() << " tensors, not its logs";
+    logs = merge_logs(m, m.test_loss, {unpack_partial_logs(m, m.test_loss, out[0])});
+  };
+  model.reset_metrics();
+  for (const data::Element& batch : dataset) {
+    m.build_on(batch);  // an unbuilt model, alike on every task (serve_the_chief)
+    running.push_back(coordinator->schedule(
+        test_step, std::vector<distribute::ClosureArgument>(batch.begin(), batch.end())));
+    while (running.size() >= window) finish_oldest();
+  }
+  while (!running.empty()) finish_oldest();
+  model.reset_metrics();
+  return logs;
+}
 
 train::History fit_on_parameter_servers(
     Model& model, const data::Dataset& dataset, const FitOptions& options,
     const std::function<data::Element(data::Element)>& prepare) {
   ModelImpl& m = model.model();
   distribute::ParameterServerStrategy strategy(m.strategy);
-  const bool ps_task = strategy.task().rfind("ps:", 0) == 0;
   if (!strategy.is_chief()) {
-    if (!ps_task) {
-      // An unbuilt model is built alike on every task but the ps tasks (its variables made in
-      // the same order, and so bound to the same places), from the dataset's first batch; the
-      // data is read no further here.
-      if (!m.built()) EpochReader(dataset, options.steps_per_epoch).build(m);
-      // `model` itself (its train_step may be overridden), which outlives the closures: this
-      // fit returns only when the chief is done.
-      Model* self = &model;
-      // The arguments: the batch's tensors (a slice of the step's, in synchronous mode), then
-      // where they lie in it (step, first example, examples, the step's batch size), which
-      // keys training-time randomness and averages the loss over the step's whole batch.
-      distribute::register_function(kTrainStep, [self](const distribute::ClosureArgs& args) {
-        std::vector<Tensor> batch;
-        for (std::size_t i = 0; i + 1 < args.size(); ++i) batch.push_back(args.tensor(i));
-        const std::vector<int64_t> at = args.tensor(args.size() - 1).to_vector<int64_t>();
-        WEFT_CHECK(at.size() == 4, InvalidArgument)
-            << "fit's train step takes where its rows lie as 4 int64 values, got " << at.size();
-        distribute::BatchSliceScope slice({at[0], at[1], at[2], at[3]});
-        ModelImpl& impl = self->model();
-        return std::vector<Tensor>{
-            pack_partial_logs(impl, impl.train_loss, self->train_step(batch))};
-      });
-    }
-    strategy.join();  // until the chief's fit (and its program) is done
+    serve_the_chief(model, strategy, dataset, options.steps_per_epoch);
     return {};
   }
 
@@ -234,7 +293,10 @@ train::History fit_on_parameter_servers(
     }
     WEFT_CHECK(trained > 0 || steps, InvalidArgument) << "fit: the training dataset is empty";
     if (options.validation_data) {
-      for (const auto& [k, v] : model.evaluate(*options.validation_data)) logs["val_" + k] = v;
+      for (const auto& [k, v] :
+           evaluate_on_parameter_servers(model, *options.validation_data, &coordinator)) {
+        logs["val_" + k] = v;
+      }
       for (const train::Callback& c : callbacks) c.impl().on_test_end(logs);
     }
     for (const train::Callback& c : callbacks) c.impl().on_epoch_end(epoch, logs);

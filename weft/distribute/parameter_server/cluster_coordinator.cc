@@ -319,6 +319,8 @@ class ClusterCoordinator::Impl {
         const bool lost = it->state == coordination::TaskState::kLost;
         if (lost && !w->lost_by_state) {
           w->lost = "the coordination service lost it: " + it->error;
+          std::fprintf(stderr, "weft: %s at %s lost (%s); it gets no closure until it is back\n",
+                       w->task.c_str(), w->address.c_str(), w->lost.c_str());
           if (w->running != nullptr) w->running->TryCancel();
         }
         w->lost_by_state = lost;
@@ -551,7 +553,7 @@ class ClusterCoordinator::Impl {
   Ran call_failed(Worker& w, const grpc::Status& status, const std::string& what,
                   internal::Failure* error) {
     if (worker_lost(status.error_code())) {
-      return lost(w, std::to_string(status.error_code()) + ": " + status.error_message());
+      return lost(w, status.error_message());
     }
     try {
       distribute::internal::throw_status(status, what, "worker " + w.task + " at " + w.address);
@@ -590,6 +592,12 @@ class ClusterCoordinator::Impl {
   // closures fail naming every worker.
   bool wait_for(Worker& w) {
     const auto deadline = SystemClock::now() + options_.worker_recovery_timeout;
+    {
+      // Not at once: a worker that refused the call (it is stopping) still answers on its
+      // channel for a moment.
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; });
+    }
     while (SystemClock::now() < deadline) {
       {
         std::unique_lock lock(mu_);

@@ -1,0 +1,100 @@
+// Model::evaluate under ParameterServerStrategy, in one process with a thread per task (a
+// chief, one worker, one ps task on 127.0.0.1): the worker evaluates, a batch per closure, and
+// the chief adds up the partial logs, to what one process gets from the same weights.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "weft/distribute/cluster/local_ports.h"
+#include "weft/distribute/cluster/tf_config.h"
+#include "weft/distribute/parameter_server/parameter_server_strategy.h"
+#include "weft/nn/dense.h"
+#include "weft/nn/losses.h"
+#include "weft/nn/model.h"
+#include "weft/ops/random.h"
+#include "weft/ops/reduce.h"
+#include "weft/ops/shape_ops.h"
+#include "weft/optim/sgd.h"
+#include "weft/testing/ps_cluster.h"
+
+namespace weft::nn {
+namespace {
+
+namespace ds = weft::distribute;
+
+// A model whose test step counts its runs.
+class CountingModel : public Sequential {
+ public:
+  using Sequential::Sequential;
+  PartialLogs test_step(const std::vector<Tensor>& batch) override {
+    ++test_steps;
+    return Sequential::test_step(batch);
+  }
+  std::atomic<int> test_steps{0};
+};
+
+void compile(Model& model) {
+  model.compile(optim::SGD(0.1), losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                {"accuracy"});
+}
+
+TEST(EvaluateOnParameterServers, TheWorkersEvaluateABatchEachAndTheChiefAddsThemUp) {
+  const Tensor x = stateless_random_normal({40, 4}, {7, 3});
+  const Tensor y = argmax(slice(x, {Slice{}, Slice{0, 3}}), -1);
+  const data::Dataset data = data::Dataset::from_tensor_slices({x, y}).batch(8);  // 5 batches
+  ds::ReservedLocalPorts ports(3);
+  std::map<std::string, int> test_steps;
+  std::map<std::string, double> logs;
+  std::vector<Tensor> weights;
+  std::mutex mu;
+  auto run_task = [&](const std::string& task) {
+    ds::ParameterServerOptions options;
+    options.coordination.token = "0123456789abcdef";
+    options.startup_timeout = std::chrono::seconds(30);
+    ds::ParameterServerStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver::from_json(
+                                             weft::testing::ps_tf_config(ports, task, 1, 1)),
+                                         options);
+    CountingModel model;
+    {
+      auto scope = strategy.scope();
+      model.add(Dense(3));
+      compile(model);
+    }
+    std::map<std::string, double> got = model.evaluate(data);
+    std::lock_guard lock(mu);
+    test_steps[task] = model.test_steps.load();
+    if (strategy.is_chief()) {
+      logs = got;
+      for (const Variable& v : model.variables()) weights.push_back(v.value());
+    } else {
+      EXPECT_TRUE(got.empty()) << task;
+    }
+  };
+  std::vector<std::future<void>> tasks;
+  for (const char* task : {"chief:0", "worker:0", "ps:0"}) {
+    tasks.push_back(std::async(std::launch::async, run_task, task));
+  }
+  for (auto& t : tasks) t.get();
+
+  EXPECT_EQ(test_steps["worker:0"], 5);
+  EXPECT_EQ(test_steps["chief:0"], 0);
+  EXPECT_EQ(test_steps["ps:0"], 0);
+  // One process, the chief's weights: the same loss and accuracy, bit for bit.
+  Sequential local({Dense(3)});
+  compile(local);
+  local(slice(x, {Slice{0, 1}}));
+  ASSERT_EQ(local.variables().size(), weights.size());
+  for (size_t i = 0; i < weights.size(); ++i) local.variables()[i].assign(weights[i]);
+  const std::map<std::string, double> expected = local.evaluate(data);
+  ASSERT_EQ(logs.size(), 2u);
+  EXPECT_EQ(logs, expected);
+}
+
+}  // namespace
+}  // namespace weft::nn
