@@ -309,7 +309,7 @@ TEST_F(PsCli, AWorkerKilledAndStartedAgainRejoinsAndTheJobGoesOn) {
 // synchronous mode every step has a closure for each worker, so the job cannot end before then.
 TEST_F(PsCli, AFrozenWorkersClosureRunsElsewhereOnceItMissesItsHeartbeats) {
   Result r = expect_exactly_once_after_killing({"worker:1"}, "--ps 2 -n 2", Recovery::kGoOn,
-                                               /*batch_size=*/64, "STOP",
+                                               /*batch_size=*/128, "STOP",
                                                "--heartbeat-timeout 2 --ps-mode sync");
   EXPECT_THAT(r.output,
               testing::ContainsRegex("\\[chief:0\\] weft: worker:1 at 127.0.0.1:[0-9]+ lost \\(the "
@@ -345,20 +345,22 @@ TEST_F(PsCli, APsAndAWorkerKilledTogetherAreRecoveredWithoutRestartingTheJob) {
 }
 
 // Without a backup there is nothing to roll a lost ps task's variables back to: the chief stops
-// at once, naming the task, and the job's status is the chief's.
+// at once, naming the task, and the job's status is the chief's. ps:1 is killed when the first
+// epoch's line reaches the chief's log (its output is flushed at each epoch's end), so that the
+// second epoch's steps find it gone.
 TEST_F(PsCli, APsLostWithoutABackupStopsTheJobNamingIt) {
   write_dataset(dir_ / "data", 512, 128);
   const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft";
   Result r = launch("--ps 2 -n 2",
-                    "ARGS=\"train --strategy parameter_server --dataset $D/data --epochs 3 "
-                    "--batch-size 16\"\n"
+                    "ARGS=\"train --strategy parameter_server --dataset $D/data --epochs 2 "
+                    "--batch-size 32\"\n"
                     "if [ $TASK = chief:0 ]; then exec " +
                         weft +
                         " $ARGS > $D/chief.log 2>&1; fi\n"
                         "if [ $TASK != ps:1 ]; then exec " +
                         weft + " $ARGS --quiet; fi\n" + weft +
                         " $ARGS --quiet & pid=$!\n"
-                        "n=0; while ! grep -q 'Epoch 2/3' $D/chief.log 2>/dev/null && [ $n -lt "
+                        "n=0; while ! grep -q 'val_loss' $D/chief.log 2>/dev/null && [ $n -lt "
                         "6000 ]; do sleep 0.01; n=$((n + 1)); done\n"
                         "kill -9 $pid; touch $D/killed_while_training; wait $pid; exit $?\n");
   std::ifstream in(dir_ / "chief.log");
