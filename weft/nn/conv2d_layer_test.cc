@@ -40,7 +40,7 @@ TEST(Conv2DGolden, SameDilatedSigmoid) {
       Conv2D(2, {3, 3}, {.padding = "SAME", .dilation_rate = {2, 1}, .activation = "sigmoid"}));
 }
 
-TEST(Conv2D, KerasNamesShapesAndFreezing) {
+TEST(Conv2DLayer, KerasNamesShapesAndFreezing) {
   Conv2D conv(8, {3, 3}, {.padding = "same"});
   EXPECT_THAT(conv.name(), ::testing::MatchesRegex("conv2d(_[0-9]+)?"));
   Tensor y = conv(ones({2, 6, 5, 3}));
@@ -55,7 +55,7 @@ TEST(Conv2D, KerasNamesShapesAndFreezing) {
   EXPECT_EQ(conv.non_trainable_variables().size(), 2u);
 }
 
-TEST(Conv2D, FunctionalShapes) {
+TEST(Conv2DLayer, FunctionalShapes) {
   KerasTensor in = Input({9, 9, 2});
   KerasTensor out = Conv2D(4, {3, 3}, {.strides = {2, 2}})(in);
   EXPECT_EQ(out.shape(), (Shape{-1, 4, 4, 4}));
