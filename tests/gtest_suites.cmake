@@ -22,6 +22,11 @@ set(cases 0)
 macro(add_suite)
   if(NOT suite STREQUAL "" AND NOT suite MATCHES "^DISABLED_")
     string(APPEND script
+      "if(DEFINED weft_suite_${suite})\n"
+      "  message(FATAL_ERROR [==[${suite}: a suite of ${PROGRAM} and of ]==] "
+      "\"\${weft_suite_${suite}}: rename one, since CTest names a test by its suite\")\n"
+      "endif()\n"
+      "set(weft_suite_${suite} [==[${PROGRAM}]==])\n"
       "add_test([==[${suite}.*]==] [==[${PROGRAM}]==] [==[--gtest_filter=${suite}.*]==])\n"
       "set_tests_properties([==[${suite}.*]==] PROPERTIES WORKING_DIRECTORY "
       "[==[${WORKING_DIRECTORY}]==] COST ${cases} ${PROPERTIES})\n")
