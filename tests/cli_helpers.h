@@ -28,6 +28,21 @@ namespace weft_cli_test {
 
 namespace fs = std::filesystem;
 
+// Whether this test (and so the `weft` it runs) is built with AddressSanitizer, under which a
+// training step takes about ten times as long: a test whose job must outlast a fixed wait takes
+// larger batches there, for the same examples in fewer steps.
+#if defined(__SANITIZE_ADDRESS__)  // GCC
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)  // Clang
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
 struct Result {
   int status;
   std::string output;

@@ -49,8 +49,7 @@ class PsCli : public testing::Test {
   Result expect_exactly_once_after_killing(const std::vector<std::string>& victims,
                                            const std::string& launch_args, Recovery recovery,
                                            int batch_size = 64, const std::string& signal = "KILL",
-                                           const std::string& train_args = "",
-                                           const std::string& restart_delay = "2");
+                                           const std::string& train_args = "");
   static int count(const std::string& text, const std::string& what) {
     int n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -221,14 +220,13 @@ TEST_F(PsCli, WeftTrainTrainsOnTheWorkersWithTheVariablesOnThePsTasks) {
 // --backup-dir (backups every 4 steps, which the asynchronous fit takes once the steps in flight
 // have finished), `launch_args` and `train_args`, sending `signal` (KILL, or STOP: the process
 // freezes until the job is done, then is killed) to each task of `victims` on its first start as
-// soon as a backup exists (a victim started again waits `restart_delay` seconds first). Expects the
+// soon as a backup exists (a victim started again waits 2 s first). Expects the
 // job to end normally (returns its output) having trained on each example once per epoch, one
 // optimizer step per batch, over every start, recovered as `recovery` says.
 Result PsCli::expect_exactly_once_after_killing(const std::vector<std::string>& victims,
                                                 const std::string& launch_args, Recovery recovery,
                                                 int batch_size, const std::string& signal,
-                                                const std::string& train_args,
-                                                const std::string& restart_delay) {
+                                                const std::string& train_args) {
   write_dataset(dir_ / "data", 512, 128);
   const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft";
   std::string chosen = "false";
@@ -258,9 +256,7 @@ Result PsCli::expect_exactly_once_after_killing(const std::vector<std::string>& 
           " ] && [ $n -lt 9000 ]; do sleep 0.01; n=$((n + 1)); done\n"
           "    kill -9 $pid 2>/dev/null; wait $pid; exit $?\n"
           "  fi\n"
-          "  sleep " +
-          restart_delay +
-          "\n"
+          "  sleep 2\n"
           "fi\n"
           "exec " +
           weft + " $ARGS\n");
@@ -292,15 +288,15 @@ Result PsCli::expect_exactly_once_after_killing(const std::vector<std::string>& 
   return r;
 }
 
-// A worker SIGKILLed and started again alone 0.2 s later (--max-restarts 1), as a supervisor
-// would: it rejoins the cluster (which met already: no second start-up barrier) under a new
-// incarnation, its closure running again elsewhere, and the job goes on without a restart; the
-// worker leaves with the others when the chief is done. Batches of 16 (64 steps) keep the job
-// going until it is back (the test took 45 s under ASan with batches of 8 and a 2 s wait).
+// A worker SIGKILLed and started again alone 2 s later (--max-restarts 1): it rejoins the cluster
+// (which met already: no second start-up barrier), its closure having run on the other worker,
+// and the job goes on without a restart; the worker leaves with the others when the chief is
+// done. Batches of 8 (128 steps) keep the job going for those 2 s; under AddressSanitizer, whose
+// steps take ten times as long, batches of 32 do (the test took 45 s there in batches of 8).
 TEST_F(PsCli, AWorkerKilledAndStartedAgainRejoinsAndTheJobGoesOn) {
   Result r = expect_exactly_once_after_killing({"worker:1"}, "--ps 2 -n 2 --max-restarts 1",
-                                               Recovery::kGoOn, /*batch_size=*/16, "KILL", "",
-                                               /*restart_delay=*/"0.2");
+                                               Recovery::kGoOn,
+                                               /*batch_size=*/kAddressSanitizer ? 32 : 8);
   EXPECT_THAT(r.output,
               HasSubstr("exited with status 137; starting it again alone (restart 1 of 1)"))
       << r.output;

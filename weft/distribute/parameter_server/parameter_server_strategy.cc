@@ -216,7 +216,6 @@ class ParameterServerImpl : public StrategyImpl {
       std::string why;
       for (;;) {
         try {
-          if (holds_its_variables(*ps)) break;
           std::lock_guard lock(creating_);
           for (const auto& v : made_) {
             if (!v->held_on(*ps)) v->create_on(*ps);

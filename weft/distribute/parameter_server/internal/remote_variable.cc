@@ -46,10 +46,11 @@ void RemoteVariable::create() const {
 }
 
 bool RemoteVariable::held_on(ParameterServerClient& ps) const {
+  std::vector<VariableSpec> here;
   for (const Shard& s : shards_) {
-    if (s.ps.get() == &ps && !ps.readable({s.spec})) return false;
+    if (s.ps.get() == &ps) here.push_back(s.spec);
   }
-  return true;
+  return here.empty() || ps.readable(here);  // one call for the shards there
 }
 
 void RemoteVariable::create_on(ParameterServerClient& ps) const {
