@@ -220,9 +220,9 @@ TEST_F(PsCli, WeftTrainTrainsOnTheWorkersWithTheVariablesOnThePsTasks) {
 // --backup-dir (backups every 4 steps, which the asynchronous fit takes once the steps in flight
 // have finished), `launch_args` and `train_args`, sending `signal` (KILL, or STOP: the process
 // freezes until the job is done, then is killed) to each task of `victims` on its first start as
-// soon as a backup exists (a victim started again waits 2 s first). Expects the
-// job to end normally (returns its output) having trained on each example once per epoch, one
-// optimizer step per batch, over every start, recovered as `recovery` says.
+// soon as a backup exists (a victim started again waits 2 s first). Expects the job to end normally
+// (returns its output) having trained on each example once per epoch, one optimizer step per batch,
+// over every start, recovered as `recovery` says.
 Result PsCli::expect_exactly_once_after_killing(const std::vector<std::string>& victims,
                                                 const std::string& launch_args, Recovery recovery,
                                                 int batch_size, const std::string& signal,
