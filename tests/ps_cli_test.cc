@@ -337,10 +337,13 @@ TEST_F(PsCli, AChiefKilledMidTrainingRestartsTheClusterWhichResumesFromItsBackup
 // A ps task and a worker SIGKILLed together: the launcher starts each alone again 2 s later (a
 // restarted PS holds nothing). The chief's fit notices the lost PS, waits for it, creates its
 // variables there again and rolls every variable back to the newest backup, in the same run: the
-// steps after the backup train again, and the job finishes without a restart.
+// steps after the backup train again, and the job finishes without a restart. Closures of three
+// steps (--steps-per-execution 3: 3, 3 and 2 per epoch), so the backups (due every 4 steps) come
+// at executions' ends, and a closure lost with its worker is three steps run again elsewhere.
 TEST_F(PsCli, APsAndAWorkerKilledTogetherAreRecoveredWithoutRestartingTheJob) {
-  Result r = expect_exactly_once_after_killing({"ps:1", "worker:1"}, "--ps 2 -n 2 --max-restarts 1",
-                                               Recovery::kRollBack);
+  Result r =
+      expect_exactly_once_after_killing({"ps:1", "worker:1"}, "--ps 2 -n 2 --max-restarts 1",
+                                        Recovery::kRollBack, 64, "KILL", "--steps-per-execution 3");
   EXPECT_THAT(r.output, HasSubstr("[chief:0] weft: parameter server ps:1 lost; waiting for it"))
       << r.output;
   EXPECT_THAT(r.output, Not(HasSubstr("not started again"))) << r.output;
@@ -472,6 +475,9 @@ TEST_F(PsCli, AWorkerKilledMidTrainingIsReplacedAndEveryBatchTrainsOnce) {
 // --max-staleness 0: two workers run one step at a time, each reading every earlier step's
 // values, so the job trains the same weights as one process, bit for bit (--deterministic keeps
 // the sums apart from the thread count). The metrics say the bound and the staleness measured.
+// So it does with closures of three steps (--steps-per-execution 3), one closure at a time: a
+// step reads its closure's earlier steps' updates, applied to the worker's copy of the
+// variables and of Adam's slots as the ps tasks apply them.
 TEST_F(PsCli, MaxStalenessZeroTrainsAsOneProcessBitForBit) {
   write_dataset(dir_ / "data", 512, 128);
   const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft";
@@ -490,6 +496,14 @@ TEST_F(PsCli, MaxStalenessZeroTrainsAsOneProcessBitForBit) {
   // Staleness as measured (the updates applied between a step's start and its own): none.
   EXPECT_EQ(ps0["ps_staleness"]["steps_by_staleness"], nlohmann::json({{"0", 8}}));
   EXPECT_EQ(ps0["ps_staleness"]["max"], 0);
+  r = shell("timeout 300 " + weft + " launch --ps 2 -n 2 -- " + weft + train +
+            (dir_ / "ps0x3.json").string() +
+            " --strategy parameter_server --max-staleness 0 --steps-per-execution 3");
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json x3 = read_json(dir_ / "ps0x3.json");
+  EXPECT_EQ(x3["weights_fingerprint"], one["weights_fingerprint"]);
+  EXPECT_EQ(x3["steps"], 8);
+  EXPECT_EQ(x3["ps_staleness"]["steps_by_staleness"], nlohmann::json({{"0", 8}}));
 
   r = shell(weft + train + (dir_ / "x.json").string() +
             " --strategy parameter_server --ps-mode sync --max-staleness 2");

@@ -49,6 +49,7 @@ struct TrainFlags {
   std::string ps_mode = "async";
   std::string variable_partitioner;  // empty: each variable whole on one ps task
   int64_t max_staleness = -1;        // -1: the strategy's default
+  int64_t steps_per_execution = 1;
   int replicas = 1;
   bool deterministic = false, quiet = false;
   int micro_batches = 0;  // 0: config::kDefaultMicroBatches
@@ -86,7 +87,7 @@ class ExampleCounter : public train::CallbackImpl {
  public:
   void on_train_batch_end(int64_t, const train::Logs&) override {
     examples += batch_examples_;
-    ++staleness[batch_staleness_];
+    staleness[batch_staleness_] += batch_steps_;
   }
   int64_t examples = 0;
   std::map<int64_t, int64_t> staleness;
@@ -265,7 +266,8 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
     // dataset of another shape is refused by the first layer with both shapes named.
     model(zeros({1, 28, 28, 1}));
     model.compile(build_optimizer(f, total_steps),
-                  nn::losses::SparseCategoricalCrossentropy({.from_logits = true}), {"accuracy"});
+                  nn::losses::SparseCategoricalCrossentropy({.from_logits = true}), {"accuracy"},
+                  {.steps_per_execution = f.steps_per_execution});
   }
   auto counter = std::make_shared<ExampleCounter>();
   std::vector<train::Callback> callbacks{train::Callback(counter)};
@@ -313,7 +315,9 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
         {"transport", strategy.extended().transport()},
         {"ps_tasks", ps ? ps->num_ps() : 0},
         {"ps_mode", ps ? f.ps_mode : ""},
-        {"ps_max_staleness", ps ? nlohmann::json(ps->max_staleness()) : nlohmann::json()},
+        {"ps_max_staleness",
+         ps ? nlohmann::json(ps->max_staleness(model.model().steps_per_execution))
+            : nlohmann::json()},
         {"ps_staleness", ps ? staleness_summary(counter->staleness) : nlohmann::json()},
         {"replicas", strategy.num_replicas_in_sync()},
         {"threads", config::num_threads()},
@@ -381,9 +385,15 @@ void add_train(CLI::App& app) {
       ->check(one_of({"async", "sync"}));
   cmd->add_option("--max-staleness", flags->max_staleness,
                   "with --ps-mode async: the most earlier steps a step may not see (at most this "
-                  "many + 1 steps at once; 0 trains as one process; default 2 x workers - 1)")
+                  "many + 1 steps at once; 0 trains as one process; default 2 x workers - 1, times "
+                  "--steps-per-execution)")
       ->check(in_range(0, 1 << 20))
       ->default_str("");
+  cmd->add_option("--steps-per-execution", flags->steps_per_execution,
+                  "steps between two progress updates (compile's steps_per_execution); with "
+                  "--strategy parameter_server, steps per closure a worker runs, each reading "
+                  "the ones before it")
+      ->check(in_range(1, 1 << 20));
   cmd->add_option("--variable-partitioner", flags->variable_partitioner,
                   "with --strategy parameter_server: cut variables along axis 0 into shards on "
                   "the ps tasks: fixed:N, min_size:BYTES[:MAX_SHARDS] or "

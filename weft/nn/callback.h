@@ -60,6 +60,11 @@ class CallbackImpl {
   }
   // Examples in the batch just trained, set by fit() before on_train_batch_end.
   void set_batch_examples(int64_t n) { batch_examples_ = n; }
+  // Steps in the batch just trained, set by fit() before on_train_batch_end: with compile's
+  // steps_per_execution N, the batch hooks come once per N steps (fewer at an epoch's end), as
+  // Keras's: on_train_batch_begin with the first step's index, on_train_batch_end with the
+  // last's, and the logs after it.
+  void set_batch_steps(int64_t n) { batch_steps_ = n; }
   // Later steps already running (or applied) when on_train_batch_end comes, set by fit() before
   // it: a parameter-server fit runs several steps at once; fit() on one worker or a mirrored
   // cluster, one (0).
@@ -76,6 +81,7 @@ class CallbackImpl {
 
  protected:
   int64_t batch_examples_ = 0;
+  int64_t batch_steps_ = 1;
   int64_t steps_in_flight_ = 0;
   int64_t batch_staleness_ = 0;
   data::Dataset::Iterator* iterator_ = nullptr;

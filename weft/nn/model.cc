@@ -201,24 +201,29 @@ ModelImpl& Model::model() const { return static_cast<ModelImpl&>(impl()); }
 
 void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
                     const std::vector<std::string>& metric_names,
-                    const std::vector<std::string>& weighted_names) {
+                    const std::vector<std::string>& weighted_names, const CompileOptions& options) {
   std::vector<metrics::Metric> ms, weighted;
   for (const std::string& name : metric_names) ms.push_back(metrics::get(name, loss.name()));
   for (const std::string& name : weighted_names) {
     weighted.push_back(metrics::get(name, loss.name()));
   }
-  compile(optimizer, loss, ms, weighted);
+  compile(optimizer, loss, ms, weighted, options);
 }
 
 void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
-                    std::initializer_list<const char*> metric_names) {
-  compile(optimizer, loss, std::vector<std::string>(metric_names.begin(), metric_names.end()));
+                    std::initializer_list<const char*> metric_names,
+                    const CompileOptions& options) {
+  compile(optimizer, loss, std::vector<std::string>(metric_names.begin(), metric_names.end()), {},
+          options);
 }
 
 void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
                     const std::vector<metrics::Metric>& ms,
-                    const std::vector<metrics::Metric>& weighted) {
+                    const std::vector<metrics::Metric>& weighted, const CompileOptions& options) {
   WEFT_CHECK(optimizer.defined(), InvalidArgument) << "Model::compile: the optimizer is undefined";
+  WEFT_CHECK(options.steps_per_execution >= 1, InvalidArgument)
+      << "Model::compile: steps_per_execution must be at least 1, got "
+      << options.steps_per_execution;
   // Logs, and the partial logs replicas merge, are keyed by name.
   std::set<std::string> names{"loss"};
   auto add_name = [&](const std::string& name) {
@@ -240,6 +245,7 @@ void Model::compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
   model().compiled_metrics = ms;
   model().compiled_metrics.insert(model().compiled_metrics.end(), weighted.begin(), weighted.end());
   model().first_weighted_metric = ms.size();
+  model().steps_per_execution = options.steps_per_execution;
   if (distribute::has_strategy()) model().strategy = distribute::get_strategy();
 }
 

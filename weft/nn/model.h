@@ -69,6 +69,7 @@ class ModelImpl : public LayerImpl {
   std::vector<metrics::Metric> compiled_metrics;
   size_t first_weighted_metric = 0;
   metrics::Mean train_loss{"loss"}, test_loss{"loss"};
+  int64_t steps_per_execution = 1;  // compile's
   bool stop_training = false;
   // The strategy fit/evaluate/predict run through: the one in scope when the model was made,
   // or when it was compiled.
@@ -79,6 +80,15 @@ class ModelImpl : public LayerImpl {
 // values and their count over the replica's rows. fit and evaluate add the replicas' shares in
 // replica order and report total / count, so logs are exact over the global batch.
 using PartialLogs = std::map<std::string, metrics::Partial>;
+
+// compile's settings besides the optimizer, loss and metrics (Keras 2.4's keyword arguments).
+struct CompileOptions {
+  // Steps fit runs between two calls of the batch-level callbacks, and, under
+  // ParameterServerStrategy, per closure a worker runs (evaluation: batches per closure). The
+  // steps themselves are those of steps_per_execution = 1: only the batch callbacks' cadence
+  // and the round trips per step change. At least 1.
+  int64_t steps_per_execution = 1;
+};
 
 class Model : public Layer, public Trackable {
  public:
@@ -94,13 +104,16 @@ class Model : public Layer, public Trackable {
   // has is renamed "weighted_<name>" (Keras's rule), and any other repeated name is refused.
   void compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
                const std::vector<std::string>& metrics = {},
-               const std::vector<std::string>& weighted_metrics = {});
+               const std::vector<std::string>& weighted_metrics = {},
+               const CompileOptions& options = {});
   void compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
                const std::vector<metrics::Metric>& metrics,
-               const std::vector<metrics::Metric>& weighted_metrics = {});
-  // compile(optimizer, loss, {"accuracy", "AUC"}): names in braces.
+               const std::vector<metrics::Metric>& weighted_metrics = {},
+               const CompileOptions& options = {});
+  // compile(optimizer, loss, {"accuracy", "AUC"}), or with options:
+  // compile(optimizer, loss, {"accuracy"}, {.steps_per_execution = 8}).
   void compile(const optim::Optimizer& optimizer, const losses::Loss& loss,
-               std::initializer_list<const char*> metrics);
+               std::initializer_list<const char*> metrics, const CompileOptions& options = {});
 
   // Defined in weft/train/fit.cc, with the built-in callbacks it adds (the progress bar).
   History fit(const data::Dataset& dataset, const FitOptions& options = {});

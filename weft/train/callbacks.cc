@@ -368,8 +368,10 @@ class TensorBoardImpl : public CallbackImpl {
     validation_ = std::make_unique<EventFileWriter>(dir_ + "/validation");
   }
   void on_train_batch_end(int64_t, const Logs& logs) override {
-    ++global_step_;
-    if (update_freq_ <= 0 || global_step_ % update_freq_ != 0) return;
+    const int64_t before = global_step_;
+    global_step_ += batch_steps_;
+    // Every update_freq steps: once per batch end that passes a multiple of it.
+    if (update_freq_ <= 0 || global_step_ / update_freq_ == before / update_freq_) return;
     for (const auto& [k, v] : logs) train_->add_scalar("batch_" + k, v, global_step_);
   }
   void on_epoch_end(int epoch, Logs& logs) override {
@@ -439,7 +441,7 @@ class BackupAndRestoreImpl : public CallbackImpl {
   // steps before the point it resumes from (with parameter servers, after the steps running
   // then; otherwise at once).
   void on_train_batch_end(int64_t step, const Logs&) override {
-    ++steps_since_save_;
+    steps_since_save_ += batch_steps_;
     examples_ += batch_examples_;
     if (pending_ != Pending::kPreempt && termination_agreed()) {
       pending_ = Pending::kPreempt;

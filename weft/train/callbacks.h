@@ -111,8 +111,8 @@ class ModelCheckpoint : public Callback {
 
 // TensorBoard event files under `log_dir`/train and /validation: every log per epoch
 // ("epoch_loss", ...), the learning rate at each epoch's end when it follows a schedule
-// ("epoch_learning_rate"), and training loss/metrics every `update_freq` batches ("batch_loss",
-// ...) when update_freq > 0.
+// ("epoch_learning_rate"), and training loss/metrics every `update_freq` steps ("batch_loss",
+// ...; with compile's steps_per_execution, at the batch end that reaches it) when update_freq > 0.
 class TensorBoard : public Callback {
  public:
   explicit TensorBoard(std::string log_dir, int64_t update_freq = 0);

@@ -1,6 +1,7 @@
 // Model::evaluate under ParameterServerStrategy, in one process with a thread per task (a
-// chief, one worker, one ps task on 127.0.0.1): the worker evaluates, a batch per closure, and
-// the chief adds up the partial logs, to what one process gets from the same weights.
+// chief, one worker, one ps task on 127.0.0.1): the worker evaluates, steps_per_execution batches
+// per closure, and the chief adds up the partial logs, to what one process gets from the same
+// weights.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -39,12 +40,13 @@ class CountingModel : public Sequential {
   std::atomic<int> test_steps{0};
 };
 
-void compile(Model& model) {
+void compile(Model& model, int64_t steps_per_execution) {
   model.compile(optim::SGD(0.1), losses::SparseCategoricalCrossentropy({.from_logits = true}),
-                {"accuracy"});
+                {"accuracy"}, {.steps_per_execution = steps_per_execution});
 }
 
-TEST(EvaluateOnParameterServers, TheWorkersEvaluateABatchEachAndTheChiefAddsThemUp) {
+// Closures of two batches: 2, 2 and 1.
+TEST(EvaluateOnParameterServers, TheWorkersEvaluateTheBatchesAndTheChiefAddsThemUp) {
   const Tensor x = stateless_random_normal({40, 4}, {7, 3});
   const Tensor y = argmax(slice(x, {Slice{}, Slice{0, 3}}), -1);
   const data::Dataset data = data::Dataset::from_tensor_slices({x, y}).batch(8);  // 5 batches
@@ -64,7 +66,7 @@ TEST(EvaluateOnParameterServers, TheWorkersEvaluateABatchEachAndTheChiefAddsThem
     {
       auto scope = strategy.scope();
       model.add(Dense(3));
-      compile(model);
+      compile(model, /*steps_per_execution=*/2);
     }
     std::map<std::string, double> got = model.evaluate(data);
     std::lock_guard lock(mu);
@@ -87,7 +89,7 @@ TEST(EvaluateOnParameterServers, TheWorkersEvaluateABatchEachAndTheChiefAddsThem
   EXPECT_EQ(test_steps["ps:0"], 0);
   // One process, the chief's weights: the same loss and accuracy, bit for bit.
   Sequential local({Dense(3)});
-  compile(local);
+  compile(local, 1);
   local(slice(x, {Slice{0, 1}}));
   ASSERT_EQ(local.variables().size(), weights.size());
   for (size_t i = 0; i < weights.size(); ++i) local.variables()[i].assign(weights[i]);

@@ -175,6 +175,19 @@ train::History Model::fit(const data::Dataset& training_data,
     logs.clear();
     int64_t step = epoch == start.epoch ? start.step : 0;
     int64_t trained = 0;
+    // An execution: up to steps_per_execution steps between two calls of the batch callbacks
+    // (fewer at the epoch's end), as Keras's.
+    int64_t first = step, examples = 0;
+    auto end_execution = [&] {
+      if (step == first) return;
+      for (const train::Callback& c : callbacks) {
+        c.impl().set_batch_examples(examples);
+        c.impl().set_batch_steps(step - first);
+        c.impl().on_train_batch_end(step - 1, logs);
+      }
+      first = step;
+      examples = 0;
+    };
     while (!steps || step < *steps) {
       std::optional<data::Element> batch = reader.next();
       const int64_t global_step = steps ? epoch * *steps + step : unsized_steps;
@@ -196,22 +209,24 @@ train::History Model::fit(const data::Dataset& training_data,
                                dataset.options().experimental_distribute.auto_shard_policy);
       }
       if (!cut) {
+        end_execution();
         WEFT_CHECK(!options.steps_per_epoch, OutOfRange)
             << "fit: the dataset ran out of data after " << step << " steps of epoch " << epoch
             << " (steps_per_epoch = " << *options.steps_per_epoch << "); use repeat()";
         break;
       }
       if (!steps) ++unsized_steps;
-      for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
-      logs = train_on_distributed(*cut);
-      for (const train::Callback& c : callbacks) {
-        c.impl().set_batch_examples(input.elements == Elements::kGlobalBatches
-                                        ? (*batch)[0].dim(0)
-                                        : cut->slices.front().global_batch_size);
-        c.impl().on_train_batch_end(step, logs);
+      if (step == first) {
+        for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
       }
+      logs = train_on_distributed(*cut);
+      examples += input.elements == Elements::kGlobalBatches
+                      ? (*batch)[0].dim(0)
+                      : cut->slices.front().global_batch_size;
       ++step;
       ++trained;
+      if (step - first < m.steps_per_execution && (!steps || step < *steps)) continue;
+      end_execution();
       // A callback stopped training within the epoch (as Keras's fit, which ends the epoch there).
       if (m.stop_training) break;
     }

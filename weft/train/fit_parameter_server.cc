@@ -19,6 +19,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <span>
 
 #include "weft/core/errors.h"
 #include "weft/distribute/parameter_server/cluster_coordinator.h"
@@ -36,13 +37,42 @@ namespace {
 constexpr const char* kTrainStep = "weft/fit/train_step";
 constexpr const char* kTestStep = "weft/fit/test_step";
 
-// A scheduled step whose logs the chief has not merged yet: its closure, or in synchronous mode
-// one closure per worker's slice of its batch.
+// Scheduled steps whose logs the chief has not merged yet: a closure of `steps` steps (compile's
+// steps_per_execution), or in synchronous mode one step, a closure per worker's slice of its
+// batch. `ends_execution`: the batch callbacks run once these are merged.
 struct Pending {
-  int64_t step = 0;
+  int64_t step = 0;  // the first
+  int64_t steps = 1;
   int64_t examples = 0;
+  bool ends_execution = true;
   std::vector<distribute::RemoteValue> parts;
 };
+
+// The steps' logs a closure returned, one packed tensor per step.
+std::vector<Tensor> fetch_logs(const distribute::RemoteValue& closure, int64_t steps,
+                               const char* what) {
+  std::vector<Tensor> out = closure.fetch();
+  WEFT_CHECK(static_cast<int64_t>(out.size()) == steps, Internal)
+      << what << ": a closure of " << steps << " steps returned " << out.size()
+      << " tensors, not their logs";
+  return out;
+}
+
+// The batches of a closure: its arguments but the last (`info`, which says how many there are),
+// cut into `steps` batches of as many tensors each.
+std::vector<std::vector<Tensor>> closure_batches(const distribute::ClosureArgs& args,
+                                                 int64_t steps) {
+  const auto per_batch = static_cast<int64_t>(args.size() - 1) / std::max<int64_t>(steps, 1);
+  WEFT_CHECK(steps > 0 && per_batch * steps + 1 == static_cast<int64_t>(args.size()),
+             InvalidArgument)
+      << "fit's steps take each batch's tensors, then one tensor about them: " << args.size()
+      << " arguments cannot be " << steps << " batches";
+  std::vector<std::vector<Tensor>> batches(static_cast<size_t>(steps));
+  for (int64_t i = 0; i < per_batch * steps; ++i) {
+    batches[static_cast<size_t>(i / per_batch)].push_back(args.tensor(static_cast<size_t>(i)));
+  }
+  return batches;
+}
 
 // On a worker or ps task, for fit or evaluate: serves the chief's closures until the chief is
 // done. A worker builds an unbuilt model alike (its variables made in the same order as
@@ -55,25 +85,35 @@ void serve_the_chief(Model& model, const distribute::ParameterServerStrategy& st
     if (!m.built()) EpochReader(dataset, steps_per_epoch).build(m);
     // `model` itself (its steps may be overridden), which outlives the closures.
     Model* self = &model;
-    // The arguments: the batch's tensors (a slice of the step's, in synchronous mode), then
-    // where they lie in it (step, first example, examples, the step's batch size), which
-    // keys training-time randomness and averages the loss over the step's whole batch.
+    // The arguments: each step's batch (a slice of the step's, in synchronous mode), then
+    // where their rows lie (per step: the step, first example, examples and the step's batch
+    // size; shape (steps, 4)), which keys training-time randomness and averages the loss over
+    // the step's whole batch. Each step reads the variables as the steps before it in the
+    // closure left them (RemoteVariable applies their updates to the copies read).
     distribute::register_function(kTrainStep, [self](const distribute::ClosureArgs& args) {
-      std::vector<Tensor> batch;
-      for (std::size_t i = 0; i + 1 < args.size(); ++i) batch.push_back(args.tensor(i));
-      const std::vector<int64_t> at = args.tensor(args.size() - 1).to_vector<int64_t>();
-      WEFT_CHECK(at.size() == 4, InvalidArgument)
-          << "fit's train step takes where its rows lie as 4 int64 values, got " << at.size();
-      distribute::BatchSliceScope slice({at[0], at[1], at[2], at[3]});
+      const Tensor& where = args.tensor(args.size() - 1);
+      WEFT_CHECK(where.rank() == 2 && where.dim(1) == 4, InvalidArgument)
+          << "fit's train step takes where its rows lie as (steps, 4) int64 values, got shape "
+          << shape_str(where.shape());
+      const std::vector<int64_t> at = where.to_vector<int64_t>();
       ModelImpl& impl = self->model();
-      return std::vector<Tensor>{pack_partial_logs(impl, impl.train_loss, self->train_step(batch))};
+      std::vector<Tensor> logs;
+      for (const std::vector<Tensor>& batch : closure_batches(args, where.dim(0))) {
+        const size_t i = 4 * logs.size();
+        distribute::BatchSliceScope slice({at[i], at[i + 1], at[i + 2], at[i + 3]});
+        logs.push_back(pack_partial_logs(impl, impl.train_loss, self->train_step(batch)));
+      }
+      return logs;
     });
-    // The arguments: the batch's tensors.
+    // The arguments: each batch's tensors, then their count (a 1-element int64 tensor).
     distribute::register_function(kTestStep, [self](const distribute::ClosureArgs& args) {
-      std::vector<Tensor> batch;
-      for (std::size_t i = 0; i < args.size(); ++i) batch.push_back(args.tensor(i));
+      const int64_t batches = args.tensor(args.size() - 1).item<int64_t>();
       ModelImpl& impl = self->model();
-      return std::vector<Tensor>{pack_partial_logs(impl, impl.test_loss, self->test_step(batch))};
+      std::vector<Tensor> logs;
+      for (const std::vector<Tensor>& batch : closure_batches(args, batches)) {
+        logs.push_back(pack_partial_logs(impl, impl.test_loss, self->test_step(batch)));
+      }
+      return logs;
     });
   }
   strategy.join();  // until the chief's program is done
@@ -94,31 +134,41 @@ std::map<std::string, double> evaluate_on_parameter_servers(
   std::optional<distribute::ClusterCoordinator> own;
   if (coordinator == nullptr) coordinator = &own.emplace(strategy);
   const distribute::RemoteFunction test_step{kTestStep};
-  // Two batches per worker in flight, merged in the dataset's order as they return.
+  // Closures of steps_per_execution batches, two per worker in flight, merged in the dataset's
+  // order as they return.
   const std::size_t window = 2 * static_cast<std::size_t>(coordinator->num_workers());
-  std::deque<distribute::RemoteValue> running;
+  std::deque<std::pair<distribute::RemoteValue, int64_t>> running;  // with its batches
   std::map<std::string, double> logs;
   auto finish_oldest = [&] {
-    distribute::RemoteValue batch = std::move(running.front());
+    auto [closure, batches] = std::move(running.front());
     running.pop_front();
     std::vector<Tensor> out;
     try {
-      out = batch.fetch();
+      out = fetch_logs(closure, batches, "evaluate");
     } catch (const Cancelled&) {
       coordinator->join();  // raises the error that cancelled it, which names its cause
       throw;
     }
-    WEFT_CHECK(out.size() == 1, Internal)
-        << "evaluate: a batch returned " << out.size() << " tensors, not its logs";
-    logs = merge_logs(m, m.test_loss, {unpack_partial_logs(m, m.test_loss, out[0])});
+    for (const Tensor& t : out) {
+      logs = merge_logs(m, m.test_loss, {unpack_partial_logs(m, m.test_loss, t)});
+    }
+  };
+  std::vector<distribute::ClosureArgument> args;
+  int64_t batches = 0;
+  auto schedule = [&] {
+    args.emplace_back(Tensor::from_vector<int64_t>({batches}));
+    running.emplace_back(coordinator->schedule(test_step, args), batches);
+    args.clear();
+    batches = 0;
+    while (running.size() >= window) finish_oldest();
   };
   model.reset_metrics();
   for (const data::Element& batch : dataset) {
     m.build_on(batch);  // an unbuilt model, alike on every task (serve_the_chief)
-    running.push_back(coordinator->schedule(
-        test_step, std::vector<distribute::ClosureArgument>(batch.begin(), batch.end())));
-    while (running.size() >= window) finish_oldest();
+    args.insert(args.end(), batch.begin(), batch.end());
+    if (++batches == m.steps_per_execution) schedule();
   }
+  if (batches > 0) schedule();
   while (!running.empty()) finish_oldest();
   model.reset_metrics();
   return logs;
@@ -144,10 +194,13 @@ train::History fit_on_parameter_servers(
   const distribute::RemoteFunction train_step{kTrainStep};
   const bool sync = strategy.synchronous();
   const int64_t workers = coordinator.num_workers();
-  // Asynchronous: max_staleness + 1 steps in flight (by default two per worker), so that every
-  // step up to max_staleness + 1 before a step is applied when it starts. Synchronous: one step,
-  // on every worker.
-  const std::size_t window = static_cast<std::size_t>(strategy.max_staleness()) + 1;
+  // Asynchronous: closures of steps_per_execution steps, max_staleness / steps_per_execution + 1
+  // of them in flight (by default two per worker), so that every step up to max_staleness + 1
+  // before a step is applied when it starts, but its own closure's, which it reads. Synchronous:
+  // one step, on every worker.
+  const int64_t per_closure = sync ? 1 : m.steps_per_execution;
+  const std::size_t window =
+      static_cast<std::size_t>(strategy.max_staleness(per_closure) / per_closure) + 1;
   std::vector<train::Callback> callbacks = options.callbacks;
   if (options.verbose > 0) callbacks.push_back(train::ProgbarLogger(options.verbose));
   FitCallbacks fit_callbacks(callbacks, &model, options.epochs, steps, reader.kept());
@@ -162,34 +215,45 @@ train::History fit_on_parameter_servers(
   train::Logs logs;
   std::deque<Pending> running;
   int64_t unsized_steps = 0;  // steps so far, when an epoch's size is unknown
-  // Schedules epoch step `step` on `batch`, training step `run_step` (epoch × steps + step when
-  // the epoch's size is known, as fit's: it keys training-time randomness).
-  auto schedule_step = [&](int64_t step, int64_t run_step, const data::Element& batch) {
-    const int64_t rows = batch[0].dim(0);
-    Pending p{step, rows, {}};
-    const int64_t parts = sync ? workers : 1;
+  // Schedules epoch steps `step`, `step` + 1, ... on `batches` (one closure; in synchronous
+  // mode one step, a closure per worker), training steps `run_step`, ... (epoch × steps + step
+  // when the epoch's size is known, as fit's: it keys training-time randomness).
+  auto schedule_steps = [&](int64_t step, int64_t run_step, std::span<const data::Element> batches,
+                            bool ends_execution) {
+    Pending p{step, static_cast<int64_t>(batches.size()), 0, ends_execution, {}};
+    for (const data::Element& batch : batches) p.examples += batch[0].dim(0);
+    // In synchronous mode (one batch) a closure per worker's slice: fewer for a short batch.
+    const int64_t parts = sync ? std::min(workers, p.examples) : 1;
     for (int64_t k = 0; k < parts; ++k) {
-      auto [lo, hi] = distribute::row_range(rows, parts, k);
-      if (lo == hi) continue;  // a short batch: fewer slices
       std::vector<distribute::ClosureArgument> args;
-      for (const Tensor& t : batch) args.emplace_back(parts == 1 ? t : slice(t, {Slice{lo, hi}}));
-      args.emplace_back(Tensor::from_vector<int64_t>({run_step, lo, hi - lo, rows}));
+      std::vector<int64_t> where;
+      for (size_t i = 0; i < batches.size(); ++i) {
+        const int64_t rows = batches[i][0].dim(0);
+        auto [lo, hi] = distribute::row_range(rows, parts, k);
+        for (const Tensor& t : batches[i]) {
+          args.emplace_back(parts == 1 ? t : slice(t, {Slice{lo, hi}}));
+        }
+        where.insert(where.end(), {run_step + static_cast<int64_t>(i), lo, hi - lo, rows});
+      }
+      args.emplace_back(Tensor::from_vector<int64_t>(where, {p.steps, 4}));
       p.parts.push_back(coordinator.schedule(train_step, args, {.commit = !sync}));
     }
     running.push_back(std::move(p));
   };
-  // Merges the oldest scheduled step's logs (waiting for its closures; in synchronous mode,
-  // committing them as one step) and runs the callbacks.
+  // The batch callbacks' execution so far: examples and steps merged since they last ran.
+  int64_t execution_examples = 0, execution_steps = 0;
+  // Merges the oldest scheduled steps' logs (waiting for their closures; in synchronous mode,
+  // committing them as one step) and, at an execution's end, runs the callbacks.
   auto finish_oldest = [&] {
     Pending p = std::move(running.front());
     running.pop_front();
-    std::vector<PartialLogs> parts;
+    std::vector<std::vector<PartialLogs>> steps_parts(static_cast<size_t>(p.steps));
     try {
       for (const distribute::RemoteValue& part : p.parts) {
-        std::vector<Tensor> out = part.fetch();
-        WEFT_CHECK(out.size() == 1, Internal)
-            << "fit: step " << p.step << " returned " << out.size() << " tensors, not its logs";
-        parts.push_back(unpack_partial_logs(m, m.train_loss, out[0]));
+        std::vector<Tensor> out = fetch_logs(part, p.steps, "fit");
+        for (size_t i = 0; i < out.size(); ++i) {
+          steps_parts[i].push_back(unpack_partial_logs(m, m.train_loss, out[i]));
+        }
       }
       if (sync) coordinator.commit_together(p.parts);
     } catch (const Cancelled&) {
@@ -201,14 +265,21 @@ train::History fit_on_parameter_servers(
       if (sync) coordinator.abort_staged(p.parts);
       throw;
     }
-    logs = merge_logs(m, m.train_loss, parts);
+    for (const std::vector<PartialLogs>& parts : steps_parts) {
+      logs = merge_logs(m, m.train_loss, parts);
+    }
+    execution_examples += p.examples;
+    execution_steps += p.steps;
+    if (!p.ends_execution) return;
     const int64_t staleness = sync ? 0 : p.parts[0].staleness();
     for (const train::Callback& c : callbacks) {
-      c.impl().set_batch_examples(p.examples);
+      c.impl().set_batch_examples(execution_examples);
+      c.impl().set_batch_steps(execution_steps);
       c.impl().set_batch_staleness(staleness);
       c.impl().set_steps_in_flight(static_cast<int64_t>(running.size()));
-      c.impl().on_train_batch_end(p.step, logs);
+      c.impl().on_train_batch_end(p.step + p.steps - 1, logs);
     }
+    execution_examples = execution_steps = 0;
   };
   // A step failed: if a ps task was lost (it restarted holding nothing, or cannot be reached),
   // waits until it is back, creates its variables there again and rolls every variable back to
@@ -224,6 +295,7 @@ train::History fit_on_parameter_servers(
       if (sync) coordinator.abort_staged(p.parts);
     }
     running.clear();
+    execution_examples = execution_steps = 0;
     const std::vector<std::string> lost = strategy.lost_ps_tasks();
     if (lost.empty()) std::rethrow_exception(error);
     std::string names, cause;
@@ -263,25 +335,52 @@ train::History fit_on_parameter_servers(
     int64_t trained = 0;
     std::exception_ptr failed;
     try {
-      for (int64_t step = first_step; (!steps || step < *steps) && !m.stop_training; ++step) {
-        std::optional<data::Element> batch = reader.next();
-        if (!batch) {
+      // An execution at a time: steps_per_execution steps (fewer at the epoch's end) between
+      // two calls of the batch callbacks.
+      for (int64_t step = first_step; (!steps || step < *steps) && !m.stop_training;) {
+        const int64_t wanted =
+            steps ? std::min(m.steps_per_execution, *steps - step) : m.steps_per_execution;
+        std::vector<data::Element> batches;
+        std::optional<data::Element> batch;
+        while (static_cast<int64_t>(batches.size()) < wanted && (batch = reader.next())) {
+          batches.push_back(prepare(std::move(*batch)));
+        }
+        if (!batches.empty()) {
+          for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
+        }
+        for (size_t k = 0; k < batches.size(); k += static_cast<size_t>(per_closure)) {
+          const size_t n = std::min(static_cast<size_t>(per_closure), batches.size() - k);
+          schedule_steps(step, steps ? epoch * *steps + step : unsized_steps,
+                         std::span(batches).subspan(k, n), k + n == batches.size());
+          step += static_cast<int64_t>(n);
+          if (!steps) unsized_steps += static_cast<int64_t>(n);
+          trained += static_cast<int64_t>(n);
+          // A callback may stop training at an execution's end: the steps already scheduled
+          // still run.
+          while (running.size() >= window ||
+                 (!running.empty() && (m.stop_training || quiet_wanted()))) {
+            finish_oldest();
+          }
+        }
+        if (static_cast<int64_t>(batches.size()) < wanted) {
           WEFT_CHECK(!options.steps_per_epoch, OutOfRange)
               << "fit: the dataset ran out of data after " << step << " steps of epoch " << epoch
               << " (steps_per_epoch = " << *options.steps_per_epoch << "); use repeat()";
           break;
         }
-        data::Element prepared = prepare(std::move(*batch));
-        for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
-        schedule_step(step, steps ? epoch * *steps + step : unsized_steps++, prepared);
-        ++trained;
-        // A callback may stop training at a step's end: the steps already scheduled still run.
-        while (running.size() >= window ||
-               (!running.empty() && (m.stop_training || quiet_wanted()))) {
-          finish_oldest();
-        }
       }
       while (!running.empty()) finish_oldest();
+      WEFT_CHECK(trained > 0 || steps, InvalidArgument) << "fit: the training dataset is empty";
+      // A ps task lost while the epoch ends (validation's closures fail, or a backup cannot pull
+      // its variables) is recovered as one lost during the steps: the epoch's end comes again.
+      if (options.validation_data) {
+        for (const auto& [k, v] :
+             evaluate_on_parameter_servers(model, *options.validation_data, &coordinator)) {
+          logs["val_" + k] = v;
+        }
+        for (const train::Callback& c : callbacks) c.impl().on_test_end(logs);
+      }
+      for (const train::Callback& c : callbacks) c.impl().on_epoch_end(epoch, logs);
     } catch (const Error&) {
       failed = std::current_exception();
     }
@@ -291,15 +390,6 @@ train::History fit_on_parameter_servers(
       first_step = at.step;
       continue;
     }
-    WEFT_CHECK(trained > 0 || steps, InvalidArgument) << "fit: the training dataset is empty";
-    if (options.validation_data) {
-      for (const auto& [k, v] :
-           evaluate_on_parameter_servers(model, *options.validation_data, &coordinator)) {
-        logs["val_" + k] = v;
-      }
-      for (const train::Callback& c : callbacks) c.impl().on_test_end(logs);
-    }
-    for (const train::Callback& c : callbacks) c.impl().on_epoch_end(epoch, logs);
     history.epoch.push_back(epoch);
     for (const auto& [k, v] : logs) history.history[k].push_back(v);
     ++epoch;

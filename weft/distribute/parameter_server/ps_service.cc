@@ -10,9 +10,9 @@
 #include <random>
 #include <set>
 
-#include "weft/core/config_dict.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/internal/grpc_glue.h"
+#include "weft/distribute/parameter_server/internal/algorithms.h"
 #include "weft/distribute/parameter_server/internal/serving.h"
 #include "weft/distribute/parameter_server/ps.grpc.pb.h"
 #include "weft/ops/cast.h"
@@ -353,25 +353,16 @@ class ParameterServer::Impl final : public RawService {
     return reactor;
   }
 
-  // Under the lock: the algorithm of the optimizer `config` describes (null for ""), one per
-  // distinct algorithm and hyperparameters.
-  Status algorithm_of(const std::string& config, const optim::Optimizer::Algorithm** out) {
+  // The algorithm of the optimizer `config` describes (null for ""), one per distinct algorithm
+  // and hyperparameters in the process.
+  static Status algorithm_of(const std::string& config, const optim::Optimizer::Algorithm** out) {
     *out = nullptr;
     if (config.empty()) return Status::OK;
-    auto known = algorithm_of_config_.find(config);
-    if (known != algorithm_of_config_.end()) {
-      *out = known->second;
-      return Status::OK;
-    }
     try {
-      optim::Optimizer o = optim::deserialize(ConfigDict::from_json(config));
-      auto [it, made] = optimizers_.emplace(o.algorithm().get_config().to_json(), o);
-      *out = &it->second.algorithm();
+      *out = &internal::algorithm_of(config);
     } catch (const Error& e) {
-      return Status(StatusCode::INVALID_ARGUMENT,
-                    "the optimizer config cannot be read: " + std::string(e.what()));
+      return Status(StatusCode::INVALID_ARGUMENT, e.message());
     }
-    algorithm_of_config_[config] = *out;
     return Status::OK;
   }
 
@@ -454,8 +445,6 @@ class ParameterServer::Impl final : public RawService {
   internal::Serving serving_;
 
   mutable std::mutex mu_;
-  std::map<std::string, optim::Optimizer> optimizers_;  // by their algorithm's config
-  std::map<std::string, const optim::Optimizer::Algorithm*> algorithm_of_config_;
   std::map<uint64_t, Stored> variables_;
   // closure → (variable, slot, step) → staged
   std::map<uint64_t, std::map<StagedKey, Staged>> staged_;

@@ -6,21 +6,36 @@
 #include <string>
 #include <thread>
 
+#include "weft/autodiff/tape.h"
 #include "weft/core/errors.h"
+#include "weft/distribute/parameter_server/internal/algorithms.h"
 #include "weft/ops/cast.h"
 
 namespace weft::distribute::parameter_server::internal {
 namespace {
 
-// The closure this thread runs: its id, the variables it has pulled and the gradient steps it
-// has staged of each.
+// The closure this thread runs: its id, the variables whose copies are current (pulled, or
+// assigned) and the gradient steps it has staged of each.
 struct Closure {
   uint64_t id = 0;
   std::set<const RemoteVariable*> pulled;
   std::map<const RemoteVariable*, uint32_t> steps;
   // The ps tasks it pushed to, each with its incarnation then.
   std::map<std::string, uint64_t> staged_on;
+  // Each variable's staged gradient steps that its copy does not have yet, applied at its next
+  // read, with the copies of its slots (per shard) pulled at the first such read.
+  std::map<const RemoteVariable*, std::vector<VariableBinding::GradientUpdate>> unread;
+  std::map<const RemoteVariable*, std::vector<std::vector<Tensor>>> slots;
 };
+
+// The bytes of `whole` (contiguous, the variable's shape) that shard `s` holds, as a tensor of
+// the shard's shape.
+Tensor piece_of(const Tensor& whole, const RemoteVariable::Shard& s) {
+  Tensor piece = Tensor::empty(s.spec.shape, s.spec.dtype);
+  std::memcpy(piece.raw_data(), static_cast<const char*>(whole.raw_data()) + s.offset,
+              s.spec.bytes());
+  return piece;
+}
 
 // Null outside a closure.
 thread_local Closure* snapshot = nullptr;
@@ -29,7 +44,7 @@ thread_local Closure* snapshot = nullptr;
 
 SnapshotScope::SnapshotScope(uint64_t closure_id) {
   WEFT_ASSERT(snapshot == nullptr) << "snapshot scopes do not nest";
-  snapshot = new Closure{closure_id, {}, {}, {}};
+  snapshot = new Closure{closure_id, {}, {}, {}, {}, {}};
 }
 
 SnapshotScope::~SnapshotScope() {
@@ -88,16 +103,61 @@ void RemoteVariable::wait_until_readable(std::chrono::milliseconds timeout) cons
 }
 
 void RemoteVariable::refresh(const Tensor& cache) const {
-  if (snapshot != nullptr && !snapshot->pulled.insert(this).second) return;  // pulled already
-  for (const Shard& s : shards_) {
-    Tensor piece = s.ps->pull({s.spec})[0];
-    std::memcpy(static_cast<char*>(cache.raw_data()) + s.offset, piece.raw_data(), s.spec.bytes());
+  if (snapshot == nullptr || snapshot->pulled.insert(this).second) {  // not pulled already
+    for (const Shard& s : shards_) {
+      Tensor piece = s.ps->pull({s.spec})[0];
+      std::memcpy(static_cast<char*>(cache.raw_data()) + s.offset, piece.raw_data(),
+                  s.spec.bytes());
+    }
   }
+  if (snapshot != nullptr) apply_unread(cache);
+}
+
+void RemoteVariable::apply_unread(const Tensor& cache) const {
+  auto it = snapshot->unread.find(this);
+  if (it == snapshot->unread.end()) return;
+  const std::vector<GradientUpdate> updates = std::move(it->second);
+  snapshot->unread.erase(it);
+  autodiff::NoRecordScope no_record;  // the read may come in a step's forward pass, on a tape
+  std::vector<std::vector<Tensor>>& slots = snapshot->slots[this];
+  for (const GradientUpdate& u : updates) {
+    const optim::Optimizer::Algorithm& algorithm = algorithm_of(u.optimizer);
+    if (slots.empty()) slots = pull_slots(u.optimizer, algorithm.slots().size());
+    const Tensor gradient = contiguous(u.gradient);
+    for (size_t i = 0; i < shards_.size(); ++i) {
+      const Shard& s = shards_[i];
+      Tensor value = piece_of(cache, s);
+      algorithm.update(piece_of(gradient, s), value, slots[i], {u.learning_rate, u.iterations});
+      std::memcpy(static_cast<char*>(cache.raw_data()) + s.offset, value.raw_data(),
+                  s.spec.bytes());
+    }
+  }
+}
+
+std::vector<std::vector<Tensor>> RemoteVariable::pull_slots(const std::string& optimizer,
+                                                            size_t count) const {
+  {
+    std::lock_guard lock(mu_);
+    if (optimizer_ != optimizer) {
+      for (const Shard& s : shards_) s.ps->create({s.spec}, optimizer);  // as slot() does
+      optimizer_ = optimizer;
+    }
+  }
+  std::vector<std::vector<Tensor>> slots;
+  for (const Shard& s : shards_) {
+    std::vector<VariableSpec> specs(count, s.spec);
+    for (size_t k = 0; k < count; ++k) specs[k].slot = static_cast<uint32_t>(k + 1);
+    slots.push_back(count == 0 ? std::vector<Tensor>{} : s.ps->pull(specs));
+  }
+  return slots;
 }
 
 void RemoteVariable::write(const Tensor& value) const {
   if (snapshot != nullptr) {  // a closure's assignment: applied with its other updates, or not
     push_pieces(snapshot->id, PushKind::kValue, value, {});
+    // The copy is the variable's value in this closure from now on.
+    snapshot->pulled.insert(this);
+    snapshot->unread.erase(this);
     return;
   }
   const uint64_t id = ids_->next();
@@ -111,6 +171,7 @@ bool RemoteVariable::stage_gradient(const GradientUpdate& update) const {
   GradientStep step{update.optimizer, update.learning_rate, update.iterations,
                     snapshot->steps[this]++};
   push_pieces(snapshot->id, PushKind::kGradient, update.gradient, step);
+  snapshot->unread[this].push_back(update);
   return true;
 }
 
@@ -128,10 +189,7 @@ std::vector<uint64_t> RemoteVariable::push_pieces(uint64_t closure_id, PushKind 
   Tensor whole = contiguous(value);
   std::vector<uint64_t> incarnations;
   for (const Shard& s : shards_) {
-    Tensor piece = Tensor::empty(s.spec.shape, s.spec.dtype);
-    std::memcpy(piece.raw_data(), static_cast<const char*>(whole.raw_data()) + s.offset,
-                s.spec.bytes());
-    s.ps->push(closure_id, kind, {s.spec}, {piece}, step);
+    s.ps->push(closure_id, kind, {s.spec}, {piece_of(whole, s)}, step);
     incarnations.push_back(s.ps->incarnation());
     if (snapshot != nullptr && snapshot->id == closure_id) {
       // The first push's incarnation: if the server restarted since, the commit is refused.

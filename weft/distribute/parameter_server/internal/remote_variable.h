@@ -54,12 +54,15 @@ class RemoteVariable final : public VariableBinding {
   // Waits until every shard is readable (another task creates and writes them), at most
   // `timeout`: DeadlineExceeded naming the variable when it is not.
   void wait_until_readable(std::chrono::milliseconds timeout) const;
+  // Pulls `cache` once per closure (outside one, at every read); in a closure, then applies the
+  // gradient steps it staged on the variable since its last read, so that its later steps read
+  // its own updates (a closure of several steps, compile's steps_per_execution).
   void refresh(const Tensor& cache) const override;
   // Outside a closure, committed at once under an id of its own; inside one, staged with the
   // closure's other updates.
   void write(const Tensor& value) const override;
   // Push each shard's piece under the running closure's id (SnapshotScope), a gradient as that
-  // closure's next step of this variable.
+  // closure's next step of this variable (applied to this process's copy at its next read).
   bool stage_gradient(const GradientUpdate& update) const override;
   bool stage_add(const Tensor& delta) const override;
   // Slot k of each shard, on its ps task (given the optimizer there first, if it had none).
@@ -72,6 +75,11 @@ class RemoteVariable final : public VariableBinding {
   // incarnation of each shard's server then.
   std::vector<uint64_t> push_pieces(uint64_t closure_id, PushKind kind, const Tensor& whole,
                                     const GradientStep& step) const;
+  // Applies the running closure's unread gradient steps of this variable to `cache`, shard by
+  // shard with the optimizer's algorithm, as the ps tasks will at the commit.
+  void apply_unread(const Tensor& cache) const;
+  // Each shard's `count` slots of `optimizer` (its Keras config), pulled from its ps task.
+  std::vector<std::vector<Tensor>> pull_slots(const std::string& optimizer, size_t count) const;
 
   std::vector<Shard> shards_;
   std::shared_ptr<UniqueIds> ids_;
@@ -82,7 +90,8 @@ class RemoteVariable final : public VariableBinding {
 // A closure running on this thread (a worker's): each remote variable read there is pulled once,
 // at its first read (the closure's snapshot, TensorFlow's cache_variable_reads), instead of at
 // every read, and the optimizer updates it makes are staged under `closure_id`, which the
-// coordinator commits or aborts.
+// coordinator commits or aborts. Its own updates it reads too: a read after a staged gradient
+// step applies it to the copy first (pulling the variable's slots then), as the commit will.
 class SnapshotScope {
  public:
   explicit SnapshotScope(uint64_t closure_id);
