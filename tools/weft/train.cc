@@ -315,9 +315,7 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
         {"transport", strategy.extended().transport()},
         {"ps_tasks", ps ? ps->num_ps() : 0},
         {"ps_mode", ps ? f.ps_mode : ""},
-        {"ps_max_staleness",
-         ps ? nlohmann::json(ps->max_staleness(model.model().steps_per_execution))
-            : nlohmann::json()},
+        {"ps_max_staleness", ps ? nlohmann::json(ps->max_staleness()) : nlohmann::json()},
         {"ps_staleness", ps ? staleness_summary(counter->staleness) : nlohmann::json()},
         {"replicas", strategy.num_replicas_in_sync()},
         {"threads", config::num_threads()},
@@ -385,8 +383,7 @@ void add_train(CLI::App& app) {
       ->check(one_of({"async", "sync"}));
   cmd->add_option("--max-staleness", flags->max_staleness,
                   "with --ps-mode async: the most earlier steps a step may not see (at most this "
-                  "many + 1 steps at once; 0 trains as one process; default 2 x workers - 1, times "
-                  "--steps-per-execution)")
+                  "many + 1 steps at once; 0 trains as one process; default 2 x workers - 1)")
       ->check(in_range(0, 1 << 20))
       ->default_str("");
   cmd->add_option("--steps-per-execution", flags->steps_per_execution,

@@ -71,7 +71,8 @@ class CallbackImpl {
   void set_steps_in_flight(int64_t n) { steps_in_flight_ = n; }
   // How many other steps' updates were applied between the start of the step just trained and
   // its own (RemoteValue::staleness), set by fit() before on_train_batch_end: a parameter-server
-  // fit's asynchronous steps may read values that miss as many; elsewhere 0.
+  // fit's asynchronous steps may read values that miss as many; elsewhere 0. For a batch of
+  // several steps run as several closures, the largest of theirs.
   void set_batch_staleness(int64_t n) { batch_staleness_ = n; }
   // Whether it waits for a batch end with no later step in flight, to save the training state
   // there (BackupAndRestore): a fit that runs several steps at once starts no more until then.

@@ -45,9 +45,11 @@ void compile(Model& model, int64_t steps_per_execution) {
                 {"accuracy"}, {.steps_per_execution = steps_per_execution});
 }
 
-// Closures of two batches: 2, 2 and 1.
-TEST(EvaluateOnParameterServers, TheWorkersEvaluateTheBatchesAndTheChiefAddsThemUp) {
-  const Tensor x = stateless_random_normal({40, 4}, {7, 3});
+// Evaluates `data` (5 batches of `features` features) with steps_per_execution 2 on a chief, a
+// worker and a ps task; checks that the worker ran each batch once and that the chief's logs are
+// one process's from the same weights, bit for bit.
+void expect_one_processs_logs(int64_t features) {
+  const Tensor x = stateless_random_normal({40, features}, {7, 3});
   const Tensor y = argmax(slice(x, {Slice{}, Slice{0, 3}}), -1);
   const data::Dataset data = data::Dataset::from_tensor_slices({x, y}).batch(8);  // 5 batches
   ds::ReservedLocalPorts ports(3);
@@ -96,6 +98,17 @@ TEST(EvaluateOnParameterServers, TheWorkersEvaluateTheBatchesAndTheChiefAddsThem
   const std::map<std::string, double> expected = local.evaluate(data);
   ASSERT_EQ(logs.size(), 2u);
   EXPECT_EQ(logs, expected);
+}
+
+// Closures of two batches: 2, 2 and 1.
+TEST(EvaluateOnParameterServers, TheWorkersEvaluateTheBatchesAndTheChiefAddsThemUp) {
+  expect_one_processs_logs(4);
+}
+
+// Batches of 3.2 MB (8 rows of 100 000 floats): two would pass a message's 4 MiB of data, so
+// each is a closure of its own.
+TEST(EvaluateOnParameterServers, AClosureTakesNoMoreBatchesThanAMessageCarries) {
+  expect_one_processs_logs(100000);
 }
 
 }  // namespace

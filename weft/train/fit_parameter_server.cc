@@ -23,6 +23,7 @@
 
 #include "weft/core/errors.h"
 #include "weft/distribute/parameter_server/cluster_coordinator.h"
+#include "weft/distribute/parameter_server/options.h"
 #include "weft/distribute/parameter_server/parameter_server_strategy.h"
 #include "weft/distribute/values.h"
 #include "weft/nn/internal/step_logs.h"
@@ -56,6 +57,26 @@ std::vector<Tensor> fetch_logs(const distribute::RemoteValue& closure, int64_t s
       << what << ": a closure of " << steps << " steps returned " << out.size()
       << " tensors, not their logs";
   return out;
+}
+
+// The bytes of a batch's tensors.
+std::size_t bytes_of(const data::Element& batch) {
+  std::size_t bytes = 0;
+  for (const Tensor& t : batch)
+    bytes += static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype());
+  return bytes;
+}
+
+// How many of `batches` one closure takes: at most `most`, and as many as keep its arguments
+// within one message's data (kChunkBytes), but at least one: an execution of larger batches is
+// several closures.
+std::size_t batches_per_closure(std::span<const data::Element> batches, std::size_t most) {
+  std::size_t n = 0, bytes = 0;
+  for (; n < std::min(most, batches.size()); ++n) {
+    bytes += bytes_of(batches[n]);
+    if (n > 0 && bytes > distribute::parameter_server::kChunkBytes) break;
+  }
+  return std::max<std::size_t>(n, 1);
 }
 
 // The batches of a closure: its arguments but the last (`info`, which says how many there are),
@@ -153,22 +174,25 @@ std::map<std::string, double> evaluate_on_parameter_servers(
       logs = merge_logs(m, m.test_loss, {unpack_partial_logs(m, m.test_loss, t)});
     }
   };
-  std::vector<distribute::ClosureArgument> args;
-  int64_t batches = 0;
+  std::vector<data::Element> batches;
   auto schedule = [&] {
-    args.emplace_back(Tensor::from_vector<int64_t>({batches}));
-    running.emplace_back(coordinator->schedule(test_step, args), batches);
-    args.clear();
-    batches = 0;
+    const std::size_t n =
+        batches_per_closure(batches, static_cast<std::size_t>(m.steps_per_execution));
+    std::vector<distribute::ClosureArgument> args;
+    for (std::size_t i = 0; i < n; ++i)
+      args.insert(args.end(), batches[i].begin(), batches[i].end());
+    args.emplace_back(Tensor::from_vector<int64_t>({static_cast<int64_t>(n)}));
+    running.emplace_back(coordinator->schedule(test_step, args), static_cast<int64_t>(n));
+    batches.erase(batches.begin(), batches.begin() + static_cast<std::ptrdiff_t>(n));
     while (running.size() >= window) finish_oldest();
   };
   model.reset_metrics();
   for (const data::Element& batch : dataset) {
     m.build_on(batch);  // an unbuilt model, alike on every task (serve_the_chief)
-    args.insert(args.end(), batch.begin(), batch.end());
-    if (++batches == m.steps_per_execution) schedule();
+    batches.push_back(batch);
+    if (static_cast<int64_t>(batches.size()) == m.steps_per_execution) schedule();
   }
-  if (batches > 0) schedule();
+  while (!batches.empty()) schedule();
   while (!running.empty()) finish_oldest();
   model.reset_metrics();
   return logs;
@@ -194,13 +218,13 @@ train::History fit_on_parameter_servers(
   const distribute::RemoteFunction train_step{kTrainStep};
   const bool sync = strategy.synchronous();
   const int64_t workers = coordinator.num_workers();
-  // Asynchronous: closures of steps_per_execution steps, max_staleness / steps_per_execution + 1
-  // of them in flight (by default two per worker), so that every step up to max_staleness + 1
-  // before a step is applied when it starts, but its own closure's, which it reads. Synchronous:
-  // one step, on every worker.
+  // Asynchronous: closures of steps_per_execution (N) steps, whose updates are applied at their
+  // commit, max_staleness / N + 1 of them in flight (by default two per worker when N = 1, one
+  // closure at a time once N > max_staleness), so that a step misses the updates of at most
+  // max_staleness steps, the other closures' in flight (it reads its own closure's earlier
+  // steps). Synchronous: one step, on every worker.
   const int64_t per_closure = sync ? 1 : m.steps_per_execution;
-  const std::size_t window =
-      static_cast<std::size_t>(strategy.max_staleness(per_closure) / per_closure) + 1;
+  const std::size_t window = static_cast<std::size_t>(strategy.max_staleness() / per_closure) + 1;
   std::vector<train::Callback> callbacks = options.callbacks;
   if (options.verbose > 0) callbacks.push_back(train::ProgbarLogger(options.verbose));
   FitCallbacks fit_callbacks(callbacks, &model, options.epochs, steps, reader.kept());
@@ -236,12 +260,14 @@ train::History fit_on_parameter_servers(
         where.insert(where.end(), {run_step + static_cast<int64_t>(i), lo, hi - lo, rows});
       }
       args.emplace_back(Tensor::from_vector<int64_t>(where, {p.steps, 4}));
-      p.parts.push_back(coordinator.schedule(train_step, args, {.commit = !sync}));
+      p.parts.push_back(
+          coordinator.schedule(train_step, args, {.commit = !sync, .steps = p.steps}));
     }
     running.push_back(std::move(p));
   };
-  // The batch callbacks' execution so far: examples and steps merged since they last ran.
-  int64_t execution_examples = 0, execution_steps = 0;
+  // The batch callbacks' execution so far: examples and steps merged since they last ran, and
+  // the largest staleness of its closures (an execution of large batches may be several).
+  int64_t execution_examples = 0, execution_steps = 0, execution_staleness = 0;
   // Merges the oldest scheduled steps' logs (waiting for their closures; in synchronous mode,
   // committing them as one step) and, at an execution's end, runs the callbacks.
   auto finish_oldest = [&] {
@@ -270,16 +296,16 @@ train::History fit_on_parameter_servers(
     }
     execution_examples += p.examples;
     execution_steps += p.steps;
+    if (!sync) execution_staleness = std::max(execution_staleness, p.parts[0].staleness());
     if (!p.ends_execution) return;
-    const int64_t staleness = sync ? 0 : p.parts[0].staleness();
     for (const train::Callback& c : callbacks) {
       c.impl().set_batch_examples(execution_examples);
       c.impl().set_batch_steps(execution_steps);
-      c.impl().set_batch_staleness(staleness);
+      c.impl().set_batch_staleness(execution_staleness);
       c.impl().set_steps_in_flight(static_cast<int64_t>(running.size()));
       c.impl().on_train_batch_end(p.step + p.steps - 1, logs);
     }
-    execution_examples = execution_steps = 0;
+    execution_examples = execution_steps = execution_staleness = 0;
   };
   // A step failed: if a ps task was lost (it restarted holding nothing, or cannot be reached),
   // waits until it is back, creates its variables there again and rolls every variable back to
@@ -295,7 +321,7 @@ train::History fit_on_parameter_servers(
       if (sync) coordinator.abort_staged(p.parts);
     }
     running.clear();
-    execution_examples = execution_steps = 0;
+    execution_examples = execution_steps = execution_staleness = 0;
     const std::vector<std::string> lost = strategy.lost_ps_tasks();
     if (lost.empty()) std::rethrow_exception(error);
     std::string names, cause;
@@ -348,8 +374,8 @@ train::History fit_on_parameter_servers(
         if (!batches.empty()) {
           for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
         }
-        for (size_t k = 0; k < batches.size(); k += static_cast<size_t>(per_closure)) {
-          const size_t n = std::min(static_cast<size_t>(per_closure), batches.size() - k);
+        for (size_t k = 0, n = 0; k < batches.size(); k += n) {
+          n = batches_per_closure(std::span(batches).subspan(k), static_cast<size_t>(per_closure));
           schedule_steps(step, steps ? epoch * *steps + step : unsized_steps,
                          std::span(batches).subspan(k, n), k + n == batches.size());
           step += static_cast<int64_t>(n);

@@ -51,6 +51,7 @@ struct ClosureState {
   std::string function;
   std::vector<ClosureArgument> args;
   bool commit = true;  // ScheduleOptions::commit
+  int64_t steps = 1;   // ScheduleOptions::steps
 
   mutable std::mutex mu;
   mutable std::condition_variable cv;
@@ -177,6 +178,7 @@ class ClusterCoordinator::Impl {
     c->function = fn.name;
     c->args = std::move(args);
     c->commit = options.commit;
+    c->steps = options.steps;
     queue_.push_back(c);
     cv_.notify_all();
     RemoteValue r;
@@ -477,7 +479,7 @@ class ClusterCoordinator::Impl {
           }
           if (c.commit) {
             commit_where_staged(run, staged);
-            *staleness = commits_++ - applied_before;
+            *staleness = commits_.fetch_add(c.steps) - applied_before;
           } else {
             *staged_run = run;
             *staged_on = std::move(staged);
@@ -633,7 +635,8 @@ class ClusterCoordinator::Impl {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::unique_ptr<parameter_server::ParameterServerClient>> ps_;
   parameter_server::internal::UniqueIds run_ids_;  // the id each run stages its updates under
-  std::atomic<int64_t> commits_{0};  // closures whose updates were applied (RemoteValue::staleness)
+  // Steps of the closures whose updates were applied (RemoteValue::staleness).
+  std::atomic<int64_t> commits_{0};
 
   std::thread watcher_;  // follows options_.task_states, when given
 

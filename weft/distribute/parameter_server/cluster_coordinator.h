@@ -52,8 +52,9 @@ class RemoteValue {
   // Whether fetch() would return (or throw) without waiting.
   bool ready() const;
   // Once the closure has run and its updates were applied (scheduled with commit): how many
-  // other closures' updates were applied between the start of its run and its own, at least as
-  // many as the values it read missed (asynchronous SGD's staleness). -1 otherwise.
+  // steps of other closures' updates (ScheduleOptions::steps) were applied between the start of
+  // its run and its own, at least as many as the values it read missed (asynchronous SGD's
+  // staleness). -1 otherwise.
   int64_t staleness() const;
 
  private:
@@ -94,6 +95,9 @@ struct ScheduleOptions {
   // Whether the updates the closure stages on the ps tasks are applied as soon as it returns;
   // false leaves them staged for commit_together (or abort_staged).
   bool commit = true;
+  // The optimizer steps the closure makes, which RemoteValue::staleness counts (fit's closures
+  // of steps_per_execution steps).
+  int64_t steps = 1;
 };
 
 class ClusterCoordinator {

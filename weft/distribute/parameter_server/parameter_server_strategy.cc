@@ -236,10 +236,9 @@ class ParameterServerImpl : public StrategyImpl {
   }
 
   bool synchronous() const { return options_.synchronous; }
-  int64_t max_staleness(int64_t steps_per_closure) const {
+  int64_t max_staleness() const {
     if (options_.synchronous) return 0;
-    return options_.max_staleness.value_or((2 * static_cast<int64_t>(workers_.size()) - 1) *
-                                           steps_per_closure);
+    return options_.max_staleness.value_or(2 * static_cast<int64_t>(workers_.size()) - 1);
   }
 
  private:
@@ -345,9 +344,7 @@ std::vector<std::pair<std::string, std::string>> ParameterServerStrategy::ps_tas
   return ps_impl_of(*this).ps_tasks();
 }
 bool ParameterServerStrategy::synchronous() const { return ps_impl_of(*this).synchronous(); }
-int64_t ParameterServerStrategy::max_staleness(int64_t steps_per_closure) const {
-  return ps_impl_of(*this).max_staleness(steps_per_closure);
-}
+int64_t ParameterServerStrategy::max_staleness() const { return ps_impl_of(*this).max_staleness(); }
 void ParameterServerStrategy::join() const { ps_impl_of(*this).join(); }
 coordination::TaskStates ParameterServerStrategy::wait_for_task_states(
     uint64_t after_generation, std::chrono::milliseconds timeout) const {

@@ -51,9 +51,9 @@ struct ParameterServerOptions {
   // step up to max_staleness + 1 before it has been applied when it starts. 0 trains as one
   // process would, one step at a time. None: 2 x workers - 1 (two steps per worker in flight;
   // TensorFlow sets no bound). With compile's steps_per_execution N, fit runs closures of N
-  // steps, max_staleness / N + 1 of them at once (a step reads its own closure's earlier
-  // steps), and None is (2 x workers - 1) x N: two closures per worker. InvalidArgument below 0,
-  // or with `synchronous` (whose steps always read the last step's values).
+  // steps, whose updates are applied at their commit: max_staleness / N + 1 of them at once (a
+  // step reads its own closure's earlier steps), one when N > max_staleness. InvalidArgument
+  // below 0, or with `synchronous` (whose steps always read the last step's values).
   std::optional<int64_t> max_staleness{};
 };
 
@@ -79,9 +79,9 @@ class ParameterServerStrategy : public Strategy {
   std::vector<std::pair<std::string, std::string>> ps_tasks() const;
   // ParameterServerOptions::synchronous.
   bool synchronous() const;
-  // The staleness bound fit keeps with closures of `steps_per_closure` steps
-  // (ParameterServerOptions::max_staleness, or its default; 0 when synchronous).
-  int64_t max_staleness(int64_t steps_per_closure = 1) const;
+  // The staleness bound fit keeps (ParameterServerOptions::max_staleness, or its default; 0 when
+  // synchronous).
+  int64_t max_staleness() const;
   // The cluster token and TLS files the tasks' services take.
   const parameter_server::ServiceOptions& service_options() const;
   // On a worker or ps task: serves until the chief has finished (it returns) or failed
