@@ -512,6 +512,31 @@ TEST_F(PsCli, MaxStalenessZeroTrainsAsOneProcessBitForBit) {
               HasSubstr("--max-staleness needs --strategy parameter_server with --ps-mode async"));
 }
 
+// An evaluator task beside the cluster (weft launch --evaluator; TensorFlow's side-car
+// evaluation): it trains nothing, evaluates each epoch's checkpoint as the chief writes it and
+// ends with the last epoch's, whose loss and accuracy are those the chief reports for the trained
+// model (evaluated by the workers, a batch each: the same sums).
+TEST_F(PsCli, AnEvaluatorTaskEvaluatesTheCheckpointsTheChiefWrites) {
+  write_dataset(dir_ / "data", 512, 128);
+  const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft";
+  Result r = shell("timeout 300 " + weft + " launch --ps 1 -n 1 --evaluator -- " + weft +
+                   " train --strategy parameter_server --dataset " + (dir_ / "data").string() +
+                   " --epochs 2 --batch-size 64 --checkpoint-dir " + (dir_ / "ckpts").string() +
+                   " --metrics-json " + (dir_ / "ps.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json j = read_json(dir_ / "ps.json");
+  char expected[160];
+  std::snprintf(expected, sizeof(expected),
+                "[evaluator:0] evaluator: ckpt-2 (step 2):  accuracy: %.4f  loss: %.4f",
+                j["test_accuracy"].get<double>(), j["test_loss"].get<double>());
+  EXPECT_THAT(r.output, HasSubstr(expected));
+  EXPECT_THAT(r.output, Not(HasSubstr("[evaluator:0] Epoch"))) << "the evaluator trained";
+
+  Result refused = shell(weft + " launch -n 1 --evaluator -- true");
+  EXPECT_NE(refused.status, 0);
+  EXPECT_THAT(refused.output, HasSubstr("needs --ps"));
+}
+
 // weft server serves the ps tasks of a parameter-server job whose chief and workers run weft
 // train: the job trains as when every task runs weft train. Any other task, or a process without
 // TF_CONFIG, is refused, naming why.

@@ -52,6 +52,7 @@ struct LaunchFlags {
   int ps = 0;  // > 0: a parameter-server cluster, with a chief
   int replicas_per_worker = 1;
   int max_restarts = 0;
+  bool evaluator = false;  // --ps: an evaluator task beside the cluster
   std::vector<std::string> command;
 };
 
@@ -244,6 +245,7 @@ Outcome run_cluster(const LaunchFlags& f) {
   if (ps_mode) tasks.emplace_back("chief", 0);
   for (int i = 0; i < f.workers; ++i) tasks.emplace_back("worker", i);
   for (int i = 0; i < f.ps; ++i) tasks.emplace_back("ps", i);
+  if (f.evaluator) tasks.emplace_back("evaluator", 0);
   const int n = static_cast<int>(tasks.size());
   // Held until every task has exited: the chief's coordination service binds its port when it
   // gets there, a restarted task binds its own again, and a restart of the cluster takes fresh
@@ -486,8 +488,14 @@ void add_launch(CLI::App& app) {
                   "many times (with --backup-dir the job resumes where it was backed up); with "
                   "--ps, start a failed worker or ps task alone again, up to this many times each")
       ->check(in_range(0, 1000000));
+  cmd->add_flag("--evaluator", flags->evaluator,
+                "with --ps: an evaluator task too (TF_CONFIG's \"evaluator\"), which evaluates "
+                "each checkpoint the chief writes (weft train --checkpoint-dir)");
   cmd->add_option("command", flags->command, "the command each worker runs, after --")->required();
   cmd->callback([flags] {
+    if (flags->evaluator && flags->ps == 0) {
+      throw CLI::ValidationError("--evaluator", "needs --ps (a parameter-server cluster)");
+    }
     int code = launch(*flags);
     if (code != 0) throw CLI::RuntimeError(code);
   });

@@ -34,6 +34,7 @@
 #include "weft/optim/sgd.h"
 #include "weft/precision/policy.h"
 #include "weft/train/callbacks.h"
+#include "weft/train/sidecar_evaluator.h"
 
 namespace weft::cli {
 namespace {
@@ -198,6 +199,27 @@ void receive_sigterm_on_a_thread_of_its_own() {
   }).detach();
 }
 
+// The evaluator task: TensorFlow's side-car evaluation of each epoch's checkpoint
+// (train::SidecarEvaluator), on the test set, until the last epoch's; TensorBoard's
+// `--logdir`/evaluation with --logdir.
+int evaluate_beside_the_cluster(const TrainFlags& f) {
+  WEFT_CHECK(!f.checkpoint_dir.empty(), InvalidArgument)
+      << "an evaluator task evaluates the checkpoints the chief writes each epoch: give "
+         "--checkpoint-dir";
+  data::Dataset test = load_dataset(f.dataset).test.batch(512);
+  nn::Model model = build_model(f.model);
+  model(zeros({1, 28, 28, 1}));
+  model.compile(build_optimizer(f, 1),
+                nn::losses::SparseCategoricalCrossentropy({.from_logits = true}), {"accuracy"});
+  train::SidecarEvaluator(model, test,
+                          {.checkpoint_dir = f.checkpoint_dir,
+                           .final_step = f.epochs,
+                           .log_dir = f.logdir,
+                           .verbose = f.quiet ? 0 : 1})
+      .start();
+  return 0;
+}
+
 int run(TrainFlags f) {
   receive_sigterm_on_a_thread_of_its_own();
   if (f.lr == 0) f.lr = model_lr(f.model);
@@ -215,6 +237,11 @@ int run(TrainFlags f) {
                                                                    : "mixed_float16");
   }
 
+  // An evaluator task (TF_CONFIG's "evaluator", weft launch --ps K --evaluator) trains nothing:
+  // it evaluates each checkpoint the chief writes, beside the cluster.
+  if (distribute::cluster_resolver::TFConfigClusterResolver{}.task_type() == "evaluator") {
+    return evaluate_beside_the_cluster(f);
+  }
   auto start = std::chrono::steady_clock::now();
   // The cluster first: a malformed TF_CONFIG fails before any data is read.
   distribute::Strategy strategy = make_strategy(f);
