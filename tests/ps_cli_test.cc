@@ -337,13 +337,13 @@ TEST_F(PsCli, AChiefKilledMidTrainingRestartsTheClusterWhichResumesFromItsBackup
 // A ps task and a worker SIGKILLed together: the launcher starts each alone again 2 s later (a
 // restarted PS holds nothing). The chief's fit notices the lost PS, waits for it, creates its
 // variables there again and rolls every variable back to the newest backup, in the same run: the
-// steps after the backup train again, and the job finishes without a restart. Closures of three
-// steps (--steps-per-execution 3: 3, 3 and 2 per epoch), so the backups (due every 4 steps) come
-// at executions' ends, and a closure lost with its worker is three steps run again elsewhere.
+// steps after the backup train again, and the job finishes without a restart. Closures of two
+// steps (--steps-per-execution 2), so the backups (due every 4 steps) come at executions' ends,
+// and a closure lost with its worker is two steps run again elsewhere.
 TEST_F(PsCli, APsAndAWorkerKilledTogetherAreRecoveredWithoutRestartingTheJob) {
   Result r =
       expect_exactly_once_after_killing({"ps:1", "worker:1"}, "--ps 2 -n 2 --max-restarts 1",
-                                        Recovery::kRollBack, 64, "KILL", "--steps-per-execution 3");
+                                        Recovery::kRollBack, 64, "KILL", "--steps-per-execution 2");
   EXPECT_THAT(r.output, HasSubstr("[chief:0] weft: parameter server ps:1 lost; waiting for it"))
       << r.output;
   EXPECT_THAT(r.output, Not(HasSubstr("not started again"))) << r.output;

@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <cstring>
 #include <mutex>
 
@@ -25,6 +26,10 @@ struct Piece {
 
 // At most this many pieces in one call, so that their fields stay within kMaxMessageBytes.
 constexpr size_t kMaxPiecesPerCall = 1024;
+// How long a call that found its server unreachable waits for the channel to connect before it
+// is made once more (ParameterServerClient::Impl::call_again_if_back); gRPC retries a connection
+// within 1 s.
+constexpr std::chrono::milliseconds kReconnectWait{2000};
 
 // The variables' bytes cut into pieces, grouped into calls of at most kChunkBytes (and
 // kMaxPiecesPerCall pieces) each, in order.
@@ -77,8 +82,8 @@ class ParameterServerClient::Impl {
     }
     request.set_optimizer_config(optimizer_config);
     pb::Reply reply;
-    auto ctx = context();
-    grpc::Status status = stub_->Create(ctx.get(), request, &reply);
+    grpc::Status status = call_again_if_back(
+        [&](grpc::ClientContext* ctx) { return stub_->Create(ctx, request, &reply); });
     check(status, "create", reply.incarnation());
   }
 
@@ -95,8 +100,8 @@ class ParameterServerClient::Impl {
         range->set_length(p.length);
       }
       pb::PullResponse reply;
-      auto ctx = context();
-      grpc::Status status = stub_->Pull(ctx.get(), request, &reply);
+      grpc::Status status = call_again_if_back(
+          [&](grpc::ClientContext* ctx) { return stub_->Pull(ctx, request, &reply); });
       check(status, "pull", reply.incarnation());
       WEFT_CHECK(reply.chunks_size() == static_cast<int>(call.size()), Internal)
           << "pull from " << task_ << " at " << address_ << ": " << call.size()
@@ -118,8 +123,8 @@ class ParameterServerClient::Impl {
     pb::PullRequest request;
     for (const VariableSpec& v : variables) request.add_ranges()->set_id(v.id);  // no bytes
     pb::PullResponse reply;
-    auto ctx = context();
-    grpc::Status status = stub_->Pull(ctx.get(), request, &reply);
+    grpc::Status status = call_again_if_back(
+        [&](grpc::ClientContext* ctx) { return stub_->Pull(ctx, request, &reply); });
     if (status.error_code() == grpc::StatusCode::NOT_FOUND) return false;
     check(status, "pull", reply.incarnation());
     return true;
@@ -160,8 +165,8 @@ class ParameterServerClient::Impl {
         chunk->set_data(static_cast<const char*>(bytes[p.index].raw_data()) + p.offset, p.length);
       }
       pb::Reply reply;
-      auto ctx = context();
-      grpc::Status status = stub_->Push(ctx.get(), request, &reply);
+      grpc::Status status = call_again_if_back(
+          [&](grpc::ClientContext* ctx) { return stub_->Push(ctx, request, &reply); });
       check(status, "push", reply.incarnation());
     }
   }
@@ -172,8 +177,8 @@ class ParameterServerClient::Impl {
     for (uint64_t id : with) request.add_with(id);
     request.set_incarnation(incarnation);
     pb::CommitResponse reply;
-    auto ctx = context();
-    grpc::Status status = stub_->Commit(ctx.get(), request, &reply);
+    grpc::Status status = call_again_if_back(
+        [&](grpc::ClientContext* ctx) { return stub_->Commit(ctx, request, &reply); });
     check(status, "commit of closure " + std::to_string(closure_id), reply.incarnation());
     return reply.applied();
   }
@@ -182,8 +187,8 @@ class ParameterServerClient::Impl {
     pb::AbortRequest request;
     request.set_closure_id(closure_id);
     pb::Reply reply;
-    auto ctx = context();
-    grpc::Status status = stub_->Abort(ctx.get(), request, &reply);
+    grpc::Status status = call_again_if_back(
+        [&](grpc::ClientContext* ctx) { return stub_->Abort(ctx, request, &reply); });
     check(status, "abort of closure " + std::to_string(closure_id), reply.incarnation());
   }
 
@@ -193,6 +198,22 @@ class ParameterServerClient::Impl {
   }
 
  private:
+  // Makes a call, and once more if it failed as UNAVAILABLE and the channel connects within
+  // kReconnectWait: a server that restarted on its address (weft launch starts a lost ps task
+  // again) is reached once it is back, instead of the call failing with the error of an attempt
+  // to connect made while it was down, which gRPC's reconnection backoff keeps reporting for up
+  // to a second. Every call may be repeated: a push is keyed by its closure and range, a commit
+  // by its closure id, and the others change nothing twice.
+  template <typename Call>
+  grpc::Status call_again_if_back(const Call& make) const {
+    grpc::Status status = make(context().get());
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
+        !channel_->WaitForConnected(std::chrono::system_clock::now() + kReconnectWait)) {
+      return status;
+    }
+    return make(context().get());
+  }
+
   std::unique_ptr<grpc::ClientContext> context() const {
     auto ctx = std::make_unique<grpc::ClientContext>();
     ctx->AddMetadata(distribute::internal::kTokenMetadataKey, options_.token);
