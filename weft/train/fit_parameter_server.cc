@@ -62,8 +62,9 @@ std::vector<Tensor> fetch_logs(const distribute::RemoteValue& closure, int64_t s
 // The bytes of a batch's tensors.
 std::size_t bytes_of(const data::Element& batch) {
   std::size_t bytes = 0;
-  for (const Tensor& t : batch)
+  for (const Tensor& t : batch) {
     bytes += static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype());
+  }
   return bytes;
 }
 
@@ -79,8 +80,8 @@ std::size_t batches_per_closure(std::span<const data::Element> batches, std::siz
   return std::max<std::size_t>(n, 1);
 }
 
-// The batches of a closure: its arguments but the last (`info`, which says how many there are),
-// cut into `steps` batches of as many tensors each.
+// The batches of a closure: its arguments but the last (which says where they lie, or how many
+// there are), cut into `steps` batches of as many tensors each.
 std::vector<std::vector<Tensor>> closure_batches(const distribute::ClosureArgs& args,
                                                  int64_t steps) {
   const auto per_batch = static_cast<int64_t>(args.size() - 1) / std::max<int64_t>(steps, 1);
