@@ -14,9 +14,18 @@ std::string unique_name(const std::string& name, std::set<std::string>& used) {
 namespace checkpoint {
 
 void collect_trackables(const NamedTrackables& objects, std::vector<SavedTensor>* tensors,
-                        std::map<std::string, std::string>* state) {
+                        std::map<std::string, std::string>* state, std::vector<HeldSlice>* held) {
   for (const auto& [name, object] : objects) {
     for (const auto& [path, variable] : object->tracked_variables()) {
+      const auto* elsewhere = dynamic_cast<const HeldElsewhere*>(variable.binding());
+      if (held != nullptr && elsewhere != nullptr) {
+        for (HeldSlice& slice : elsewhere->held_slices()) {
+          slice.path = name + "/" + path;
+          slice.global_shape = variable.shape();
+          held->push_back(std::move(slice));
+        }
+        continue;
+      }
       tensors->push_back({name + "/" + path, variable.value()});
     }
     (*state)[name] = object->tracked_state();

@@ -15,6 +15,7 @@
 
 #include "weft/autodiff/variable.h"
 #include "weft/checkpoint/checkpoint_io.h"
+#include "weft/checkpoint/held_slices.h"
 
 namespace weft {
 
@@ -39,9 +40,12 @@ namespace checkpoint {
 using NamedTrackables = std::vector<std::pair<std::string, const Trackable*>>;
 
 // What a checkpoint of `objects` holds: variable `v` of object `o` as tensor "o/v", the state of
-// `o` as blob "o".
+// `o` as blob "o". With `held`, a variable whose binding is a HeldElsewhere (a parameter
+// server's) is not read here: its slices go to `held`, with their path and global shape, for
+// their holders to write.
 void collect_trackables(const NamedTrackables& objects, std::vector<SavedTensor>* tensors,
-                        std::map<std::string, std::string>* state);
+                        std::map<std::string, std::string>* state,
+                        std::vector<HeldSlice>* held = nullptr);
 
 // Assigns every variable of `objects` from `loaded` (read from `dir`), then calls each
 // restore_state with its blob. Only when every variable matches: one absent from the checkpoint,

@@ -4,12 +4,15 @@
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <system_error>
 
 #include "weft/checkpoint/checkpoint_io.h"
+#include "weft/checkpoint/held_slices.h"
 #include "weft/core/errors.h"
 #include "weft/core/file_io.h"
 #include "weft/distribute/values.h"
@@ -57,6 +60,34 @@ bool is_valid_name(const std::string& name) {
   return !name.empty() && name.find('/') == std::string::npos;
 }
 
+// A checkpoint some of whose variables other processes hold (parameter servers): part 0 is this
+// process's (its own variables, whole, and the objects' state), part k the k-th holder's slices,
+// which it writes itself, every holder at once; then this process commits.
+void save_with_holders(const std::string& dir, const std::vector<ckpt::SavedTensor>& tensors,
+                       const std::map<std::string, std::string>& state,
+                       std::vector<ckpt::HeldSlice> held) {
+  std::map<std::string, std::vector<ckpt::HeldSlice>> by_holder;
+  for (ckpt::HeldSlice& s : held) by_holder[s.holder->task()].push_back(std::move(s));
+  const int parts = 1 + static_cast<int>(by_holder.size());
+  std::random_device device;
+  const std::string save_id = std::to_string((uint64_t{device()} << 32) ^ device());
+  std::vector<std::future<void>> writes;
+  for (const auto& [task, slices] : by_holder) {
+    const int part = static_cast<int>(writes.size()) + 1;
+    writes.push_back(std::async(std::launch::async, [&dir, &save_id, &slices, part, parts] {
+      slices.front().holder->save(dir, save_id, part, parts, slices);
+    }));
+  }
+  std::vector<ckpt::SavedSlice> own;
+  for (const ckpt::SavedTensor& t : tensors) {
+    own.push_back({t.path, t.value, t.value.shape(), Shape(t.value.shape().size(), 0)});
+  }
+  ckpt::write_checkpoint_part(dir, save_id, 0, parts, own, state);
+  for (std::future<void>& w : writes) w.wait();
+  for (std::future<void>& w : writes) w.get();  // the first holder's failure, if any
+  ckpt::commit_checkpoint(dir, save_id, parts);
+}
+
 }  // namespace
 
 Checkpoint::Checkpoint(std::vector<std::pair<std::string, Trackable*>> objects,
@@ -102,7 +133,9 @@ std::string Checkpoint::save(int64_t step, const Writers& writers) {
       << "train::Checkpoint::save: cannot create " << directory_ << ": " << ec.message();
   std::vector<ckpt::SavedTensor> tensors;
   std::map<std::string, std::string> state;
-  ckpt::collect_trackables({objects_.begin(), objects_.end()}, &tensors, &state);
+  std::vector<ckpt::HeldSlice> held;  // variables whose holders write them (one writer only)
+  ckpt::collect_trackables({objects_.begin(), objects_.end()}, &tensors, &state,
+                           writers.parts == 1 ? &held : nullptr);
   std::string dir = directory_ + "/" + checkpoint_name_ + "-" + std::to_string(step);
   if (writers.parts > 1) {
     // This writer's rows of each variable (axis 0 cut as a global batch is; a scalar is part
@@ -122,6 +155,8 @@ std::string Checkpoint::save(int64_t step, const Writers& writers) {
     writers.barrier();
     if (writers.part != 0) return dir;
     ckpt::commit_checkpoint(dir, writers.save_id, writers.parts);
+  } else if (!held.empty()) {
+    save_with_holders(dir, tensors, state, std::move(held));
   } else {
     ckpt::write_checkpoint(dir, tensors, state);
   }

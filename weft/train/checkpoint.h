@@ -30,7 +30,10 @@ class Checkpoint {
 
   // Writes `<directory>/<checkpoint_name>-<step>` atomically (creating `directory` if needed),
   // deletes the oldest checkpoints beyond max_to_keep (never the one just written), updates the
-  // state file `<directory>/checkpoint`, and returns the new checkpoint's directory.
+  // state file `<directory>/checkpoint`, and returns the new checkpoint's directory. Variables
+  // that parameter servers hold are written by those servers, each its own part of the
+  // checkpoint (format v2), on a file system they share with this process
+  // (checkpoint/held_slices.h); this process writes the rest and commits.
   std::string save(int64_t step);
 
   // Several processes holding the same objects (the workers of MultiWorkerMirroredStrategy)

@@ -1,15 +1,18 @@
 // A train::Checkpoint of variables that live on parameter servers (ParameterServerStrategy, its
-// tasks on threads of this process over real gRPC): the chief saves them, the optimizer's slots
-// included (they live beside their variables on the ps tasks), in the checkpoint format a single
-// process writes; a cluster with another number of ps tasks and other shards restores it, and so
-// does one process without a strategy. Both then take the same next step, bit for bit.
+// tasks on threads of this process over real gRPC): each ps task writes the shards it holds, the
+// optimizer's slots included (they live beside their variables), and the chief the rest, into one
+// checkpoint of the format a single process reads; a cluster with another number of ps tasks and
+// other shards restores it, and so does one process without a strategy. Both then take the same
+// next step, bit for bit.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <future>
 
 #include "weft/autodiff/tape.h"
+#include "weft/checkpoint/checkpoint_io.h"
 #include "weft/checkpoint/trackable.h"
 #include "weft/distribute/cluster/local_ports.h"
 #include "weft/distribute/cluster/tf_config.h"
@@ -137,6 +140,20 @@ TEST(ParameterServerCheckpoint, SavedOnTwoPsRestoresOnThreeAndInOneProcess) {
   });
   ASSERT_EQ(saved[12], 3.0f) << "iterations";
   EXPECT_NE(saved[13], 0.0f) << "the kernel's m was not trained";
+  // Each ps task wrote the shards it holds, as its own part of the checkpoint: the kernel's two
+  // (3 and 2 rows), which the chief's part (data-00000) does not hold.
+  const checkpoint::CheckpointIndex index = checkpoint::read_index(dir + "/ckpt-3");
+  EXPECT_EQ(index.shards.size(), 3u);
+  std::vector<std::pair<int64_t, std::string>> kernel;  // each slice's first row, and its file
+  for (const checkpoint::TensorEntry& t : index.tensors) {
+    if (t.path == "model/kernel") kernel.emplace_back(t.slice_offsets.at(0), t.shard);
+  }
+  std::sort(kernel.begin(), kernel.end());
+  ASSERT_EQ(kernel.size(), 2u);
+  EXPECT_EQ(kernel[0].first, 0);
+  EXPECT_EQ(kernel[1].first, 3);
+  EXPECT_NE(kernel[0].second, kernel[1].second);
+  for (const auto& [row, file] : kernel) EXPECT_NE(file, "data-00000-of-00003");
 
   // Three ps tasks, the kernel in shards of one row, made from other values: restored, then one
   // more step.

@@ -192,6 +192,27 @@ class ParameterServerClient::Impl {
     check(status, "abort of closure " + std::to_string(closure_id), reply.incarnation());
   }
 
+  void save(const std::string& dir, const std::string& save_id, int part, int parts,
+            const std::vector<checkpoint::HeldSlice>& slices) {
+    pb::SaveRequest request;
+    request.set_dir(dir);
+    request.set_save_id(save_id);
+    request.set_part(part);
+    request.set_parts(parts);
+    for (const checkpoint::HeldSlice& s : slices) {
+      auto* saved = request.add_slices();
+      saved->set_id(s.id);
+      saved->set_slot(s.which);
+      saved->set_path(s.path);
+      for (int64_t d : s.global_shape) saved->add_global_shape(d);
+      for (int64_t o : s.offsets) saved->add_offsets(o);
+    }
+    pb::Reply reply;
+    grpc::Status status = call_again_if_back(
+        [&](grpc::ClientContext* ctx) { return stub_->Save(ctx, request, &reply); });
+    check(status, "save of part " + std::to_string(part) + " of " + dir, reply.incarnation());
+  }
+
   uint64_t incarnation() const {
     std::lock_guard lock(mu_);
     return incarnation_;
@@ -273,6 +294,10 @@ bool ParameterServerClient::commit(uint64_t closure_id, const std::vector<uint64
   return impl_->commit(closure_id, with, incarnation);
 }
 void ParameterServerClient::abort(uint64_t closure_id) { impl_->abort(closure_id); }
+void ParameterServerClient::save(const std::string& dir, const std::string& save_id, int part,
+                                 int parts, const std::vector<checkpoint::HeldSlice>& slices) {
+  impl_->save(dir, save_id, part, parts, slices);
+}
 uint64_t ParameterServerClient::incarnation() const { return impl_->incarnation(); }
 
 }  // namespace weft::distribute::parameter_server

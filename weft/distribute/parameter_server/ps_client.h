@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/checkpoint/held_slices.h"
 #include "weft/core/tensor.h"
 #include "weft/distribute/parameter_server/options.h"
 
@@ -45,14 +46,14 @@ struct GradientStep {
   uint32_t index = 0;
 };
 
-class ParameterServerClient {
+class ParameterServerClient final : public checkpoint::SliceHolder {
  public:
   ParameterServerClient(std::string task, std::string address, ServiceOptions options);
-  ~ParameterServerClient();
+  ~ParameterServerClient() override;
   ParameterServerClient(const ParameterServerClient&) = delete;
   ParameterServerClient& operator=(const ParameterServerClient&) = delete;
 
-  const std::string& task() const;
+  const std::string& task() const override;
   const std::string& address() const;
 
   // Creates `variables` (zero-filled) with the slots of the optimizer whose Keras config (JSON)
@@ -72,6 +73,11 @@ class ParameterServerClient {
   bool commit(uint64_t closure_id, const std::vector<uint64_t>& with = {},
               uint64_t incarnation = 0);
   void abort(uint64_t closure_id);
+  // Has the server write `slices` of its variables (HeldSlice::id, and `which`: 0 the value, k
+  // slot k - 1) as part `part` of `parts` of the checkpoint `dir` saved as `save_id`, on its own
+  // file system (checkpoint/held_slices.h).
+  void save(const std::string& dir, const std::string& save_id, int part, int parts,
+            const std::vector<checkpoint::HeldSlice>& slices) override;
 
   // The server's incarnation as it last answered (0 before any answer): a change says it
   // restarted.

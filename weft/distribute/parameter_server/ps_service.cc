@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "weft/checkpoint/checkpoint_io.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/internal/grpc_glue.h"
 #include "weft/distribute/parameter_server/internal/algorithms.h"
@@ -30,7 +31,8 @@ using grpc::StatusCode;
 using RawService = pb::ParameterServer::WithRawCallbackMethod_Create<
     pb::ParameterServer::WithRawCallbackMethod_Pull<pb::ParameterServer::WithRawCallbackMethod_Push<
         pb::ParameterServer::WithRawCallbackMethod_Commit<
-            pb::ParameterServer::WithRawCallbackMethod_Abort<pb::ParameterServer::Service>>>>>;
+            pb::ParameterServer::WithRawCallbackMethod_Abort<
+                pb::ParameterServer::WithRawCallbackMethod_Save<pb::ParameterServer::Service>>>>>>;
 
 std::string describe(const VariableSpec& v) {
   return "variable " + std::to_string(v.id) + " (" + v.name + ", " +
@@ -291,6 +293,42 @@ class ParameterServer::Impl final : public RawService {
     });
   }
 
+  grpc::ServerUnaryReactor* Save(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                 grpc::ByteBuffer* out) override {
+    std::vector<checkpoint::SavedSlice> slices;
+    return handle<pb::SaveRequest, pb::Reply>(
+        ctx, in, out,
+        [&](const auto& r, auto&) {  // under the lock: copies of the values
+          for (const auto& saved : r.slices()) {
+            const Stored* v = find(saved.id());
+            if (v == nullptr) return unknown(saved.id());
+            if (!v->has_value) {
+              return Status(StatusCode::FAILED_PRECONDITION,
+                            "cannot save " + describe(v->spec) + " on " + task_ +
+                                ": it has no value yet (none was written)");
+            }
+            const Tensor* tensor = nullptr;
+            if (Status s = tensor_of(*v, saved.slot(), &tensor); !s.ok()) return s;
+            slices.push_back({saved.path(),
+                              copy(*tensor),
+                              Shape(saved.global_shape().begin(), saved.global_shape().end()),
+                              {saved.offsets().begin(), saved.offsets().end()}});
+          }
+          return Status::OK;
+        },
+        [&](const auto& r) {  // then the writing, with the lock released
+          try {
+            checkpoint::write_checkpoint_part(r.dir(), r.save_id(), r.part(), r.parts(), slices,
+                                              {});
+          } catch (const Error& e) {
+            return Status(e.code() == ErrorCode::kInvalidArgument ? StatusCode::INVALID_ARGUMENT
+                                                                  : StatusCode::FAILED_PRECONDITION,
+                          task_ + " cannot write its part of " + r.dir() + ": " + e.message());
+          }
+          return Status::OK;
+        });
+  }
+
  private:
   // A variable's value or a staged tensor: bytes written in pieces.
   struct Staged {
@@ -323,11 +361,11 @@ class ParameterServer::Impl final : public RawService {
     bool has_value = false;  // readable once a commit wrote it
   };
 
-  // Checks the token, parses the request, runs fn(request, answer) under the lock and answers
-  // with this server's incarnation.
-  template <typename Request, typename Answer, typename Fn>
+  // Checks the token, parses the request, runs fn(request, answer) under the lock, then (if it
+  // succeeded) then(request) without it, and answers with this server's incarnation.
+  template <typename Request, typename Answer, typename Fn, typename Then = std::nullptr_t>
   grpc::ServerUnaryReactor* handle(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
-                                   grpc::ByteBuffer* out, Fn&& fn) {
+                                   grpc::ByteBuffer* out, Fn&& fn, Then&& then = nullptr) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     // The token first: a call without the right one is refused before its bytes are parsed.
     if (auto refusal = distribute::internal::token_refusal(*ctx, options_.token)) {
@@ -342,8 +380,13 @@ class ParameterServer::Impl final : public RawService {
     Answer answer;
     Status status;
     try {
-      std::lock_guard lock(mu_);
-      status = fn(request, answer);
+      {
+        std::lock_guard lock(mu_);
+        status = fn(request, answer);
+      }
+      if constexpr (!std::is_null_pointer_v<std::decay_t<Then>>) {
+        if (status.ok()) status = then(request);
+      }
     } catch (const std::exception& e) {  // an update that failed: nothing else is lost
       status = Status(StatusCode::INTERNAL, e.what());
     }

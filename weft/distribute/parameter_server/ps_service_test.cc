@@ -9,9 +9,11 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <future>
 #include <random>
 
+#include "weft/checkpoint/checkpoint_io.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/parameter_server/ps.pb.h"
 #include "weft/distribute/parameter_server/ps_client.h"
@@ -278,10 +280,63 @@ TEST(ParameterServer, BadRequestsAreRefusedNamingWhatIsWrong) {
   EXPECT_EQ(server.slots(kKernel.id).size(), 2u);
 }
 
+// A ps task writes the slices it holds as its part of a checkpoint that another process (the
+// chief) writes the rest of and commits: its values and its slots, in global coordinates.
+TEST(ParameterServer, SaveWritesItsSlicesAsAPartOfACheckpoint) {
+  const std::string dir = ::testing::TempDir() + "/ps_save_test";
+  std::filesystem::remove_all(dir);
+  ParameterServer server("127.0.0.1:0", "ps:0", options());
+  ParameterServerClient client("ps:0", server.address(), options());
+  client.create({kKernel, kBias}, adam_config(0.1));
+  const Tensor kernel = random_tensor({3, 4}, 1);
+  client.push(1, PushKind::kValue, {kKernel}, {kernel});
+  ASSERT_TRUE(client.commit(1));
+  client.push(2, PushKind::kGradient, {kKernel}, {random_tensor({3, 4}, 2)},
+              {.optimizer = adam_config(0.1), .learning_rate = 0.1, .iterations = 0});
+  ASSERT_TRUE(client.commit(2));
+  // The kernel is rows 1-3 of a (4, 4) tensor whose row 0 the chief writes; slot 0 is Adam's m.
+  checkpoint::HeldSlice rows{
+      .holder = nullptr, .id = kKernel.id, .offsets = {1, 0}, .path = "w", .global_shape = {4, 4}};
+  checkpoint::HeldSlice m{.holder = nullptr,
+                          .id = kKernel.id,
+                          .which = 1,
+                          .offsets = {0, 0},
+                          .path = "m",
+                          .global_shape = {3, 4}};
+  client.save(dir, "save-1", 1, 2, {rows, m});
+  const Tensor row0 = random_tensor({1, 4}, 3);
+  checkpoint::write_checkpoint_part(dir, "save-1", 0, 2, {{"w", row0, {4, 4}, {0, 0}}}, {});
+  checkpoint::commit_checkpoint(dir, "save-1", 2);
+  checkpoint::LoadedCheckpoint loaded = checkpoint::read_checkpoint(dir);
+  std::vector<float> w = values(row0);
+  for (float x : values(server.value(kKernel.id))) w.push_back(x);
+  EXPECT_EQ(values(loaded.tensors.at("w")), w);
+  EXPECT_EQ(values(loaded.tensors.at("m")), values(server.slots(kKernel.id)[0]));
+  EXPECT_NE(values(server.value(kKernel.id)), values(kernel)) << "the gradient was not applied";
+
+  // A variable never written, and a directory the ps task cannot write into, are refused.
+  checkpoint::HeldSlice bias{
+      .holder = nullptr, .id = kBias.id, .offsets = {0}, .path = "b", .global_shape = {4}};
+  try {
+    client.save(dir + "-2", "save-2", 1, 2, {bias});
+    FAIL() << "a variable without a value was saved";
+  } catch (const FailedPrecondition& e) {
+    EXPECT_THAT(e.what(), HasSubstr("cannot save variable 1 (dense/bias, float32 (4,)) on ps:0: "
+                                    "it has no value yet"));
+  }
+  try {
+    client.save(dir + "/no/such/parent/ckpt", "save-3", 1, 2, {rows});
+    FAIL() << "a part was written where nothing can be";
+  } catch (const FailedPrecondition& e) {
+    EXPECT_THAT(e.what(), HasSubstr("ps:0 cannot write its part of " + dir + "/no/such/parent"));
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ParameterServer, TheTokenIsCheckedBeforeThePayloadIsParsed) {
   ParameterServer server("127.0.0.1:0", "ps:0", options());
   const std::string garbage = "\xff\xff\xff\xff not a protobuf";
-  for (const char* method : {"Create", "Pull", "Push", "Commit", "Abort"}) {
+  for (const char* method : {"Create", "Pull", "Push", "Commit", "Abort", "Save"}) {
     SCOPED_TRACE(method);
     grpc::Status none = raw_call(server.address(), method, garbage, nullptr);
     EXPECT_EQ(none.error_code(), grpc::StatusCode::UNAUTHENTICATED);

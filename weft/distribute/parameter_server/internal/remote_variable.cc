@@ -89,6 +89,21 @@ std::shared_ptr<const VariableBinding> RemoteVariable::slot(size_t k,
   return std::make_shared<RemoteVariable>(std::move(slots), ids_);
 }
 
+std::vector<checkpoint::HeldSlice> RemoteVariable::held_slices() const {
+  std::vector<checkpoint::HeldSlice> out;
+  for (const Shard& s : shards_) {
+    std::vector<int64_t> offsets(s.spec.shape.size(), 0);
+    if (!offsets.empty()) {  // rows: the bytes before the shard over the bytes of a row
+      const auto row = static_cast<std::size_t>(
+          num_elements(Shape(s.spec.shape.begin() + 1, s.spec.shape.end())) *
+          dtype_size(s.spec.dtype));
+      offsets[0] = row == 0 ? 0 : static_cast<int64_t>(s.offset / row);
+    }
+    out.push_back({s.ps, s.spec.id, s.spec.slot, std::move(offsets), {}, {}});
+  }
+  return out;
+}
+
 void RemoteVariable::wait_until_readable(std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (const Shard& s : shards_) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "weft/autodiff/variable.h"
+#include "weft/checkpoint/held_slices.h"
 #include "weft/distribute/parameter_server/ps_client.h"
 
 namespace weft::distribute::parameter_server::internal {
@@ -32,7 +33,7 @@ class UniqueIds {
   std::atomic<uint64_t> counter_{0};
 };
 
-class RemoteVariable final : public VariableBinding {
+class RemoteVariable final : public VariableBinding, public checkpoint::HeldElsewhere {
  public:
   // One piece along axis 0, `offset` bytes into the whole variable's value.
   struct Shard {
@@ -69,6 +70,8 @@ class RemoteVariable final : public VariableBinding {
   std::shared_ptr<const VariableBinding> slot(size_t k,
                                               const std::string& optimizer) const override;
   const std::vector<Shard>& shards() const { return shards_; }
+  // Each shard, as the slice its ps task writes into a checkpoint (train::Checkpoint::save).
+  std::vector<checkpoint::HeldSlice> held_slices() const override;
 
  private:
   // Pushes each shard's piece of `whole` (the variable's shape) under `closure_id`; returns the
