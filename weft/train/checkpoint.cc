@@ -72,7 +72,8 @@ void save_with_holders(const std::string& dir, const std::vector<ckpt::SavedTens
   std::random_device device;
   const std::string save_id = std::to_string((uint64_t{device()} << 32) ^ device());
   std::vector<std::future<void>> writes;
-  for (const auto& [task, slices] : by_holder) {
+  for (const auto& holder : by_holder) {
+    const std::vector<ckpt::HeldSlice>& slices = holder.second;
     const int part = static_cast<int>(writes.size()) + 1;
     writes.push_back(std::async(std::launch::async, [&dir, &save_id, &slices, part, parts] {
       slices.front().holder->save(dir, save_id, part, parts, slices);
