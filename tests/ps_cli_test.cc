@@ -218,11 +218,12 @@ TEST_F(PsCli, WeftTrainTrainsOnTheWorkersWithTheVariablesOnThePsTasks) {
 
 // Trains 2 epochs of 512 examples (16 steps in batches of 64) under weft launch --ps 2 -n 2 with
 // --backup-dir (backups every 4 steps, which the asynchronous fit takes once the steps in flight
-// have finished), `launch_args` and `train_args`, sending `signal` (KILL, or STOP: the process
-// freezes until the job is done, then is killed) to each task of `victims` on its first start as
-// soon as a backup exists (a victim started again waits 2 s first). Expects the job to end normally
-// (returns its output) having trained on each example once per epoch, one optimizer step per batch,
-// over every start, recovered as `recovery` says.
+// have finished), `launch_args` and `train_args`, sending `signal` (KILL; STOP: the process
+// freezes until the job is done, then is killed; TERM: the process is waited for, to end by itself)
+// to each task of `victims` on its first start as soon as a backup exists (a victim started again
+// waits 2 s first). Expects the job to end normally (returns its output) having trained on each
+// example once per epoch, one optimizer step per batch, over every start, recovered as `recovery`
+// says.
 Result PsCli::expect_exactly_once_after_killing(const std::vector<std::string>& victims,
                                                 const std::string& launch_args, Recovery recovery,
                                                 int batch_size, const std::string& signal,
@@ -254,7 +255,9 @@ Result PsCli::expect_exactly_once_after_killing(const std::vector<std::string>& 
           "    n=0; while [ " +
           (signal == "STOP" ? "! -e $D/ps.json" : "1 = 0") +
           " ] && [ $n -lt 9000 ]; do sleep 0.01; n=$((n + 1)); done\n"
-          "    kill -9 $pid 2>/dev/null; wait $pid; exit $?\n"
+          "    " +
+          (signal == "TERM" ? "" : "kill -9 $pid 2>/dev/null; ") +
+          "wait $pid; exit $?\n"
           "  fi\n"
           "  sleep 2\n"
           "fi\n"
@@ -316,6 +319,21 @@ TEST_F(PsCli, AFrozenWorkersClosureRunsElsewhereOnceItMissesItsHeartbeats) {
   EXPECT_THAT(r.output,
               testing::ContainsRegex("\\[chief:0\\] weft: worker:1 at 127.0.0.1:[0-9]+ lost \\(the "
                                      "coordination service lost it: [^)]*heartbeat"))
+      << r.output;
+}
+
+// A worker sent SIGTERM (preempted) leaves after its closure: it refuses the next, tells the
+// coordination service, whose word the chief follows, and exits with status 75; the other worker
+// trains the rest, each example once. It first waits 2 s for the chief to say it is stopping too
+// (it is not), so the job is kept going as in AWorkerKilledAndStartedAgain...
+TEST_F(PsCli, AWorkerSentSigtermLeavesAfterItsClosureAndTheOtherTrainsTheRest) {
+  Result r = expect_exactly_once_after_killing({"worker:1"}, "--ps 2 -n 2", Recovery::kGoOn,
+                                               /*batch_size=*/kAddressSanitizer ? 32 : 8, "TERM");
+  EXPECT_THAT(r.output, HasSubstr("exited with status 75 (preempted")) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("not started again")) << r.output;
+  EXPECT_THAT(r.output,
+              testing::ContainsRegex("\\[chief:0\\] weft: worker:1 at 127.0.0.1:[0-9]+ lost \\(the "
+                                     "coordination service lost it: [^)]*worker:1 left: SIGTERM"))
       << r.output;
 }
 

@@ -101,7 +101,7 @@ std::vector<cpu_set_t> cpu_shares(int n) {
 std::string describe_status(int status) {
   if (WIFEXITED(status) && WEXITSTATUS(status) == train::kPreemptedExitStatus) {
     return "exited with status " + std::to_string(WEXITSTATUS(status)) +
-           " (preempted, after backing up)";
+           " (preempted: a chief after its backup, a worker after its closure)";
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == train::kPeerFailedExitStatus) {
     return "exited with status " + std::to_string(WEXITSTATUS(status)) +

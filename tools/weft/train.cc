@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -199,6 +200,41 @@ void receive_sigterm_on_a_thread_of_its_own() {
   }).detach();
 }
 
+// Set by SIGTERM on a parameter-server worker (WorkerLeavesOnSigterm).
+std::atomic<bool> worker_terminated{false};
+
+// While it lives, SIGTERM makes this parameter-server worker leave the cluster
+// (ParameterServerStrategy::leave, on a thread of its own: the handler only sets a flag).
+class WorkerLeavesOnSigterm {
+ public:
+  explicit WorkerLeavesOnSigterm(const distribute::ParameterServerStrategy& strategy) {
+    worker_terminated = false;
+    signal(SIGTERM, [](int) { worker_terminated = true; });
+    watcher_ = std::thread([this, strategy] {
+      while (!done_) {
+        if (worker_terminated) {
+          left_ = strategy.leave("SIGTERM");
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+  }
+  ~WorkerLeavesOnSigterm() { stop(); }
+  // Stops watching; whether the worker left.
+  bool stop() {
+    done_ = true;
+    if (watcher_.joinable()) watcher_.join();
+    signal(SIGTERM, SIG_IGN);
+    return left_;
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::atomic<bool> left_{false};
+  std::thread watcher_;
+};
+
 // The evaluator task: TensorFlow's side-car evaluation of each epoch's checkpoint
 // (train::SidecarEvaluator), on the test set, until the last epoch's; TensorBoard's
 // `--logdir`/evaluation with --logdir.
@@ -309,16 +345,26 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
     callbacks.push_back(train::ModelCheckpoint(f.checkpoint_dir, {.monitor = "val_loss"}));
   if (!f.logdir.empty()) callbacks.push_back(train::TensorBoard(f.logdir, 100));
 
-  // A worker or ps task of a parameter-server job ignores SIGTERM: the chief, which backs up when
-  // it hears one, needs them until its backup is written, and then ends them (ending its fit). A
-  // worker sent SIGTERM alone goes on until it is killed; its closures then run elsewhere.
-  if (ps && !chief) signal(SIGTERM, SIG_IGN);
+  // A worker of a parameter-server job sent SIGTERM (preempted) leaves after its closure, which
+  // the chief then runs elsewhere, and exits with kPreemptedExitStatus; unless the chief is
+  // stopping too (every task told to go at once), which needs it until its backup is written and
+  // then ends it (ParameterServerStrategy::leave). A ps task ignores SIGTERM: the chief needs it
+  // for its backup, and ends it.
+  std::optional<WorkerLeavesOnSigterm> leaves;
+  if (ps && !chief) {
+    if (ps->task().starts_with("worker:")) {
+      leaves.emplace(*ps);
+    } else {
+      signal(SIGTERM, SIG_IGN);
+    }
+  }
   auto fit_start = std::chrono::steady_clock::now();
   train::History history = model.fit(train, {.epochs = f.epochs,
                                              .validation_data = test,
                                              .callbacks = callbacks,
                                              .verbose = f.quiet ? 0 : 1});
   if (backup && backup->preempted()) return train::kPreemptedExitStatus;
+  if (leaves && leaves->stop()) return train::kPreemptedExitStatus;
   if (ps && !chief) return 0;  // a worker or ps task served the chief's fit, which is done
   double fit_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - fit_start).count();

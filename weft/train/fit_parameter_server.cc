@@ -271,6 +271,7 @@ train::History fit_on_parameter_servers(
   int64_t execution_examples = 0, execution_steps = 0, execution_staleness = 0;
   // Merges the oldest scheduled steps' logs (waiting for their closures; in synchronous mode,
   // committing them as one step) and, at an execution's end, runs the callbacks.
+  bool stopping_announced = false;
   auto finish_oldest = [&] {
     Pending p = std::move(running.front());
     running.pop_front();
@@ -307,6 +308,12 @@ train::History fit_on_parameter_servers(
       c.impl().on_train_batch_end(p.step + p.steps - 1, logs);
     }
     execution_examples = execution_steps = execution_staleness = 0;
+    // Training stops early (a preemption's backup): a worker told to go from now on stays
+    // until the chief is done (ParameterServerStrategy::leave).
+    if (m.stop_training && !stopping_announced) {
+      strategy.announce_stopping();
+      stopping_announced = true;
+    }
   };
   // A step failed: if a ps task was lost (it restarted holding nothing, or cannot be reached),
   // waits until it is back, creates its variables there again and rolls every variable back to

@@ -1,6 +1,7 @@
 #include "weft/distribute/parameter_server/parameter_server_strategy.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <future>
@@ -29,6 +30,8 @@ namespace ps = parameter_server;
 // The key the chief sets when the job is done, which join() waits for.
 constexpr const char* kDoneKey = "weft/parameter_server/done";
 constexpr const char* kStartedKey = "weft/parameter_server/started";  // a barrier, then a key
+// The key the chief sets when its fit stops early (a preemption's backup), which leave() checks.
+constexpr const char* kStoppingKey = "weft/parameter_server/stopping";
 
 class ParameterServerImpl : public StrategyImpl {
  public:
@@ -163,19 +166,49 @@ class ParameterServerImpl : public StrategyImpl {
   void join() const {
     WEFT_CHECK(type_ != "chief", FailedPrecondition)
         << "ParameterServerStrategy::join is for worker and ps tasks; the chief coordinates";
-    try {
-      client_->get_key_value(kDoneKey, std::chrono::hours(24 * 365));
-    } catch (const Unavailable&) {
-      // The chief failed or is gone. Its own report may come on the watch a moment after the
-      // call failed: wait for what this task learns (bounded), so that the error names why.
-      auto learned = std::make_shared<std::promise<std::string>>();
-      client_->on_failure([learned](const std::string& f) { learned->set_value(f); });
-      auto f = learned->get_future();
-      if (f.wait_for(std::chrono::seconds(2)) == std::future_status::ready) {
-        throw Unavailable(f.get());
+    // Until the chief is done, or this worker has left (leave()).
+    for (;;) {
+      try {
+        client_->get_key_value(kDoneKey, milliseconds(500));
+        return;
+      } catch (const DeadlineExceeded&) {
+        if (left_) return;
+      } catch (const Unavailable&) {
+        if (left_) return;
+        // The chief failed or is gone. Its own report may come on the watch a moment after the
+        // call failed: wait for what this task learns (bounded), so that the error names why.
+        auto learned = std::make_shared<std::promise<std::string>>();
+        client_->on_failure([learned](const std::string& f) { learned->set_value(f); });
+        auto f = learned->get_future();
+        if (f.wait_for(std::chrono::seconds(2)) == std::future_status::ready) {
+          throw Unavailable(f.get());
+        }
+        throw;
+      } catch (const Error&) {
+        if (left_) return;
+        throw;
       }
-      throw;
     }
+  }
+
+  bool leave(const std::string& why, milliseconds wait) const {
+    WEFT_CHECK(type_ == "worker", FailedPrecondition)
+        << "ParameterServerStrategy::leave is for workers; this is " << task_;
+    try {
+      client_->get_key_value(kStoppingKey, wait);
+      return false;  // the chief is stopping: it needs its workers until it has backed up
+    } catch (const Error&) {
+      // Not within `wait` (or the chief is gone, and with it the job).
+    }
+    worker_->stop_taking_closures();
+    left_ = true;
+    client_->report_error(task_ + " left: " + why);
+    return true;
+  }
+
+  void announce_stopping() const {
+    check_chief("announce_stopping");
+    client_->insert_key_value(kStoppingKey, "1");
   }
 
   const std::string& task() const { return task_; }
@@ -315,6 +348,7 @@ class ParameterServerImpl : public StrategyImpl {
   mutable std::vector<std::shared_ptr<ps::internal::RemoteVariable>> made_;
   mutable uint64_t next_id_ = 0;
   mutable size_t next_ps_ = 0;
+  mutable std::atomic<bool> left_{false};  // a worker's: leave() took it out of the cluster
 };
 
 ParameterServerImpl& ps_impl_of(const Strategy& s) {
@@ -346,6 +380,10 @@ std::vector<std::pair<std::string, std::string>> ParameterServerStrategy::ps_tas
 bool ParameterServerStrategy::synchronous() const { return ps_impl_of(*this).synchronous(); }
 int64_t ParameterServerStrategy::max_staleness() const { return ps_impl_of(*this).max_staleness(); }
 void ParameterServerStrategy::join() const { ps_impl_of(*this).join(); }
+bool ParameterServerStrategy::leave(const std::string& why, std::chrono::milliseconds wait) const {
+  return ps_impl_of(*this).leave(why, wait);
+}
+void ParameterServerStrategy::announce_stopping() const { ps_impl_of(*this).announce_stopping(); }
 coordination::TaskStates ParameterServerStrategy::wait_for_task_states(
     uint64_t after_generation, std::chrono::milliseconds timeout) const {
   return ps_impl_of(*this).wait_for_task_states(after_generation, timeout);

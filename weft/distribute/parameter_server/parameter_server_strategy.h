@@ -85,8 +85,21 @@ class ParameterServerStrategy : public Strategy {
   // The cluster token and TLS files the tasks' services take.
   const parameter_server::ServiceOptions& service_options() const;
   // On a worker or ps task: serves until the chief has finished (it returns) or failed
-  // (Unavailable naming it). FailedPrecondition on the chief.
+  // (Unavailable naming it), or until this worker has left (leave()). FailedPrecondition on the
+  // chief.
   void join() const;
+  // On a worker, told to go (`why`: "SIGTERM", a preemption): it leaves the cluster after the
+  // closure it runs, unless the chief says within `wait` that it is stopping (announce_stopping:
+  // every task was told to go at once, and the chief, backing up, needs its workers until then;
+  // the job then ends as the chief does). Leaving, the worker refuses any other closure (its
+  // coordinator runs it elsewhere), returns once its closure has, and tells the coordination
+  // service it left, so the chief gives it no closure until a process of it registers again;
+  // join() then returns. Whether it left. FailedPrecondition on another task.
+  bool leave(const std::string& why,
+             std::chrono::milliseconds wait = std::chrono::milliseconds(2000)) const;
+  // On the chief: its fit stops early (stop_training; a preemption's backup), so a worker told to
+  // go from now on stays (leave()).
+  void announce_stopping() const;
 
   // Every task's state as the coordination service sees it (connected, lost with why, left),
   // once it changes after `after_generation` (a TaskStates::generation) or `timeout` passes.

@@ -60,6 +60,12 @@ class WorkerService::Impl final : public RawWorker {
     std::lock_guard lock(mu_);
     return closures_run_;
   }
+  void stop_taking_closures() {
+    std::unique_lock lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return !running_; });
+  }
 
   grpc::ServerUnaryReactor* RunClosure(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                        grpc::ByteBuffer* out) override {
@@ -201,10 +207,13 @@ class WorkerService::Impl final : public RawWorker {
       Job job = std::move(jobs_.front());
       jobs_.pop_front();
       const bool refuse = stopping_;
+      running_ = !refuse;
       lock.unlock();
       job.reactor->Finish(refuse ? Status(StatusCode::UNAVAILABLE, task_ + " is stopping")
                                  : job.run());
       lock.lock();
+      running_ = false;
+      cv_.notify_all();  // stop_taking_closures
     }
   }
 
@@ -217,6 +226,7 @@ class WorkerService::Impl final : public RawWorker {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  bool running_ = false;  // the executor runs a call
   std::deque<Job> jobs_;
   int64_t closures_run_ = 0;
   std::map<uint64_t, PerWorker> per_worker_;  // used by the executor thread only
@@ -228,6 +238,7 @@ WorkerService::~WorkerService() = default;
 std::string WorkerService::address() const { return impl_->address(); }
 int WorkerService::port() const { return impl_->port(); }
 const std::string& WorkerService::task() const { return impl_->task(); }
+void WorkerService::stop_taking_closures() { impl_->stop_taking_closures(); }
 uint64_t WorkerService::incarnation() const { return impl_->incarnation(); }
 int64_t WorkerService::closures_run() const { return impl_->closures_run(); }
 

@@ -34,6 +34,10 @@ class WorkerService {
   uint64_t incarnation() const;
   // Closures run so far (whatever their outcome).
   int64_t closures_run() const;
+  // Refuses every call from now on (UNAVAILABLE, "<task> is stopping": its coordinator runs the
+  // closure elsewhere) and returns once the closure running, if any, has returned: a worker that
+  // leaves the cluster finishes its closure first.
+  void stop_taking_closures();
 
  private:
   class Impl;
