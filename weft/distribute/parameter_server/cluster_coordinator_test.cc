@@ -248,6 +248,37 @@ TEST(ClusterCoordinator, ALostWorkersClosuresRunElsewhereAndItRejoinsWhenBack) {
   EXPECT_EQ(static_cast<int64_t>(from1.size()), worker1.closures_run());
 }
 
+// A worker that stops taking closures (it leaves the cluster: ParameterServerStrategy::leave)
+// finishes the one it runs, whose result counts, and refuses the others, which the other worker
+// runs: every closure's result arrives once.
+TEST(ClusterCoordinator, AWorkerThatStopsTakingClosuresFinishesItsOwnAndTheOtherRunsTheRest) {
+  Workers workers;
+  ClusterCoordinator coordinator(workers.addresses(), coordinator_options());
+  PerWorkerValues iterators = coordinator.create_per_worker_dataset(numbered_data());
+  std::vector<RemoteValue> results;
+  for (int i = 0; i < 20; ++i)
+    results.push_back(coordinator.schedule(next_element(), {iterators, ms(50)}));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (workers.services[1]->closures_run() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  workers.services[1]->stop_taking_closures();  // returns once its closure has
+  const int64_t ran_by_1 = workers.services[1]->closures_run();
+  EXPECT_GE(ran_by_1, 1);
+  coordinator.join();
+  EXPECT_EQ(workers.services[1]->closures_run(), ran_by_1)
+      << "worker:1 ran closures after it stopped";
+  EXPECT_EQ(workers.services[0]->closures_run() + ran_by_1, 20);
+  std::set<int64_t> seen;
+  int64_t from_1 = 0;
+  for (auto& r : results) {
+    const int64_t v = r.fetch()[0].item<int64_t>();
+    EXPECT_TRUE(seen.insert(v).second) << v << " arrived twice";
+    from_1 += v >= 1000 ? 1 : 0;
+  }
+  EXPECT_EQ(from_1, ran_by_1);
+}
+
 TEST(ClusterCoordinator, WhenEveryWorkerStaysLostJoinSaysSoNamingThem) {
   ReservedLocalPorts reserved(2);
   ClusterCoordinatorOptions o = coordinator_options();
