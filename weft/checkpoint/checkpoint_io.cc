@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <set>
 #include <system_error>
 
@@ -384,6 +385,71 @@ LoadedCheckpoint read_checkpoint(const std::string& dir_arg) {
     out.state.emplace(s.name, std::move(bytes));
   }
   check_padding(dir, index, shards, throw_data_loss);
+  return out;
+}
+
+std::vector<Tensor> read_checkpoint_regions(const std::string& dir_arg,
+                                            const std::vector<Region>& regions,
+                                            std::map<std::string, std::string>* state) {
+  std::string dir = strip_trailing_slashes(dir_arg);
+  CheckpointIndex index = load_index(dir);
+  OpenShards shards = open_shards(dir, index, throw_data_loss);
+  check_every_coverage(dir, index, throw_data_loss);
+  autodiff::NoRecordScope no_record;
+  std::map<std::string, std::vector<const TensorEntry*>> by_path;
+  for (const TensorEntry& t : index.tensors) by_path[t.path].push_back(&t);
+  std::map<const TensorEntry*, Tensor> read;  // each entry read (and checked) once
+  std::vector<Tensor> out;
+  for (const Region& r : regions) {
+    auto it = by_path.find(r.path);
+    WEFT_CHECK(it != by_path.end(), InvalidArgument)
+        << "checkpoint " << dir << " holds no tensor \"" << r.path << "\"";
+    const TensorEntry& first = *it->second.front();
+    const Shape& whole = first.global_shape ? *first.global_shape : first.shape;
+    bool inside = r.offsets.size() == whole.size() && r.shape.size() == whole.size();
+    for (size_t d = 0; inside && d < whole.size(); ++d) {
+      inside = r.offsets[d] >= 0 && r.shape[d] >= 0 && r.offsets[d] + r.shape[d] <= whole[d];
+    }
+    WEFT_CHECK(inside, InvalidArgument)
+        << "checkpoint " << dir << ": a region of shape " << shape_str(r.shape) << " at "
+        << shape_str(r.offsets) << " lies outside tensor \"" << r.path << "\" of shape "
+        << shape_str(whole);
+    Tensor region = Tensor::empty(r.shape, first.dtype);
+    for (const TensorEntry* e : it->second) {
+      // The overlap of the entry and the region, in the coordinates of each.
+      std::vector<Slice> in_entry, in_region;
+      bool overlaps = true;
+      for (size_t d = 0; d < whole.size(); ++d) {
+        const int64_t at = e->global_shape ? e->slice_offsets[d] : 0;
+        const int64_t lo = std::max(at, r.offsets[d]);
+        const int64_t hi = std::min(at + e->shape[d], r.offsets[d] + r.shape[d]);
+        overlaps = overlaps && lo < hi;
+        in_entry.push_back(Slice{lo - at, hi - at});
+        in_region.push_back(Slice{lo - r.offsets[d], hi - r.offsets[d]});
+      }
+      if (!overlaps) continue;
+      auto [cached, fresh] = read.try_emplace(e);
+      if (fresh) {
+        cached->second = Tensor::empty(e->shape, e->dtype);
+        read_blob(dir, shards, "tensor \"" + e->path + "\"", e->shard, e->offset, e->length,
+                  e->crc32c, cached->second.raw_data(), throw_data_loss);
+      }
+      if (whole.empty()) {
+        assign_into(region, cached->second);
+      } else {
+        assign_into(slice(region, in_region), slice(cached->second, in_entry));
+      }
+    }
+    out.push_back(std::move(region));
+  }
+  if (state != nullptr) {
+    for (const StateEntry& s : index.state) {
+      std::string bytes(s.length, '\0');
+      read_blob(dir, shards, "state blob \"" + s.name + "\"", s.shard, s.offset, s.length,
+                s.crc32c, bytes.data(), throw_data_loss);
+      (*state)[s.name] = std::move(bytes);
+    }
+  }
   return out;
 }
 

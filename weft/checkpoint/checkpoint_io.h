@@ -63,6 +63,23 @@ struct LoadedCheckpoint {
 // format version than this reader knows.
 LoadedCheckpoint read_checkpoint(const std::string& dir);
 
+// A region of one tensor of a checkpoint: `shape` elements from `offsets` of the tensor stored
+// under `path` (whole, or in slices).
+struct Region {
+  std::string path;
+  std::vector<int64_t> offsets;
+  Shape shape;
+};
+// Reads only the stored entries (whole tensors or format-v2 slices) that overlap each region,
+// each once, verifying its CRC32C, and returns the regions, in order, of the stored dtype: a
+// process that holds a piece of a variable (a parameter server's shard) restores it without
+// reading the rest. With `state`, reads every state blob too. Throws as read_checkpoint does for
+// damage (DataLoss naming the file, tensor and offset), and InvalidArgument naming the path for
+// a tensor the checkpoint lacks or a region outside it.
+std::vector<Tensor> read_checkpoint_regions(const std::string& dir,
+                                            const std::vector<Region>& regions,
+                                            std::map<std::string, std::string>* state = nullptr);
+
 // What the index says, for listing (`weft inspect`).
 struct ShardEntry {
   std::string file;  // "data-00000-of-00001"

@@ -405,6 +405,56 @@ TEST_F(CheckpointIoTest, SeveralWritersWriteOneCheckpointOfSlices) {
   EXPECT_TRUE(ckpt::verify_checkpoint(dir).ok);
 }
 
+// A region is read from the stored entries that overlap it only (a parameter server restoring its
+// shard): across slices of other boundaries, of a whole tensor, of a 0-d one; damage elsewhere
+// goes unread, damage in an entry it needs is DataLoss naming it.
+TEST_F(CheckpointIoTest, RegionsAreReadFromTheEntriesThatOverlapThemOnly) {
+  std::string dir = root_ + "/ckpt-3";
+  for (int k = 0; k < 3; ++k) write_part(dir, "save1", k, 3, 100);  // w's rows: [0,1) [1,3) [3,5)
+  ckpt::commit_checkpoint(dir, "save1", 3);
+  std::map<std::string, std::string> state;
+  std::vector<Tensor> got = ckpt::read_checkpoint_regions(
+      dir, {{"w", {2, 1}, {2, 1}}, {"w", {0, 0}, {5, 2}}, {"v", {1}, {2}}, {"s", {}, {}}}, &state);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[0].shape(), (weft::Shape{2, 1}));
+  EXPECT_EQ(got[0].to_vector<float>(), (std::vector<float>{105, 107}));
+  EXPECT_EQ(got[1].to_vector<float>(),
+            (std::vector<float>{100, 101, 102, 103, 104, 105, 106, 107, 108, 109}));
+  EXPECT_EQ(got[2].to_vector<int64_t>(), (std::vector<int64_t>{8, 9}));
+  EXPECT_EQ(got[3].item<double>(), 100);
+  EXPECT_EQ(state.at("step"), std::to_string(100.0f));
+
+  // w's last slice damaged: the first rows still read, the last ones are DataLoss naming it.
+  ckpt::TensorEntry last = entry(dir, "w");
+  for (const auto& t : index_.tensors) {
+    if (t.path == "w" && t.slice_offsets[0] == 3) last = t;
+  }
+  ASSERT_EQ(last.slice_offsets[0], 3);
+  flip_byte(dir + "/" + last.shard, last.offset + 2);
+  EXPECT_EQ(ckpt::read_checkpoint_regions(dir, {{"w", {0, 0}, {3, 2}}})[0].to_vector<float>(),
+            (std::vector<float>{100, 101, 102, 103, 104, 105}));
+  std::string msg = data_loss_message([&] {
+    ckpt::read_checkpoint_regions(dir, {{"w", {4, 0}, {1, 2}}});
+  });
+  EXPECT_THAT(msg, HasSubstr(dir + "/" + last.shard + ": tensor \"w\" at offset"));
+  EXPECT_THAT(msg, HasSubstr("CRC32C mismatch"));
+
+  // A whole tensor, and what is not there.
+  std::string small = write_small();
+  EXPECT_EQ(
+      ckpt::read_checkpoint_regions(small, {{"model/a", {1, 0}, {1, 3}}})[0].to_vector<float>(),
+      (std::vector<float>{4, 5, 6}));
+  try {
+    ckpt::read_checkpoint_regions(small, {{"model/a", {1, 1}, {1, 3}}});
+    ADD_FAILURE() << "a region outside the tensor was read";
+  } catch (const weft::InvalidArgument& e) {
+    EXPECT_THAT(e.message(), HasSubstr("a region of shape (1, 3) at (1, 1) lies outside tensor "
+                                       "\"model/a\" of shape (2, 3)"));
+  }
+  EXPECT_THROW(ckpt::read_checkpoint_regions(small, {{"model/z", {0}, {1}}}),
+               weft::InvalidArgument);
+}
+
 TEST_F(CheckpointIoTest, AMissingOrMixedPartIsRefusedNamingTheFile) {
   std::string dir = root_ + "/ckpt-4";
   // Part 1 never written: the commit names its index file.

@@ -1,9 +1,10 @@
-// Variables whose values live in other processes (a parameter server's shards) are saved by those
-// processes: a checkpoint asks each holder to write the slices it keeps as its own part of the
-// checkpoint (format v2, write_checkpoint_part) instead of bringing every value to the process
-// that saves, as TensorFlow's sharded saves run on each parameter server. The holders write on
-// their own file system, so the saving process must share it, as the workers of a multi-worker
-// checkpoint do. A VariableBinding that is also a HeldElsewhere says where its pieces are.
+// Variables whose values live in other processes (a parameter server's shards) are saved and
+// restored by those processes: a checkpoint asks each holder to write the slices it keeps as its
+// own part of the checkpoint (format v2, write_checkpoint_part), and to read them back (only the
+// stored pieces that overlap them), instead of moving every value through one process, as
+// TensorFlow's sharded saves and restores run on each parameter server. The holders use their own
+// file system, so the saving process must share it, as the workers of a multi-worker checkpoint
+// do. A VariableBinding that is also a HeldElsewhere says where its pieces are.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,9 @@ class SliceHolder {
   // is being saved as `save_id` (write_checkpoint_part's arguments).
   virtual void save(const std::string& dir, const std::string& save_id, int part, int parts,
                     const std::vector<HeldSlice>& slices) = 0;
+  // Reads `slices` (all of them its own) from the checkpoint `dir`, each the region of its
+  // `path` its piece covers (read_checkpoint_regions), and takes them as their values.
+  virtual void restore(const std::string& dir, const std::vector<HeldSlice>& slices) = 0;
 };
 
 // A variable binding whose value is kept by holders, in slices that cover it exactly once.

@@ -1,5 +1,7 @@
 #include "weft/checkpoint/trackable.h"
 
+#include <future>
+
 #include "weft/core/errors.h"
 
 namespace weft {
@@ -56,6 +58,64 @@ void restore_trackables(const LoadedCheckpoint& loaded, const std::string& dir,
     if (auto it = loaded.state.find(name); it != loaded.state.end()) {
       object->restore_state(it->second);
     }
+  }
+}
+
+void restore_trackables(const std::string& dir,
+                        const std::vector<std::pair<std::string, Trackable*>>& objects) {
+  bool held_elsewhere = false;
+  for (const auto& [name, object] : objects) {
+    for (const auto& [path, variable] : object->tracked_variables()) {
+      held_elsewhere = held_elsewhere || dynamic_cast<const HeldElsewhere*>(variable.binding());
+    }
+  }
+  if (!held_elsewhere) return restore_trackables(read_checkpoint(dir), dir, objects);
+
+  std::map<std::string, const TensorEntry*> stored;  // each tensor's first entry
+  const CheckpointIndex index = read_index(dir);
+  for (const TensorEntry& t : index.tensors) stored.try_emplace(t.path, &t);
+  std::vector<Region> here;
+  std::vector<Variable> assigned_here;
+  std::map<std::string, std::vector<HeldSlice>> by_holder;
+  for (const auto& [name, object] : objects) {
+    for (const auto& [path, variable] : object->tracked_variables()) {
+      std::string key = name + "/" + path;
+      auto it = stored.find(key);
+      WEFT_CHECK(it != stored.end(), InvalidArgument)
+          << "restore " << dir << ": variable \"" << key << "\" (" << variable.name()
+          << ") is not in the checkpoint";
+      const TensorEntry& e = *it->second;
+      const Shape& shape = e.global_shape ? *e.global_shape : e.shape;
+      WEFT_CHECK(e.dtype == variable.dtype() && shape == variable.shape(), InvalidArgument)
+          << "restore " << dir << ": variable \"" << key << "\" (" << variable.name() << ") is "
+          << variable.dtype() << " " << shape_str(variable.shape()) << ", the checkpoint holds "
+          << e.dtype << " " << shape_str(shape);
+      if (const auto* elsewhere = dynamic_cast<const HeldElsewhere*>(variable.binding())) {
+        for (HeldSlice& slice : elsewhere->held_slices()) {
+          slice.path = key;
+          slice.global_shape = variable.shape();
+          by_holder[slice.holder->task()].push_back(std::move(slice));
+        }
+      } else {
+        here.push_back({key, std::vector<int64_t>(variable.shape().size(), 0), variable.shape()});
+        assigned_here.push_back(variable);
+      }
+    }
+  }
+  std::map<std::string, std::string> state;
+  std::vector<Tensor> values = read_checkpoint_regions(dir, here, &state);
+  std::vector<std::future<void>> reads;
+  for (const auto& holder : by_holder) {
+    const std::vector<HeldSlice>& slices = holder.second;
+    reads.push_back(std::async(std::launch::async, [&dir, &slices] {
+      slices.front().holder->restore(dir, slices);
+    }));
+  }
+  for (std::future<void>& r : reads) r.wait();
+  for (std::future<void>& r : reads) r.get();  // the first holder's failure, if any
+  for (size_t i = 0; i < values.size(); ++i) assigned_here[i].assign(values[i]);
+  for (const auto& [name, object] : objects) {
+    if (auto it = state.find(name); it != state.end()) object->restore_state(it->second);
   }
 }
 

@@ -52,6 +52,13 @@ void collect_trackables(const NamedTrackables& objects, std::vector<SavedTensor>
 // or of another shape or dtype, is InvalidArgument naming it and `dir`, and nothing is assigned.
 void restore_trackables(const LoadedCheckpoint& loaded, const std::string& dir,
                         const std::vector<std::pair<std::string, Trackable*>>& objects);
+// Restores `objects` from the checkpoint `dir`. Variables held elsewhere (HeldElsewhere) are read
+// by their holders, every holder at once, and the rest here (read_checkpoint_regions); without
+// such variables, as above from read_checkpoint(dir). Every variable is checked against the index
+// first (InvalidArgument as above, nothing assigned); damage found while reading is DataLoss,
+// after which the holders that read theirs have taken them.
+void restore_trackables(const std::string& dir,
+                        const std::vector<std::pair<std::string, Trackable*>>& objects);
 
 }  // namespace checkpoint
 

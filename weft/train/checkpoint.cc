@@ -187,7 +187,7 @@ std::string Checkpoint::save(int64_t step, const Writers& writers) {
 }
 
 void Checkpoint::restore(const std::string& dir) {
-  ckpt::restore_trackables(ckpt::read_checkpoint(dir), dir, objects_);
+  ckpt::restore_trackables(dir, objects_);
 }
 
 std::optional<std::string> Checkpoint::latest() const {

@@ -51,7 +51,9 @@ class Checkpoint {
 
   // Reads `dir` (verifying every checksum: DataLoss when damaged) and, only when every variable
   // matches, assigns them all and calls restore_state. A variable absent from the checkpoint or
-  // of another shape or dtype is InvalidArgument naming it; nothing is assigned then.
+  // of another shape or dtype is InvalidArgument naming it; nothing is assigned then. Variables
+  // that parameter servers hold are read by those servers, each the pieces it holds
+  // (checkpoint::restore_trackables).
   void restore(const std::string& dir);
 
   // The newest (highest step) committed checkpoint whose index and shards are intact. Data

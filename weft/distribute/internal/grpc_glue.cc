@@ -106,6 +106,8 @@ void throw_status(const grpc::Status& status, const std::string& what, const std
       throw DeadlineExceeded(what + ": " + message);
     case grpc::StatusCode::INVALID_ARGUMENT:
       throw InvalidArgument(what + ": " + message);
+    case grpc::StatusCode::DATA_LOSS:  // a damaged file the server read
+      throw DataLoss(what + ": " + message);
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       throw ResourceExhausted(what + " refused by " + server + ": " + message);
     case grpc::StatusCode::UNAUTHENTICATED:

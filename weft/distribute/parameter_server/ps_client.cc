@@ -54,6 +54,18 @@ std::vector<std::vector<Piece>> plan_calls(const std::vector<VariableSpec>& vari
   return calls;
 }
 
+void add_slices(const std::vector<checkpoint::HeldSlice>& slices,
+                google::protobuf::RepeatedPtrField<pb::SavedSlice>* out) {
+  for (const checkpoint::HeldSlice& s : slices) {
+    pb::SavedSlice* saved = out->Add();
+    saved->set_id(s.id);
+    saved->set_slot(s.which);
+    saved->set_path(s.path);
+    for (int64_t d : s.global_shape) saved->add_global_shape(d);
+    for (int64_t o : s.offsets) saved->add_offsets(o);
+  }
+}
+
 }  // namespace
 
 class ParameterServerClient::Impl {
@@ -199,18 +211,21 @@ class ParameterServerClient::Impl {
     request.set_save_id(save_id);
     request.set_part(part);
     request.set_parts(parts);
-    for (const checkpoint::HeldSlice& s : slices) {
-      auto* saved = request.add_slices();
-      saved->set_id(s.id);
-      saved->set_slot(s.which);
-      saved->set_path(s.path);
-      for (int64_t d : s.global_shape) saved->add_global_shape(d);
-      for (int64_t o : s.offsets) saved->add_offsets(o);
-    }
+    add_slices(slices, request.mutable_slices());
     pb::Reply reply;
     grpc::Status status = call_again_if_back(
         [&](grpc::ClientContext* ctx) { return stub_->Save(ctx, request, &reply); });
     check(status, "save of part " + std::to_string(part) + " of " + dir, reply.incarnation());
+  }
+
+  void restore(const std::string& dir, const std::vector<checkpoint::HeldSlice>& slices) {
+    pb::RestoreRequest request;
+    request.set_dir(dir);
+    add_slices(slices, request.mutable_slices());
+    pb::Reply reply;
+    grpc::Status status = call_again_if_back(
+        [&](grpc::ClientContext* ctx) { return stub_->Restore(ctx, request, &reply); });
+    check(status, "restore from " + dir, reply.incarnation());
   }
 
   uint64_t incarnation() const {
@@ -297,6 +312,10 @@ void ParameterServerClient::abort(uint64_t closure_id) { impl_->abort(closure_id
 void ParameterServerClient::save(const std::string& dir, const std::string& save_id, int part,
                                  int parts, const std::vector<checkpoint::HeldSlice>& slices) {
   impl_->save(dir, save_id, part, parts, slices);
+}
+void ParameterServerClient::restore(const std::string& dir,
+                                    const std::vector<checkpoint::HeldSlice>& slices) {
+  impl_->restore(dir, slices);
 }
 uint64_t ParameterServerClient::incarnation() const { return impl_->incarnation(); }
 

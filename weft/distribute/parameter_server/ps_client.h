@@ -78,6 +78,9 @@ class ParameterServerClient final : public checkpoint::SliceHolder {
   // file system (checkpoint/held_slices.h).
   void save(const std::string& dir, const std::string& save_id, int part, int parts,
             const std::vector<checkpoint::HeldSlice>& slices) override;
+  // Has the server read `slices` of its variables from the checkpoint `dir`, on its own file
+  // system, and assign them (checkpoint/held_slices.h).
+  void restore(const std::string& dir, const std::vector<checkpoint::HeldSlice>& slices) override;
 
   // The server's incarnation as it last answered (0 before any answer): a change says it
   // restarted.

@@ -32,7 +32,9 @@ using RawService = pb::ParameterServer::WithRawCallbackMethod_Create<
     pb::ParameterServer::WithRawCallbackMethod_Pull<pb::ParameterServer::WithRawCallbackMethod_Push<
         pb::ParameterServer::WithRawCallbackMethod_Commit<
             pb::ParameterServer::WithRawCallbackMethod_Abort<
-                pb::ParameterServer::WithRawCallbackMethod_Save<pb::ParameterServer::Service>>>>>>;
+                pb::ParameterServer::WithRawCallbackMethod_Save<
+                    pb::ParameterServer::WithRawCallbackMethod_Restore<
+                        pb::ParameterServer::Service>>>>>>>;
 
 std::string describe(const VariableSpec& v) {
   return "variable " + std::to_string(v.id) + " (" + v.name + ", " +
@@ -324,6 +326,55 @@ class ParameterServer::Impl final : public RawService {
             return Status(e.code() == ErrorCode::kInvalidArgument ? StatusCode::INVALID_ARGUMENT
                                                                   : StatusCode::FAILED_PRECONDITION,
                           task_ + " cannot write its part of " + r.dir() + ": " + e.message());
+          }
+          return Status::OK;
+        });
+  }
+
+  grpc::ServerUnaryReactor* Restore(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                    grpc::ByteBuffer* out) override {
+    std::vector<checkpoint::Region> regions;
+    return handle<pb::RestoreRequest, pb::Reply>(
+        ctx, in, out,
+        [&](const auto& r, auto&) {  // under the lock: what each slice is a region of
+          for (const auto& saved : r.slices()) {
+            const Stored* v = find(saved.id());
+            if (v == nullptr) return unknown(saved.id());
+            const Tensor* tensor = nullptr;
+            if (Status s = tensor_of(*v, saved.slot(), &tensor); !s.ok()) return s;
+            regions.push_back({saved.path(), {saved.offsets().begin(), saved.offsets().end()},
+                               v->spec.shape});
+          }
+          return Status::OK;
+        },
+        [&](const auto& r) {  // then the reading, with the lock released, and the assignments
+          std::vector<Tensor> values;
+          try {
+            values = checkpoint::read_checkpoint_regions(r.dir(), regions);
+          } catch (const Error& e) {
+            const StatusCode code = e.code() == ErrorCode::kDataLoss ? StatusCode::DATA_LOSS
+                                    : e.code() == ErrorCode::kInvalidArgument
+                                        ? StatusCode::INVALID_ARGUMENT
+                                        : StatusCode::FAILED_PRECONDITION;
+            return Status(code, task_ + " cannot restore from " + r.dir() + ": " + e.message());
+          }
+          std::lock_guard lock(mu_);
+          for (int i = 0; i < r.slices_size(); ++i) {
+            const Stored* v = find(r.slices(i).id());
+            if (v == nullptr) return unknown(r.slices(i).id());
+            if (values[static_cast<size_t>(i)].dtype() != v->spec.dtype) {
+              return Status(StatusCode::INVALID_ARGUMENT,
+                            task_ + " cannot restore " + describe(v->spec) + " from \"" +
+                                r.slices(i).path() + "\" of " + r.dir() + ", which holds " +
+                                std::string(dtype_name(values[static_cast<size_t>(i)].dtype())));
+            }
+          }
+          for (int i = 0; i < r.slices_size(); ++i) {
+            Stored& v = variables_.at(r.slices(i).id());
+            const uint32_t slot = r.slices(i).slot();
+            Tensor& into = slot == 0 ? v.value : v.slots.at(slot - 1);
+            std::memcpy(into.raw_data(), values[static_cast<size_t>(i)].raw_data(), v.spec.bytes());
+            if (slot == 0) v.has_value = true;
           }
           return Status::OK;
         });

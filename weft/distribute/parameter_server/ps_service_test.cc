@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <random>
 
@@ -333,10 +334,71 @@ TEST(ParameterServer, SaveWritesItsSlicesAsAPartOfACheckpoint) {
   std::filesystem::remove_all(dir);
 }
 
+// A ps task restores its variables and slots from a checkpoint itself, each the region of a
+// stored tensor its variable covers; damage and another dtype are refused naming them, nothing
+// assigned.
+TEST(ParameterServer, RestoreReadsTheRegionsOfItsVariablesFromACheckpoint) {
+  const std::string dir = ::testing::TempDir() + "/ps_restore_test";
+  std::filesystem::remove_all(dir);
+  const Tensor w = random_tensor({4, 4}, 1), m = random_tensor({3, 4}, 2);
+  checkpoint::write_checkpoint(
+      dir,
+      {{"w", w},
+       {"m", m},
+       {"i", Tensor::from_vector<int64_t>(std::vector<int64_t>(12, 7), {3, 4})}},
+      {});
+  ParameterServer server("127.0.0.1:0", "ps:0", options());
+  ParameterServerClient client("ps:0", server.address(), options());
+  client.create({kKernel}, adam_config(0.1));
+  checkpoint::HeldSlice rows{
+      .holder = nullptr, .id = kKernel.id, .offsets = {1, 0}, .path = "w", .global_shape = {4, 4}};
+  checkpoint::HeldSlice slot{.holder = nullptr,
+                             .id = kKernel.id,
+                             .which = 1,
+                             .offsets = {0, 0},
+                             .path = "m",
+                             .global_shape = {3, 4}};
+  client.restore(dir, {rows, slot});
+  std::vector<float> expected = values(w);
+  expected.erase(expected.begin(), expected.begin() + 4);
+  EXPECT_EQ(values(client.pull({kKernel})[0]), expected);
+  EXPECT_EQ(values(server.slots(kKernel.id)[0]), values(m));
+
+  checkpoint::HeldSlice ints = rows;
+  ints.path = "i";
+  ints.offsets = {0, 0};
+  try {
+    client.restore(dir, {ints});
+    FAIL() << "an int64 tensor was restored into a float32 variable";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("ps:0 cannot restore variable 0 (dense/kernel, float32 (3, "
+                                    "4)) from \"i\" of " +
+                                    dir + ", which holds int64"));
+  }
+  const checkpoint::CheckpointIndex index = checkpoint::read_index(dir);
+  for (const auto& t : index.tensors) {
+    if (t.path != "w") continue;
+    std::fstream f(dir + "/" + t.shard, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(t.offset + 20));
+    const char c = static_cast<char>(f.get());
+    f.seekp(static_cast<std::streamoff>(t.offset + 20));
+    f.put(static_cast<char>(c ^ 0x01));
+  }
+  try {
+    client.restore(dir, {rows});
+    FAIL() << "a damaged checkpoint was restored";
+  } catch (const DataLoss& e) {
+    EXPECT_THAT(e.what(), HasSubstr("ps:0 cannot restore from " + dir));
+    EXPECT_THAT(e.what(), HasSubstr("CRC32C mismatch"));
+  }
+  EXPECT_EQ(values(client.pull({kKernel})[0]), expected) << "a refused restore assigned";
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ParameterServer, TheTokenIsCheckedBeforeThePayloadIsParsed) {
   ParameterServer server("127.0.0.1:0", "ps:0", options());
   const std::string garbage = "\xff\xff\xff\xff not a protobuf";
-  for (const char* method : {"Create", "Pull", "Push", "Commit", "Abort", "Save"}) {
+  for (const char* method : {"Create", "Pull", "Push", "Commit", "Abort", "Save", "Restore"}) {
     SCOPED_TRACE(method);
     grpc::Status none = raw_call(server.address(), method, garbage, nullptr);
     EXPECT_EQ(none.error_code(), grpc::StatusCode::UNAUTHENTICATED);
