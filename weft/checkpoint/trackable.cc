@@ -107,9 +107,8 @@ void restore_trackables(const std::string& dir,
   std::vector<std::future<void>> reads;
   for (const auto& holder : by_holder) {
     const std::vector<HeldSlice>& slices = holder.second;
-    reads.push_back(std::async(std::launch::async, [&dir, &slices] {
-      slices.front().holder->restore(dir, slices);
-    }));
+    reads.push_back(std::async(std::launch::async,
+                               [&dir, &slices] { slices.front().holder->restore(dir, slices); }));
   }
   for (std::future<void>& r : reads) r.wait();
   for (std::future<void>& r : reads) r.get();  // the first holder's failure, if any

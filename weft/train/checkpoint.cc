@@ -186,9 +186,7 @@ std::string Checkpoint::save(int64_t step, const Writers& writers) {
   return dir;
 }
 
-void Checkpoint::restore(const std::string& dir) {
-  ckpt::restore_trackables(dir, objects_);
-}
+void Checkpoint::restore(const std::string& dir) { ckpt::restore_trackables(dir, objects_); }
 
 std::optional<std::string> Checkpoint::latest() const {
   return newest_committed(directory_, checkpoint_name_);

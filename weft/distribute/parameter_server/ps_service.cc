@@ -342,8 +342,8 @@ class ParameterServer::Impl final : public RawService {
             if (v == nullptr) return unknown(saved.id());
             const Tensor* tensor = nullptr;
             if (Status s = tensor_of(*v, saved.slot(), &tensor); !s.ok()) return s;
-            regions.push_back({saved.path(), {saved.offsets().begin(), saved.offsets().end()},
-                               v->spec.shape});
+            regions.push_back(
+                {saved.path(), {saved.offsets().begin(), saved.offsets().end()}, v->spec.shape});
           }
           return Status::OK;
         },
