@@ -36,6 +36,15 @@ using RawService = pb::ParameterServer::WithRawCallbackMethod_Create<
                     pb::ParameterServer::WithRawCallbackMethod_Restore<
                         pb::ParameterServer::Service>>>>>>>;
 
+// A checkpoint's error (writing or reading one) as the status the client turns back into it.
+Status status_of(const Error& e, const std::string& message) {
+  const StatusCode code = e.code() == ErrorCode::kDataLoss ? StatusCode::DATA_LOSS
+                          : e.code() == ErrorCode::kInvalidArgument
+                              ? StatusCode::INVALID_ARGUMENT
+                              : StatusCode::FAILED_PRECONDITION;
+  return Status(code, message + ": " + e.message());
+}
+
 std::string describe(const VariableSpec& v) {
   return "variable " + std::to_string(v.id) + " (" + v.name + ", " +
          std::string(dtype_name(v.dtype)) + " " + shape_str(v.shape) + ")";
@@ -323,9 +332,7 @@ class ParameterServer::Impl final : public RawService {
             checkpoint::write_checkpoint_part(r.dir(), r.save_id(), r.part(), r.parts(), slices,
                                               {});
           } catch (const Error& e) {
-            return Status(e.code() == ErrorCode::kInvalidArgument ? StatusCode::INVALID_ARGUMENT
-                                                                  : StatusCode::FAILED_PRECONDITION,
-                          task_ + " cannot write its part of " + r.dir() + ": " + e.message());
+            return status_of(e, task_ + " cannot write its part of " + r.dir());
           }
           return Status::OK;
         });
@@ -352,11 +359,7 @@ class ParameterServer::Impl final : public RawService {
           try {
             values = checkpoint::read_checkpoint_regions(r.dir(), regions);
           } catch (const Error& e) {
-            const StatusCode code = e.code() == ErrorCode::kDataLoss ? StatusCode::DATA_LOSS
-                                    : e.code() == ErrorCode::kInvalidArgument
-                                        ? StatusCode::INVALID_ARGUMENT
-                                        : StatusCode::FAILED_PRECONDITION;
-            return Status(code, task_ + " cannot restore from " + r.dir() + ": " + e.message());
+            return status_of(e, task_ + " cannot restore from " + r.dir());
           }
           std::lock_guard lock(mu_);
           for (int i = 0; i < r.slices_size(); ++i) {
