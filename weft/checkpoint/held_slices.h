@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,5 +52,12 @@ class HeldElsewhere {
   virtual ~HeldElsewhere() = default;
   virtual std::vector<HeldSlice> held_slices() const = 0;
 };
+
+// `held` grouped by holder (SliceHolder::task()), in the holders' order.
+std::map<std::string, std::vector<HeldSlice>> by_holder(std::vector<HeldSlice> held);
+// Runs fn(k, slices) for the k-th holder's slices (k from 0), every holder at once; rethrows the
+// first failure once all have ended.
+void on_every_holder(const std::map<std::string, std::vector<HeldSlice>>& holders,
+                     const std::function<void(int k, const std::vector<HeldSlice>&)>& fn);
 
 }  // namespace weft::checkpoint

@@ -1,7 +1,5 @@
 #include "weft/checkpoint/trackable.h"
 
-#include <future>
-
 #include "weft/core/errors.h"
 
 namespace weft {
@@ -14,20 +12,28 @@ std::string unique_name(const std::string& name, std::set<std::string>& used) {
 }
 
 namespace checkpoint {
+namespace {
+
+// When `variable` is held elsewhere (HeldElsewhere), adds its slices to `held`, saved as `key`.
+bool add_held_slices(const Variable& variable, const std::string& key,
+                     std::vector<HeldSlice>* held) {
+  const auto* elsewhere = dynamic_cast<const HeldElsewhere*>(variable.binding());
+  if (elsewhere == nullptr) return false;
+  for (HeldSlice& slice : elsewhere->held_slices()) {
+    slice.path = key;
+    slice.global_shape = variable.shape();
+    held->push_back(std::move(slice));
+  }
+  return true;
+}
+
+}  // namespace
 
 void collect_trackables(const NamedTrackables& objects, std::vector<SavedTensor>* tensors,
                         std::map<std::string, std::string>* state, std::vector<HeldSlice>* held) {
   for (const auto& [name, object] : objects) {
     for (const auto& [path, variable] : object->tracked_variables()) {
-      const auto* elsewhere = dynamic_cast<const HeldElsewhere*>(variable.binding());
-      if (held != nullptr && elsewhere != nullptr) {
-        for (HeldSlice& slice : elsewhere->held_slices()) {
-          slice.path = name + "/" + path;
-          slice.global_shape = variable.shape();
-          held->push_back(std::move(slice));
-        }
-        continue;
-      }
+      if (held != nullptr && add_held_slices(variable, name + "/" + path, held)) continue;
       tensors->push_back({name + "/" + path, variable.value()});
     }
     (*state)[name] = object->tracked_state();
@@ -76,7 +82,7 @@ void restore_trackables(const std::string& dir,
   for (const TensorEntry& t : index.tensors) stored.try_emplace(t.path, &t);
   std::vector<Region> here;
   std::vector<Variable> assigned_here;
-  std::map<std::string, std::vector<HeldSlice>> by_holder;
+  std::vector<HeldSlice> held;
   for (const auto& [name, object] : objects) {
     for (const auto& [path, variable] : object->tracked_variables()) {
       std::string key = name + "/" + path;
@@ -90,13 +96,7 @@ void restore_trackables(const std::string& dir,
           << "restore " << dir << ": variable \"" << key << "\" (" << variable.name() << ") is "
           << variable.dtype() << " " << shape_str(variable.shape()) << ", the checkpoint holds "
           << e.dtype << " " << shape_str(shape);
-      if (const auto* elsewhere = dynamic_cast<const HeldElsewhere*>(variable.binding())) {
-        for (HeldSlice& slice : elsewhere->held_slices()) {
-          slice.path = key;
-          slice.global_shape = variable.shape();
-          by_holder[slice.holder->task()].push_back(std::move(slice));
-        }
-      } else {
+      if (!add_held_slices(variable, key, &held)) {
         here.push_back({key, std::vector<int64_t>(variable.shape().size(), 0), variable.shape()});
         assigned_here.push_back(variable);
       }
@@ -104,14 +104,9 @@ void restore_trackables(const std::string& dir,
   }
   std::map<std::string, std::string> state;
   std::vector<Tensor> values = read_checkpoint_regions(dir, here, &state);
-  std::vector<std::future<void>> reads;
-  for (const auto& holder : by_holder) {
-    const std::vector<HeldSlice>& slices = holder.second;
-    reads.push_back(std::async(std::launch::async,
-                               [&dir, &slices] { slices.front().holder->restore(dir, slices); }));
-  }
-  for (std::future<void>& r : reads) r.wait();
-  for (std::future<void>& r : reads) r.get();  // the first holder's failure, if any
+  on_every_holder(by_holder(std::move(held)), [&](int, const std::vector<HeldSlice>& slices) {
+    slices.front().holder->restore(dir, slices);
+  });
   for (size_t i = 0; i < values.size(); ++i) assigned_here[i].assign(values[i]);
   for (const auto& [name, object] : objects) {
     if (auto it = state.find(name); it != state.end()) object->restore_state(it->second);

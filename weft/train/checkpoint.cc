@@ -4,7 +4,6 @@
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
-#include <future>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -66,26 +65,18 @@ bool is_valid_name(const std::string& name) {
 void save_with_holders(const std::string& dir, const std::vector<ckpt::SavedTensor>& tensors,
                        const std::map<std::string, std::string>& state,
                        std::vector<ckpt::HeldSlice> held) {
-  std::map<std::string, std::vector<ckpt::HeldSlice>> by_holder;
-  for (ckpt::HeldSlice& s : held) by_holder[s.holder->task()].push_back(std::move(s));
-  const int parts = 1 + static_cast<int>(by_holder.size());
+  const auto holders = ckpt::by_holder(std::move(held));
+  const int parts = 1 + static_cast<int>(holders.size());
   std::random_device device;
   const std::string save_id = std::to_string((uint64_t{device()} << 32) ^ device());
-  std::vector<std::future<void>> writes;
-  for (const auto& holder : by_holder) {
-    const std::vector<ckpt::HeldSlice>& slices = holder.second;
-    const int part = static_cast<int>(writes.size()) + 1;
-    writes.push_back(std::async(std::launch::async, [&dir, &save_id, &slices, part, parts] {
-      slices.front().holder->save(dir, save_id, part, parts, slices);
-    }));
-  }
   std::vector<ckpt::SavedSlice> own;
   for (const ckpt::SavedTensor& t : tensors) {
     own.push_back({t.path, t.value, t.value.shape(), Shape(t.value.shape().size(), 0)});
   }
   ckpt::write_checkpoint_part(dir, save_id, 0, parts, own, state);
-  for (std::future<void>& w : writes) w.wait();
-  for (std::future<void>& w : writes) w.get();  // the first holder's failure, if any
+  ckpt::on_every_holder(holders, [&](int k, const std::vector<ckpt::HeldSlice>& slices) {
+    slices.front().holder->save(dir, save_id, k + 1, parts, slices);
+  });
   ckpt::commit_checkpoint(dir, save_id, parts);
 }
 
