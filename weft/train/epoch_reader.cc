@@ -19,6 +19,7 @@ EpochReader::EpochReader(const data::Dataset& dataset, std::optional<int64_t> st
 void EpochReader::build(ModelImpl& m) {
   if (m.built()) return;
   if (!kept_) first_pass_ = dataset_.begin();
+  if (kept_) first_state_ = kept_->save_state();
   pending_ = (kept_ ? *kept_ : *first_pass_).next();
   WEFT_CHECK(pending_.has_value(), InvalidArgument) << "fit: the training dataset is empty";
   m.build_on(*pending_);
@@ -37,6 +38,12 @@ std::optional<data::Element> EpochReader::next() {
     return first;
   }
   return (kept_ ? *kept_ : *fresh_).next();
+}
+
+std::string EpochReader::next_state() const {
+  WEFT_CHECK(kept_.has_value(), FailedPrecondition)
+      << "fit: an epoch of unknown size is a fresh pass, and has no state to resume from";
+  return pending_ ? first_state_ : kept_->save_state();
 }
 
 }  // namespace weft::nn::internal

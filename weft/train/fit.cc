@@ -8,7 +8,6 @@
 // pipeline that reads files divided by file (tf.data's auto-shard; the workers agree on each
 // step's rows, and its position is not saved, each worker's being its own), or every global batch
 // with only this worker's rows mapped.
-#include <xxhash.h>
 
 #include <cstdio>
 #include <map>
@@ -18,6 +17,7 @@
 #include "weft/distribute/parameter_server/parameter_server_strategy.h"
 #include "weft/nn/model.h"
 #include "weft/ops/cast.h"
+#include "weft/ops/digest.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/math.h"
 #include "weft/ops/reduce.h"
@@ -73,14 +73,9 @@ data::Element with_class_weights(const ModelImpl& m, data::Element batch,
 void check_workers_start_alike(const Model& model) {
   const distribute::StrategyImpl& strategy = model.distribute_strategy().extended();
   if (strategy.num_local_replicas() == strategy.num_replicas_in_sync()) return;
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_64bits_reset(state);
-  for (const Variable& v : model.variables()) {
-    Tensor t = contiguous(v.value());
-    XXH3_64bits_update(state, t.raw_data(), static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
-  }
-  const auto mine = static_cast<int64_t>(XXH3_64bits_digest(state));
-  XXH3_freeState(state);
+  std::vector<Tensor> values;
+  for (const Variable& v : model.variables()) values.push_back(v.value());
+  const auto mine = static_cast<int64_t>(digest64(values));
   std::vector<int64_t> all =
       strategy.all_gather_across_workers(Tensor::from_vector(std::vector<int64_t>{mine}))
           .to_vector<int64_t>();
@@ -103,7 +98,7 @@ void check_workers_start_alike(const Model& model) {
 std::map<std::string, double> Model::evaluate(const data::Dataset& dataset, int verbose) try {
   std::map<std::string, double> logs;
   if (distribute::ParameterServerStrategy::is(model().strategy)) {
-    logs = internal::evaluate_on_parameter_servers(*this, dataset, nullptr);
+    logs = internal::evaluate_on_parameter_servers(*this, dataset);
   } else {
     reset_metrics();
     for (const data::Element& batch : dataset) logs = test_on_batch(batch);

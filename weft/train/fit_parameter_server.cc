@@ -1,15 +1,16 @@
 // fit under ParameterServerStrategy, as Keras's fit with TensorFlow's ParameterServerStrategy:
 // every task runs the same program and calls fit. The chief reads the dataset and schedules one
-// closure per step, its batch as the arguments, on the ClusterCoordinator; a worker runs the
-// model's train_step on it, its optimizer staging the updates on the ps tasks, and returns the
-// step's partial logs, which the chief merges in step order as the closures finish (at most two
-// per worker in flight), running the batch-level callbacks then. In synchronous mode a step is
-// one closure per worker, each on its slice of the batch, committed together (their gradients
-// summed on the ps tasks) before the next step is scheduled. A step's batch travels with its
-// closure, so a closure run again after its worker was lost trains on the same rows, and only
-// the run that returned is committed: each batch is trained on exactly once. Evaluation (the
-// validation data, and Model::evaluate) is closures too, a batch each, whose partial logs the
-// chief adds up in the data's order: each example is counted once. A lost ps task
+// closure per step on the ClusterCoordinator, carrying where the step's batch lies (its position
+// in the chief's run over the data, input_positions.h; the batch itself when an epoch's size is
+// unknown); a worker reads that batch from its own pipeline, runs the model's train_step on it,
+// its optimizer staging the updates on the ps tasks, and returns the step's partial logs, which
+// the chief merges in step order as the closures finish (at most two per worker in flight),
+// running the batch-level callbacks then. In synchronous mode a step is one closure per worker,
+// each on its slice of the batch, committed together (their gradients summed on the ps tasks)
+// before the next step is scheduled. A closure run again after its worker was lost trains on the
+// same rows, and only the run that returned is committed: each batch is trained on exactly once.
+// Evaluation (the validation data, and Model::evaluate) is closures too, a batch each, whose
+// partial logs the chief adds up in the data's order: each example is counted once. A lost ps task
 // (restarted by weft launch, holding nothing) is waited for, and with a backup (BackupAndRestore)
 // every variable is rolled back to it and the steps after it train again, in this same fit.
 #include "weft/train/internal/fit_parameter_server.h"
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <span>
 
@@ -31,12 +33,19 @@
 #include "weft/train/callbacks.h"
 #include "weft/train/internal/epoch_reader.h"
 #include "weft/train/internal/fit_callbacks.h"
+#include "weft/train/internal/input_positions.h"
 
 namespace weft::nn::internal {
 namespace {
 
 constexpr const char* kTrainStep = "weft/fit/train_step";
 constexpr const char* kTestStep = "weft/fit/test_step";
+
+// A step's function in this run of the cluster (ParameterServerStrategy::run_id).
+distribute::RemoteFunction step_function(const char* step,
+                                         const distribute::ParameterServerStrategy& strategy) {
+  return {std::string(step) + "/" + std::to_string(strategy.run_id())};
+}
 
 // Scheduled steps whose logs the chief has not merged yet: a closure of `steps` steps (compile's
 // steps_per_execution), or in synchronous mode one step, a closure per worker's slice of its
@@ -80,6 +89,12 @@ std::size_t batches_per_closure(std::span<const data::Element> batches, std::siz
   return std::max<std::size_t>(n, 1);
 }
 
+// A train step's last argument, per step (a row each, int64): the step (which keys training-time
+// randomness), the first of the step's rows the closure trains on, how many, the step's batch
+// size (by which the loss is averaged), and the batch's position (input_positions.h: lineage,
+// mark, index, digest; lineage -1 when the batches are the closure's other arguments).
+constexpr int64_t kWhereColumns = 8;
+
 // The batches of a closure: its arguments but the last (which says where they lie, or how many
 // there are), cut into `steps` batches of as many tensors each.
 std::vector<std::vector<Tensor>> closure_batches(const distribute::ClosureArgs& args,
@@ -96,69 +111,110 @@ std::vector<std::vector<Tensor>> closure_batches(const distribute::ClosureArgs& 
   return batches;
 }
 
+// What a worker's train step trains on: the batches its closure carries, or those this worker
+// reads at the positions the closure names (its reader made at the first such closure: evaluate
+// never sends one), prepared as fit's and cut to the closure's rows.
+class TrainBatches {
+ public:
+  TrainBatches(distribute::ParameterServerStrategy strategy, data::Dataset dataset,
+               std::optional<int64_t> steps_per_epoch,
+               std::function<data::Element(data::Element)> prepare)
+      : strategy_(std::move(strategy)),
+        dataset_(std::move(dataset)),
+        steps_per_epoch_(steps_per_epoch),
+        prepare_(std::move(prepare)) {}
+
+  // `where`: the closure's last argument, kWhereColumns per step.
+  std::vector<std::vector<Tensor>> of(const distribute::ClosureArgs& args,
+                                      const std::vector<int64_t>& where) {
+    const auto steps = static_cast<int64_t>(where.size()) / kWhereColumns;
+    if (where[4] < 0) return closure_batches(args, steps);
+    std::vector<std::vector<Tensor>> batches;
+    for (int64_t k = 0; k < steps; ++k) {
+      const int64_t* w = &where[static_cast<size_t>(kWhereColumns * k)];
+      data::Element batch = prepare_(reader().batch({w[4], w[5], w[6], w[7]}));
+      if (w[2] != w[3]) {  // this worker's slice of the step's batch
+        for (Tensor& t : batch) t = slice(t, {Slice{w[1], w[1] + w[2]}});
+      }
+      batches.push_back(std::move(batch));
+    }
+    return batches;
+  }
+
+ private:
+  PositionedInput& reader() {
+    std::lock_guard lock(mu_);
+    if (!reader_) reader_.emplace(strategy_, dataset_, steps_per_epoch_);
+    return *reader_;
+  }
+
+  const distribute::ParameterServerStrategy strategy_;
+  const data::Dataset dataset_;
+  const std::optional<int64_t> steps_per_epoch_;
+  const std::function<data::Element(data::Element)> prepare_;
+  std::mutex mu_;
+  std::optional<PositionedInput> reader_;
+};
+
 // On a worker or ps task, for fit or evaluate: serves the chief's closures until the chief is
 // done. A worker builds an unbuilt model alike (its variables made in the same order as
 // everywhere, and so bound to the same places) from the dataset's first batch, which is read no
 // further here, and registers the model's train and test steps; a ps task serves its variables.
+// `prepare`: fit's, for the batches a worker reads itself (fit_on_parameter_servers).
 void serve_the_chief(Model& model, const distribute::ParameterServerStrategy& strategy,
-                     const data::Dataset& dataset, std::optional<int64_t> steps_per_epoch) {
+                     const data::Dataset& dataset, std::optional<int64_t> steps_per_epoch,
+                     const std::function<data::Element(data::Element)>& prepare) {
   ModelImpl& m = model.model();
   if (strategy.task().rfind("ps:", 0) != 0) {
     if (!m.built()) EpochReader(dataset, steps_per_epoch).build(m);
     // `model` itself (its steps may be overridden), which outlives the closures.
     Model* self = &model;
-    // The arguments: each step's batch (a slice of the step's, in synchronous mode), then
-    // where their rows lie (per step: the step, first example, examples and the step's batch
-    // size; shape (steps, 4)), which keys training-time randomness and averages the loss over
-    // the step's whole batch. Each step reads the variables as the steps before it in the
-    // closure left them (RemoteVariable applies their updates to the copies read).
-    distribute::register_function(kTrainStep, [self](const distribute::ClosureArgs& args) {
-      const Tensor& where = args.tensor(args.size() - 1);
-      WEFT_CHECK(where.rank() == 2 && where.dim(1) == 4, InvalidArgument)
-          << "fit's train step takes where its rows lie as (steps, 4) int64 values, got shape "
-          << shape_str(where.shape());
-      const std::vector<int64_t> at = where.to_vector<int64_t>();
-      ModelImpl& impl = self->model();
-      std::vector<Tensor> logs;
-      for (const std::vector<Tensor>& batch : closure_batches(args, where.dim(0))) {
-        const size_t i = 4 * logs.size();
-        distribute::BatchSliceScope slice({at[i], at[i + 1], at[i + 2], at[i + 3]});
-        logs.push_back(pack_partial_logs(impl, impl.train_loss, self->train_step(batch)));
-      }
-      return logs;
-    });
+    auto input = std::make_shared<TrainBatches>(strategy, dataset, steps_per_epoch, prepare);
+    // The arguments: each step's batch (a slice of the step's, in synchronous mode) unless
+    // the worker reads it, then where their rows lie (kWhereColumns per step). Each step reads
+    // the variables as the steps before it in the closure left them (RemoteVariable applies
+    // their updates to the copies read).
+    distribute::register_function(
+        step_function(kTrainStep, strategy).name,
+        [self, input](const distribute::ClosureArgs& args) {
+          const Tensor& where = args.tensor(args.size() - 1);
+          WEFT_CHECK(where.rank() == 2 && where.dim(1) == kWhereColumns, InvalidArgument)
+              << "fit's train step takes where its rows lie as (steps, " << kWhereColumns
+              << ") int64 values, got shape " << shape_str(where.shape());
+          const std::vector<int64_t> at = where.to_vector<int64_t>();
+          ModelImpl& impl = self->model();
+          std::vector<Tensor> logs;
+          for (const std::vector<Tensor>& batch : input->of(args, at)) {
+            const int64_t* w = &at[static_cast<size_t>(kWhereColumns) * logs.size()];
+            distribute::BatchSliceScope slice({w[0], w[1], w[2], w[3]});
+            logs.push_back(pack_partial_logs(impl, impl.train_loss, self->train_step(batch)));
+          }
+          return logs;
+        });
     // The arguments: each batch's tensors, then their count (a 1-element int64 tensor).
-    distribute::register_function(kTestStep, [self](const distribute::ClosureArgs& args) {
-      const int64_t batches = args.tensor(args.size() - 1).item<int64_t>();
-      ModelImpl& impl = self->model();
-      std::vector<Tensor> logs;
-      for (const std::vector<Tensor>& batch : closure_batches(args, batches)) {
-        logs.push_back(pack_partial_logs(impl, impl.test_loss, self->test_step(batch)));
-      }
-      return logs;
-    });
+    distribute::register_function(
+        step_function(kTestStep, strategy).name, [self](const distribute::ClosureArgs& args) {
+          const int64_t batches = args.tensor(args.size() - 1).item<int64_t>();
+          ModelImpl& impl = self->model();
+          std::vector<Tensor> logs;
+          for (const std::vector<Tensor>& batch : closure_batches(args, batches)) {
+            logs.push_back(pack_partial_logs(impl, impl.test_loss, self->test_step(batch)));
+          }
+          return logs;
+        });
   }
   strategy.join();  // until the chief's program is done
 }
 
-}  // namespace
-
-std::map<std::string, double> evaluate_on_parameter_servers(
-    Model& model, const data::Dataset& dataset, distribute::ClusterCoordinator* coordinator) {
+// On the chief: evaluates `dataset` on the workers of `coordinator`: closures of
+// steps_per_execution batches, two per worker in flight, merged in the dataset's order as they
+// return.
+std::map<std::string, double> evaluate_on_workers(Model& model, const data::Dataset& dataset,
+                                                  distribute::ClusterCoordinator& coordinator) {
   ModelImpl& m = model.model();
-  distribute::ParameterServerStrategy strategy(m.strategy);
-  if (!strategy.is_chief()) {
-    serve_the_chief(model, strategy, dataset, std::nullopt);
-    return {};
-  }
-  WEFT_CHECK(model.compiled(), FailedPrecondition)
-      << "Model \"" << m.name() << "\" must be compiled before evaluation: call compile()";
-  std::optional<distribute::ClusterCoordinator> own;
-  if (coordinator == nullptr) coordinator = &own.emplace(strategy);
-  const distribute::RemoteFunction test_step{kTestStep};
-  // Closures of steps_per_execution batches, two per worker in flight, merged in the dataset's
-  // order as they return.
-  const std::size_t window = 2 * static_cast<std::size_t>(coordinator->num_workers());
+  const distribute::RemoteFunction test_step =
+      step_function(kTestStep, distribute::ParameterServerStrategy(m.strategy));
+  const std::size_t window = 2 * static_cast<std::size_t>(coordinator.num_workers());
   std::deque<std::pair<distribute::RemoteValue, int64_t>> running;  // with its batches
   std::map<std::string, double> logs;
   auto finish_oldest = [&] {
@@ -168,7 +224,7 @@ std::map<std::string, double> evaluate_on_parameter_servers(
     try {
       out = fetch_logs(closure, batches, "evaluate");
     } catch (const Cancelled&) {
-      coordinator->join();  // raises the error that cancelled it, which names its cause
+      coordinator.join();  // raises the error that cancelled it, which names its cause
       throw;
     }
     for (const Tensor& t : out) {
@@ -183,7 +239,7 @@ std::map<std::string, double> evaluate_on_parameter_servers(
     for (std::size_t i = 0; i < n; ++i)
       args.insert(args.end(), batches[i].begin(), batches[i].end());
     args.emplace_back(Tensor::from_vector<int64_t>({static_cast<int64_t>(n)}));
-    running.emplace_back(coordinator->schedule(test_step, args), static_cast<int64_t>(n));
+    running.emplace_back(coordinator.schedule(test_step, args), static_cast<int64_t>(n));
     batches.erase(batches.begin(), batches.begin() + static_cast<std::ptrdiff_t>(n));
     while (running.size() >= window) finish_oldest();
   };
@@ -199,24 +255,50 @@ std::map<std::string, double> evaluate_on_parameter_servers(
   return logs;
 }
 
+}  // namespace
+
+std::map<std::string, double> evaluate_on_parameter_servers(Model& model,
+                                                            const data::Dataset& dataset) {
+  distribute::ParameterServerStrategy strategy(model.model().strategy);
+  strategy.next_call();  // counted on every task, as fit counts (its first_call)
+  if (!strategy.is_chief()) {
+    serve_the_chief(model, strategy, dataset, std::nullopt,
+                    [](data::Element batch) { return batch; });
+    return {};
+  }
+  WEFT_CHECK(model.compiled(), FailedPrecondition)
+      << "Model \"" << model.model().name()
+      << "\" must be compiled before evaluation: call compile()";
+  distribute::ClusterCoordinator coordinator(strategy);
+  return evaluate_on_workers(model, dataset, coordinator);
+}
+
 train::History fit_on_parameter_servers(
     Model& model, const data::Dataset& dataset, const FitOptions& options,
     const std::function<data::Element(data::Element)>& prepare) {
   ModelImpl& m = model.model();
   distribute::ParameterServerStrategy strategy(m.strategy);
+  // A worker serves the chief's whole program from its first call (serve_the_chief), with that
+  // call's data only: only the program's first call may have the workers read its batches.
+  const bool first_call = strategy.next_call() == 0;
   if (!strategy.is_chief()) {
-    serve_the_chief(model, strategy, dataset, options.steps_per_epoch);
+    serve_the_chief(model, strategy, dataset, options.steps_per_epoch, prepare);
     return {};
   }
 
   EpochReader reader(dataset, options.steps_per_epoch);
   const std::optional<int64_t>& steps = reader.steps();
   reader.build(m);
+  // With an epoch of known size the workers read the batches themselves, at the positions the
+  // closures carry (input_positions.h); otherwise (each epoch a fresh pass, whose end only
+  // reading finds), and in a later fit of the program, the batches travel with the closures.
+  std::optional<InputMarks> marks;
+  if (reader.kept() != nullptr && first_call) marks.emplace(strategy);
   // The optimizer's slots, which live beside their variables on the ps tasks: a backup saves and
   // restores them through these.
   m.optimizer.build(m.trainable_variables());
   distribute::ClusterCoordinator coordinator(strategy);
-  const distribute::RemoteFunction train_step{kTrainStep};
+  const distribute::RemoteFunction train_step = step_function(kTrainStep, strategy);
   const bool sync = strategy.synchronous();
   const int64_t workers = coordinator.num_workers();
   // Asynchronous: closures of steps_per_execution (N) steps, whose updates are applied at their
@@ -242,9 +324,10 @@ train::History fit_on_parameter_servers(
   int64_t unsized_steps = 0;  // steps so far, when an epoch's size is unknown
   // Schedules epoch steps `step`, `step` + 1, ... on `batches` (one closure; in synchronous
   // mode one step, a closure per worker), training steps `run_step`, ... (epoch × steps + step
-  // when the epoch's size is known, as fit's: it keys training-time randomness).
+  // when the epoch's size is known, as fit's: it keys training-time randomness). The batches
+  // travel with the closure unless `positions` says where the workers read them.
   auto schedule_steps = [&](int64_t step, int64_t run_step, std::span<const data::Element> batches,
-                            bool ends_execution) {
+                            std::span<const BatchPosition> positions, bool ends_execution) {
     Pending p{step, static_cast<int64_t>(batches.size()), 0, ends_execution, {}};
     for (const data::Element& batch : batches) p.examples += batch[0].dim(0);
     // In synchronous mode (one batch) a closure per worker's slice: fewer for a short batch.
@@ -255,12 +338,16 @@ train::History fit_on_parameter_servers(
       for (size_t i = 0; i < batches.size(); ++i) {
         const int64_t rows = batches[i][0].dim(0);
         auto [lo, hi] = distribute::row_range(rows, parts, k);
-        for (const Tensor& t : batches[i]) {
-          args.emplace_back(parts == 1 ? t : slice(t, {Slice{lo, hi}}));
+        const BatchPosition at = positions.empty() ? BatchPosition{} : positions[i];
+        if (positions.empty()) {
+          for (const Tensor& t : batches[i]) {
+            args.emplace_back(parts == 1 ? t : slice(t, {Slice{lo, hi}}));
+          }
         }
-        where.insert(where.end(), {run_step + static_cast<int64_t>(i), lo, hi - lo, rows});
+        where.insert(where.end(), {run_step + static_cast<int64_t>(i), lo, hi - lo, rows,
+                                   at.lineage, at.mark, at.index, at.digest});
       }
-      args.emplace_back(Tensor::from_vector<int64_t>(where, {p.steps, 4}));
+      args.emplace_back(Tensor::from_vector<int64_t>(where, {p.steps, kWhereColumns}));
       p.parts.push_back(
           coordinator.schedule(train_step, args, {.commit = !sync, .steps = p.steps}));
     }
@@ -361,10 +448,17 @@ train::History fit_on_parameter_servers(
   fit_callbacks.train_begin(logs);
   int epoch = start.epoch;
   int64_t first_step = start.step;
+  bool new_lineage = true;  // the kept iterator starts a run: at fit's start, after a rollback
   while (epoch < options.epochs && !m.stop_training) {
     model.reset_metrics();
     for (const train::Callback& c : callbacks) c.impl().on_epoch_begin(epoch, logs);
     reader.begin_epoch();
+    if (marks && new_lineage) {
+      marks->begin_lineage(reader.next_state());
+    } else if (marks) {
+      marks->mark(reader.next_state());
+    }
+    new_lineage = false;
     logs.clear();
     int64_t trained = 0;
     std::exception_ptr failed;
@@ -375,17 +469,25 @@ train::History fit_on_parameter_servers(
         const int64_t wanted =
             steps ? std::min(m.steps_per_execution, *steps - step) : m.steps_per_execution;
         std::vector<data::Element> batches;
+        std::vector<BatchPosition> positions;
         std::optional<data::Element> batch;
         while (static_cast<int64_t>(batches.size()) < wanted && (batch = reader.next())) {
-          batches.push_back(prepare(std::move(*batch)));
+          if (marks) positions.push_back(marks->next(*batch));
+          batches.push_back(marks ? std::move(*batch) : prepare(std::move(*batch)));
         }
         if (!batches.empty()) {
           for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
         }
         for (size_t k = 0, n = 0; k < batches.size(); k += n) {
-          n = batches_per_closure(std::span(batches).subspan(k), static_cast<size_t>(per_closure));
+          // Batches the workers read take no room in the closure's message.
+          n = marks ? std::min(batches.size() - k, static_cast<size_t>(per_closure))
+                    : batches_per_closure(std::span(batches).subspan(k),
+                                          static_cast<size_t>(per_closure));
           schedule_steps(step, steps ? epoch * *steps + step : unsized_steps,
-                         std::span(batches).subspan(k, n), k + n == batches.size());
+                         std::span(batches).subspan(k, n),
+                         marks ? std::span<const BatchPosition>(positions).subspan(k, n)
+                               : std::span<const BatchPosition>(),
+                         k + n == batches.size());
           step += static_cast<int64_t>(n);
           if (!steps) unsized_steps += static_cast<int64_t>(n);
           trained += static_cast<int64_t>(n);
@@ -409,7 +511,7 @@ train::History fit_on_parameter_servers(
       // its variables) is recovered as one lost during the steps: the epoch's end comes again.
       if (options.validation_data) {
         for (const auto& [k, v] :
-             evaluate_on_parameter_servers(model, *options.validation_data, &coordinator)) {
+             evaluate_on_workers(model, *options.validation_data, coordinator)) {
           logs["val_" + k] = v;
         }
         for (const train::Callback& c : callbacks) c.impl().on_test_end(logs);
@@ -422,6 +524,7 @@ train::History fit_on_parameter_servers(
       const train::ResumePoint at = recover(failed);
       epoch = at.epoch;
       first_step = at.step;
+      new_lineage = true;
       continue;
     }
     history.epoch.push_back(epoch);

@@ -98,6 +98,7 @@ class ParameterServerImpl : public StrategyImpl {
       client_->wait_at_barrier(kStartedKey, options_.startup_timeout);
       if (type_ == "chief") client_->insert_key_value(kStartedKey, "1");
     }
+    chief_incarnation_ = client_->task_states().of("chief:0").incarnation;
     if (type_ != "ps") {
       for (const auto& t : ps_tasks_) {
         ps_clients_.push_back(
@@ -209,6 +210,28 @@ class ParameterServerImpl : public StrategyImpl {
   void announce_stopping() const {
     check_chief("announce_stopping");
     client_->insert_key_value(kStoppingKey, "1");
+  }
+
+  uint64_t run_id() const { return chief_incarnation_; }
+  int64_t next_call() const { return calls_.fetch_add(1); }
+
+  // A value in pieces, the count under `key` itself, written last, so that a
+  // reader waiting for it finds every piece there.
+  void put(const std::string& key, const std::string& value) const {
+    const std::size_t piece = coordination::kMaxValueBytes;
+    std::size_t n = 0;
+    for (std::size_t at = 0; at < value.size(); at += piece, ++n) {
+      client_->insert_key_value(key + "/" + std::to_string(n), value.substr(at, piece));
+    }
+    client_->insert_key_value(key, std::to_string(n));
+  }
+  std::string get(const std::string& key, milliseconds timeout) const {
+    const std::string count = client_->get_key_value(key, timeout);
+    std::string value;
+    for (std::size_t i = 0, n = std::stoull(count); i < n; ++i) {
+      value += client_->get_key_value(key + "/" + std::to_string(i), timeout);
+    }
+    return value;
   }
 
   const std::string& task() const { return task_; }
@@ -349,6 +372,8 @@ class ParameterServerImpl : public StrategyImpl {
   mutable uint64_t next_id_ = 0;
   mutable size_t next_ps_ = 0;
   mutable std::atomic<bool> left_{false};  // a worker's: leave() took it out of the cluster
+  uint64_t chief_incarnation_ = 0;
+  mutable std::atomic<int64_t> calls_{0};  // next_call()
 };
 
 ParameterServerImpl& ps_impl_of(const Strategy& s) {
@@ -384,6 +409,15 @@ bool ParameterServerStrategy::leave(const std::string& why, std::chrono::millise
   return ps_impl_of(*this).leave(why, wait);
 }
 void ParameterServerStrategy::announce_stopping() const { ps_impl_of(*this).announce_stopping(); }
+uint64_t ParameterServerStrategy::run_id() const { return ps_impl_of(*this).run_id(); }
+int64_t ParameterServerStrategy::next_call() const { return ps_impl_of(*this).next_call(); }
+void ParameterServerStrategy::put(const std::string& key, const std::string& value) const {
+  ps_impl_of(*this).put(key, value);
+}
+std::string ParameterServerStrategy::get(const std::string& key,
+                                         std::chrono::milliseconds timeout) const {
+  return ps_impl_of(*this).get(key, timeout);
+}
 coordination::TaskStates ParameterServerStrategy::wait_for_task_states(
     uint64_t after_generation, std::chrono::milliseconds timeout) const {
   return ps_impl_of(*this).wait_for_task_states(after_generation, timeout);

@@ -100,6 +100,19 @@ class ParameterServerStrategy : public Strategy {
   // On the chief: its fit stops early (stop_training; a preemption's backup), so a worker told to
   // go from now on stays (leave()).
   void announce_stopping() const;
+  // This run of the cluster: the chief's incarnation, the same on every task and new when the
+  // chief starts again. Functions registered under a name carrying it are never another run's
+  // (in a process that served tasks of several, as tests do).
+  uint64_t run_id() const;
+  // How many fits and evaluates this task began on the cluster before this one (0, 1, ...). A
+  // worker serves from its program's first call until the chief's program is done, so it holds
+  // that call's data only.
+  int64_t next_call() const;
+  // The coordination service's key-value store, shared by every task, for values of any size
+  // (kept in pieces of coordination::kMaxValueBytes, so set a key once: a reader could see the
+  // pieces of two values). get() waits until it is set, at most `timeout` (DeadlineExceeded).
+  void put(const std::string& key, const std::string& value) const;
+  std::string get(const std::string& key, std::chrono::milliseconds timeout) const;
 
   // Every task's state as the coordination service sees it (connected, lost with why, left),
   // once it changes after `after_generation` (a TaskStates::generation) or `timeout` passes.

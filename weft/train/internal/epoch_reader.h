@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "weft/data/dataset.h"
 #include "weft/nn/model.h"
@@ -30,12 +31,16 @@ class EpochReader {
   void begin_epoch();
   // The epoch's next batch; none at its end.
   std::optional<data::Element> next();
+  // The kept iterator's state before the batch next() returns next (the one read to build, while
+  // it is kept): an iterator restored from it yields the batches this reader does.
+  std::string next_state() const;
 
  private:
   const data::Dataset& dataset_;
   std::optional<int64_t> steps_;
   std::optional<data::Dataset::Iterator> kept_, first_pass_, fresh_;
   std::optional<data::Element> pending_;
+  std::string first_state_;  // the kept iterator's, before the batch read to build
 };
 
 }  // namespace weft::nn::internal

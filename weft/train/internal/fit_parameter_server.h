@@ -6,7 +6,6 @@
 #include <string>
 
 #include "weft/data/dataset.h"
-#include "weft/distribute/parameter_server/cluster_coordinator.h"
 #include "weft/nn/model.h"
 
 namespace weft::nn::internal {
@@ -20,10 +19,10 @@ train::History fit_on_parameter_servers(Model& model, const data::Dataset& datas
                                         const std::function<data::Element(data::Element)>& prepare);
 
 // Model::evaluate under ParameterServerStrategy. On the chief: one closure per batch on the
-// workers (on `coordinator`, fit's, or on one of its own when null), their partial logs added up
-// in the dataset's order; returns the loss and metrics. On a worker or ps task: serves the
-// chief's closures, as fit does there, until the chief is done; returns nothing.
-std::map<std::string, double> evaluate_on_parameter_servers(
-    Model& model, const data::Dataset& dataset, distribute::ClusterCoordinator* coordinator);
+// workers, their partial logs added up in the dataset's order; returns the loss and metrics. On a
+// worker or ps task: serves the chief's closures, as fit does there, until the chief is done;
+// returns nothing.
+std::map<std::string, double> evaluate_on_parameter_servers(Model& model,
+                                                            const data::Dataset& dataset);
 
 }  // namespace weft::nn::internal

@@ -1,0 +1,65 @@
+// How a parameter-server fit's workers read their batches themselves (the ledger's positions):
+// the chief reads the training data as fit does, to know each batch's size and the epoch's end,
+// but sends each closure where its batches lie instead of the batches. A position counts the
+// batches of a lineage: the kept iterator's run from fit's start, or from a backup it was rolled
+// back to. The chief publishes the iterator's state at the lineage's start and at each epoch's
+// (a mark) in the coordination service's key-value store; a worker restores its own iterator
+// over the same dataset from a mark and reads on to the batch, or just reads on when its
+// iterator is already on the way there. Each position carries a digest of the batch the chief
+// read, which the worker checks: a worker whose pipeline differs is an error, not other data.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "weft/data/dataset.h"
+#include "weft/distribute/parameter_server/parameter_server_strategy.h"
+#include "weft/train/internal/epoch_reader.h"
+
+namespace weft::nn::internal {
+
+struct BatchPosition {
+  int64_t lineage = -1;  // -1: none (the batch travels with the closure)
+  int64_t mark = 0;      // the latest mark at or before `index`
+  int64_t index = 0;     // the batch's, in the lineage
+  int64_t digest = 0;    // digest64 of the batch's tensors, as the chief read them
+};
+
+// On the chief.
+class InputMarks {
+ public:
+  explicit InputMarks(distribute::ParameterServerStrategy strategy)
+      : strategy_(std::move(strategy)) {}
+  // A new lineage at the iterator's state `state` (fit's start, a rollback), its first mark.
+  void begin_lineage(const std::string& state);
+  // A mark at the lineage's current position (an epoch's start), unless one is there already.
+  void mark(const std::string& state);
+  // The position of `batch`, the next one read in the lineage.
+  BatchPosition next(const data::Element& batch);
+
+ private:
+  void publish(const std::string& state);
+  const distribute::ParameterServerStrategy strategy_;  // a handle
+  BatchPosition at_;                                    // the next batch's, without its digest
+};
+
+// On a worker: its own reader of the dataset (the chief's), at the positions closures ask for.
+class PositionedInput {
+ public:
+  PositionedInput(distribute::ParameterServerStrategy strategy, data::Dataset dataset,
+                  std::optional<int64_t> steps_per_epoch);
+  // The batch at `where`. FailedPrecondition when it is not the batch the chief read there.
+  data::Element batch(const BatchPosition& where);
+
+ private:
+  const distribute::ParameterServerStrategy strategy_;  // a handle
+  const data::Dataset dataset_;
+  EpochReader reader_;  // its kept iterator
+  std::mutex mu_;       // closures may run side by side
+  int64_t lineage_ = -1, at_ = 0;
+};
+
+}  // namespace weft::nn::internal
