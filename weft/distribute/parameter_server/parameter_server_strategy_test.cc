@@ -347,5 +347,64 @@ TEST(ParameterServerStrategy, AWorkerInJoinHearsThatTheChiefFailed) {
   tasks[0].get();
 }
 
+// put() keeps a value in 1 MiB pieces and get() puts it together on any task; every task has the
+// chief's run id, and counts its own calls.
+TEST(ParameterServerStrategy, ValuesOfAnySizeAreSharedAndEveryTaskKnowsTheRun) {
+  ReservedLocalPorts ports(5);
+  std::string large(coordination::kMaxValueBytes * 5 / 2, '\0');
+  for (size_t i = 0; i < large.size(); ++i) large[i] = static_cast<char>(i * 7 + i / 4096);
+  struct Got {
+    std::string large, empty;
+    uint64_t run = 0;
+    int64_t first_call = -1, second_call = -1;
+  };
+  auto run_task = [&](const std::string& task) {
+    auto resolver = cluster_resolver::TFConfigClusterResolver::from_json(
+        testing::ps_tf_config(ports, task, 2, 2));
+    ParameterServerStrategy strategy(resolver, options());
+    Got got;
+    got.run = strategy.run_id();
+    got.first_call = strategy.next_call();
+    got.second_call = strategy.next_call();
+    if (strategy.is_chief()) {
+      strategy.put("test/large", large);
+      strategy.put("test/empty", "");
+      // Every other task has read them before the chief ends the job.
+      strategy.get("test/read/worker:0", std::chrono::seconds(30));
+    } else {
+      got.large = strategy.get("test/large", std::chrono::seconds(30));
+      got.empty = strategy.get("test/empty", std::chrono::seconds(30));
+      if (task == "worker:0") strategy.put("test/read/worker:0", "1");
+      EXPECT_THROW(strategy.get("test/never", std::chrono::milliseconds(100)), DeadlineExceeded);
+      strategy.join();
+    }
+    return got;
+  };
+  std::vector<std::future<Got>> tasks;
+  for (const char* t : {"chief:0", "worker:0"}) {
+    tasks.push_back(std::async(std::launch::async, run_task, t));
+  }
+  for (const char* t : {"worker:1", "ps:0", "ps:1"}) {
+    tasks.push_back(std::async(std::launch::async, [&, t] {
+      auto resolver = cluster_resolver::TFConfigClusterResolver::from_json(
+          testing::ps_tf_config(ports, t, 2, 2));
+      ParameterServerStrategy strategy(resolver, options());
+      Got got;
+      got.run = strategy.run_id();
+      strategy.join();
+      return got;
+    }));
+  }
+  std::vector<Got> got;
+  for (auto& t : tasks) got.push_back(t.get());
+  EXPECT_NE(got[0].run, 0u);
+  for (const Got& g : got) EXPECT_EQ(g.run, got[0].run);
+  EXPECT_EQ(got[0].first_call, 0);
+  EXPECT_EQ(got[0].second_call, 1);
+  EXPECT_EQ(got[1].first_call, 0);
+  EXPECT_TRUE(got[1].large == large) << "a value of " << got[1].large.size() << " bytes";
+  EXPECT_EQ(got[1].empty, "");
+}
+
 }  // namespace
 }  // namespace weft::distribute
