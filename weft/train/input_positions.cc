@@ -34,9 +34,20 @@ void InputMarks::mark(const std::string& state) {
   publish(state);
 }
 
+InputMarks::~InputMarks() {
+  try {
+    if (!published_.empty()) strategy_.remove(published_);
+  } catch (const Error&) {
+    // The chief's service is going (the job failed): the store goes with it.
+  }
+}
+
 void InputMarks::publish(const std::string& state) {
   WEFT_CHECK(at_.lineage >= 0, FailedPrecondition) << "fit: a mark before its lineage began";
-  strategy_.put(mark_key(at_.lineage, at_.mark), state);
+  const std::string key = mark_key(at_.lineage, at_.mark);
+  strategy_.put(key, state);
+  if (!published_.empty()) strategy_.remove(published_);
+  published_ = key;
 }
 
 BatchPosition InputMarks::next(const data::Element& batch) {

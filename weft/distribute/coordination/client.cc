@@ -101,6 +101,15 @@ class CoordinationClient::Impl {
     check(stub_->Set(ctx.get(), request, &reply), "insert_key_value(\"" + key + "\")");
   }
 
+  void delete_key_value(const std::string& key) {
+    pb::DeleteRequest request;
+    *request.mutable_caller() = caller_;
+    request.set_key(key);
+    pb::Empty reply;
+    auto ctx = context(SystemClock::now() + kCallMargin);
+    check(stub_->Delete(ctx.get(), request, &reply), "delete_key_value(\"" + key + "\")");
+  }
+
   std::optional<std::string> get(const std::string& key, milliseconds timeout) {
     pb::GetRequest request;
     *request.mutable_caller() = caller_;
@@ -316,6 +325,7 @@ void CoordinationClient::connect(milliseconds timeout) { impl_->connect(timeout)
 void CoordinationClient::insert_key_value(const std::string& key, const std::string& value) {
   impl_->insert_key_value(key, value);
 }
+void CoordinationClient::delete_key_value(const std::string& key) { impl_->delete_key_value(key); }
 std::string CoordinationClient::get_key_value(const std::string& key, milliseconds timeout) {
   return *impl_->get(key, std::max(timeout, milliseconds(1)));
 }

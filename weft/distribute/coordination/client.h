@@ -46,6 +46,8 @@ class CoordinationClient {
   // Waits until the key is set, at most `timeout`.
   std::string get_key_value(const std::string& key, std::chrono::milliseconds timeout);
   std::optional<std::string> try_get_key_value(const std::string& key);
+  // Removes the key and every key under it ("key/..."), as TensorFlow's DeleteKeyValue.
+  void delete_key_value(const std::string& key);
   // Waits until every participant has reached the barrier `id`, at most `timeout`: the `tasks`
   // named (this one among them; every caller names the same ones), or every task of the cluster
   // when none are. DeadlineExceeded names the tasks that did not come; FailedPrecondition names a

@@ -140,6 +140,13 @@ TEST(Coordination, KeyValueWaitsForTheKeyAndTimesOutNamingIt) {
   EXPECT_EQ(b.try_get_key_value("absent"), std::nullopt);
   a.insert_key_value("gloo/rank0", "overwritten");
   EXPECT_EQ(b.get_key_value("gloo/rank0", milliseconds(100)), "overwritten");
+  // Deleting a key deletes the keys under it, and no other.
+  for (const char* k : {"dir", "dir/0", "dir/1/x", "dir0", "dirt/0"}) a.insert_key_value(k, k);
+  b.delete_key_value("dir");
+  for (const char* k : {"dir", "dir/0", "dir/1/x"}) EXPECT_EQ(a.try_get_key_value(k), std::nullopt);
+  EXPECT_EQ(a.try_get_key_value("dir0"), "dir0");
+  EXPECT_EQ(a.try_get_key_value("dirt/0"), "dirt/0");
+  b.delete_key_value("dir");  // unset: no error
 
   auto start = std::chrono::steady_clock::now();
   try {
@@ -298,8 +305,8 @@ TEST(Coordination, AnErrorOrLeaveFromAnotherIncarnationIsRefused) {
 TEST(Coordination, TheTokenIsCheckedBeforeThePayloadIsParsed) {
   CoordinationService service("127.0.0.1:0", {"worker:0"}, options());
   const std::string garbage = "\xff\xff\xff\xff not a protobuf";
-  for (const char* method :
-       {"Register", "Set", "Get", "Barrier", "Watch", "Heartbeat", "ReportError", "Leave"}) {
+  for (const char* method : {"Register", "Set", "Get", "Delete", "Barrier", "Watch", "Heartbeat",
+                             "ReportError", "Leave"}) {
     SCOPED_TRACE(method);
     grpc::Status none = raw_call(service.address(), method, garbage, nullptr);
     EXPECT_EQ(none.error_code(), grpc::StatusCode::UNAUTHENTICATED);

@@ -29,11 +29,12 @@ using RawService = pb::Coordination::WithRawCallbackMethod_Register<
     pb::Coordination::WithRawCallbackMethod_Heartbeat<
         pb::Coordination::WithRawCallbackMethod_ReportError<
             pb::Coordination::WithRawCallbackMethod_Set<pb::Coordination::WithRawCallbackMethod_Get<
-                pb::Coordination::WithRawCallbackMethod_Barrier<
-                    pb::Coordination::WithRawCallbackMethod_Watch<
-                        pb::Coordination::WithRawCallbackMethod_Leave<
-                            pb::Coordination::WithRawCallbackMethod_GetTaskStates<
-                                pb::Coordination::Service>>>>>>>>>;
+                pb::Coordination::WithRawCallbackMethod_Delete<
+                    pb::Coordination::WithRawCallbackMethod_Barrier<
+                        pb::Coordination::WithRawCallbackMethod_Watch<
+                            pb::Coordination::WithRawCallbackMethod_Leave<
+                                pb::Coordination::WithRawCallbackMethod_GetTaskStates<
+                                    pb::Coordination::Service>>>>>>>>>>;
 
 template <typename Names>
 std::string join(const Names& names) {
@@ -234,6 +235,18 @@ class CoordinationService::Impl final : public RawService {
         return reply.error(Status(StatusCode::NOT_FOUND, "key '" + r.key() + "' is not set"));
       }
       reply.wait(Waiter::kGet, r.caller().task(), r.key(), r.timeout_ms());
+    });
+  }
+
+  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                   grpc::ByteBuffer* out) override {
+    return handle<pb::DeleteRequest>(ctx, in, out, [&](const pb::DeleteRequest& r, Reply& reply) {
+      if (!admitted(r.caller(), reply) || !key_fits(r.key(), reply)) return;
+      kv_.erase(r.key());
+      const std::string under = r.key() + "/";
+      auto it = kv_.lower_bound(under);
+      while (it != kv_.end() && it->first.compare(0, under.size(), under) == 0) it = kv_.erase(it);
+      reply.ok(pb::Empty{});
     });
   }
 

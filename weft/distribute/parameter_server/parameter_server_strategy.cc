@@ -212,6 +212,8 @@ class ParameterServerImpl : public StrategyImpl {
     client_->insert_key_value(kStoppingKey, "1");
   }
 
+  void remove(const std::string& key) const { client_->delete_key_value(key); }
+
   uint64_t run_id() const { return chief_incarnation_; }
   int64_t next_call() const { return calls_.fetch_add(1); }
 
@@ -409,6 +411,9 @@ bool ParameterServerStrategy::leave(const std::string& why, std::chrono::millise
   return ps_impl_of(*this).leave(why, wait);
 }
 void ParameterServerStrategy::announce_stopping() const { ps_impl_of(*this).announce_stopping(); }
+void ParameterServerStrategy::remove(const std::string& key) const {
+  ps_impl_of(*this).remove(key);
+}
 uint64_t ParameterServerStrategy::run_id() const { return ps_impl_of(*this).run_id(); }
 int64_t ParameterServerStrategy::next_call() const { return ps_impl_of(*this).next_call(); }
 void ParameterServerStrategy::put(const std::string& key, const std::string& value) const {

@@ -111,8 +111,10 @@ class ParameterServerStrategy : public Strategy {
   // The coordination service's key-value store, shared by every task, for values of any size
   // (kept in pieces of coordination::kMaxValueBytes, so set a key once: a reader could see the
   // pieces of two values). get() waits until it is set, at most `timeout` (DeadlineExceeded).
+  // remove() deletes what put() set under `key`, and every key under it ("key/...").
   void put(const std::string& key, const std::string& value) const;
   std::string get(const std::string& key, std::chrono::milliseconds timeout) const;
+  void remove(const std::string& key) const;
 
   // Every task's state as the coordination service sees it (connected, lost with why, left),
   // once it changes after `after_generation` (a TaskStates::generation) or `timeout` passes.

@@ -28,11 +28,16 @@ struct BatchPosition {
   int64_t digest = 0;    // digest64 of the batch's tensors, as the chief read them
 };
 
-// On the chief.
+// On the chief. Only the latest mark is kept in the store: publish one only when no closure is in
+// flight (fit's epochs end with none), so that no worker needs an earlier one.
 class InputMarks {
  public:
   explicit InputMarks(distribute::ParameterServerStrategy strategy)
       : strategy_(std::move(strategy)) {}
+  // Removes the latest mark.
+  ~InputMarks();
+  InputMarks(const InputMarks&) = delete;
+  InputMarks& operator=(const InputMarks&) = delete;
   // A new lineage at the iterator's state `state` (fit's start, a rollback), its first mark.
   void begin_lineage(const std::string& state);
   // A mark at the lineage's current position (an epoch's start), unless one is there already.
@@ -44,6 +49,7 @@ class InputMarks {
   void publish(const std::string& state);
   const distribute::ParameterServerStrategy strategy_;  // a handle
   BatchPosition at_;                                    // the next batch's, without its digest
+  std::string published_;                               // the latest mark's key
 };
 
 // On a worker: its own reader of the dataset (the chief's), at the positions closures ask for.
