@@ -144,7 +144,7 @@ class TrainBatches {
  private:
   PositionedInput& reader() {
     std::lock_guard lock(mu_);
-    if (!reader_) reader_.emplace(strategy_, dataset_, steps_per_epoch_);
+    if (!reader_) reader_.emplace(mark_store(strategy_), dataset_, steps_per_epoch_);
     return *reader_;
   }
 
@@ -293,7 +293,7 @@ train::History fit_on_parameter_servers(
   // closures carry (input_positions.h); otherwise (each epoch a fresh pass, whose end only
   // reading finds), and in a later fit of the program, the batches travel with the closures.
   std::optional<InputMarks> marks;
-  if (reader.kept() != nullptr && first_call) marks.emplace(strategy);
+  if (reader.kept() != nullptr && first_call) marks.emplace(mark_store(strategy));
   // The optimizer's slots, which live beside their variables on the ps tasks: a backup saves and
   // restores them through these.
   m.optimizer.build(m.trainable_variables());

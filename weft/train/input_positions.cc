@@ -36,7 +36,7 @@ void InputMarks::mark(const std::string& state) {
 
 InputMarks::~InputMarks() {
   try {
-    if (!published_.empty()) strategy_.remove(published_);
+    if (!published_.empty()) store_.remove(published_);
   } catch (const Error&) {
     // The chief's service is going (the job failed): the store goes with it.
   }
@@ -45,8 +45,8 @@ InputMarks::~InputMarks() {
 void InputMarks::publish(const std::string& state) {
   WEFT_CHECK(at_.lineage >= 0, FailedPrecondition) << "fit: a mark before its lineage began";
   const std::string key = mark_key(at_.lineage, at_.mark);
-  strategy_.put(key, state);
-  if (!published_.empty()) strategy_.remove(published_);
+  store_.put(key, state);
+  if (!published_.empty()) store_.remove(published_);
   published_ = key;
 }
 
@@ -57,11 +57,16 @@ BatchPosition InputMarks::next(const data::Element& batch) {
   return where;
 }
 
-PositionedInput::PositionedInput(distribute::ParameterServerStrategy strategy,
-                                 data::Dataset dataset, std::optional<int64_t> steps_per_epoch)
-    : strategy_(std::move(strategy)),
-      dataset_(std::move(dataset)),
-      reader_(dataset_, steps_per_epoch) {
+MarkStore mark_store(const distribute::ParameterServerStrategy& strategy) {
+  return {
+      [strategy](const std::string& key, const std::string& value) { strategy.put(key, value); },
+      [strategy](const std::string& key) { return strategy.get(key, kMarkTimeout); },
+      [strategy](const std::string& key) { strategy.remove(key); }, strategy.task()};
+}
+
+PositionedInput::PositionedInput(MarkStore store, data::Dataset dataset,
+                                 std::optional<int64_t> steps_per_epoch)
+    : store_(std::move(store)), dataset_(std::move(dataset)), reader_(dataset_, steps_per_epoch) {
   WEFT_CHECK(reader_.kept() != nullptr, InvalidArgument)
       << "fit: the workers read the training data at the chief's positions only when an "
          "epoch's size is known (steps_per_epoch, or a dataset of known cardinality)";
@@ -71,12 +76,12 @@ data::Element PositionedInput::batch(const BatchPosition& where) {
   std::lock_guard lock(mu_);
   data::Dataset::Iterator& it = *reader_.kept();
   if (where.lineage != lineage_ || where.index < at_ || where.mark > at_ + kReadOnAtMost) {
-    const std::string state = strategy_.get(mark_key(where.lineage, where.mark), kMarkTimeout);
+    const std::string state = store_.get(mark_key(where.lineage, where.mark));
     try {
       it.restore_state(state);
     } catch (const DataLoss& e) {
       throw FailedPrecondition(
-          "fit: " + strategy_.task() + " cannot read the chief's training data (" + e.message() +
+          "fit: " + store_.task + " cannot read the chief's training data (" + e.message() +
           "): every task must build the same training dataset, with the same seeds");
     }
     lineage_ = where.lineage;
@@ -86,12 +91,12 @@ data::Element PositionedInput::batch(const BatchPosition& where) {
   for (; at_ <= where.index; ++at_) {
     batch = it.next();
     WEFT_CHECK(batch.has_value(), FailedPrecondition)
-        << "fit: " << strategy_.task() << "'s training data ran out before batch " << where.index
+        << "fit: " << store_.task << "'s training data ran out before batch " << where.index
         << " of the chief's (lineage " << where.lineage
         << "): every task must read the same dataset";
   }
   WEFT_CHECK(static_cast<int64_t>(digest64(*batch)) == where.digest, FailedPrecondition)
-      << "fit: " << strategy_.task() << " read another batch " << where.index << " (lineage "
+      << "fit: " << store_.task << " read another batch " << where.index << " (lineage "
       << where.lineage
       << ") than the chief: every task must build the same training dataset, "
          "with the same seeds, and read no other pass of it";

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -28,12 +29,21 @@ struct BatchPosition {
   int64_t digest = 0;    // digest64 of the batch's tensors, as the chief read them
 };
 
+// Where the marks are kept, and who reads them (for errors). In a cluster, the coordination
+// service's key-value store (mark_store); a map in a test.
+struct MarkStore {
+  std::function<void(const std::string& key, const std::string& value)> put;
+  std::function<std::string(const std::string& key)> get;  // waits for the key
+  std::function<void(const std::string& key)> remove;
+  std::string task;  // "worker:0"
+};
+MarkStore mark_store(const distribute::ParameterServerStrategy& strategy);
+
 // On the chief. Only the latest mark is kept in the store: publish one only when no closure is in
 // flight (fit's epochs end with none), so that no worker needs an earlier one.
 class InputMarks {
  public:
-  explicit InputMarks(distribute::ParameterServerStrategy strategy)
-      : strategy_(std::move(strategy)) {}
+  explicit InputMarks(MarkStore store) : store_(std::move(store)) {}
   // Removes the latest mark.
   ~InputMarks();
   InputMarks(const InputMarks&) = delete;
@@ -47,21 +57,20 @@ class InputMarks {
 
  private:
   void publish(const std::string& state);
-  const distribute::ParameterServerStrategy strategy_;  // a handle
-  BatchPosition at_;                                    // the next batch's, without its digest
-  std::string published_;                               // the latest mark's key
+  const MarkStore store_;
+  BatchPosition at_;       // the next batch's, without its digest
+  std::string published_;  // the latest mark's key
 };
 
 // On a worker: its own reader of the dataset (the chief's), at the positions closures ask for.
 class PositionedInput {
  public:
-  PositionedInput(distribute::ParameterServerStrategy strategy, data::Dataset dataset,
-                  std::optional<int64_t> steps_per_epoch);
+  PositionedInput(MarkStore store, data::Dataset dataset, std::optional<int64_t> steps_per_epoch);
   // The batch at `where`. FailedPrecondition when it is not the batch the chief read there.
   data::Element batch(const BatchPosition& where);
 
  private:
-  const distribute::ParameterServerStrategy strategy_;  // a handle
+  const MarkStore store_;
   const data::Dataset dataset_;
   EpochReader reader_;  // its kept iterator
   std::mutex mu_;       // closures may run side by side
