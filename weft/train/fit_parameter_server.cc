@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -119,20 +120,25 @@ class TrainBatches {
   TrainBatches(distribute::ParameterServerStrategy strategy, data::Dataset dataset,
                std::optional<int64_t> steps_per_epoch,
                std::function<data::Element(data::Element)> prepare)
-      : strategy_(std::move(strategy)),
-        dataset_(std::move(dataset)),
-        steps_per_epoch_(steps_per_epoch),
-        prepare_(std::move(prepare)) {}
+      : source_(
+            Source{std::move(strategy), std::move(dataset), steps_per_epoch, std::move(prepare)}) {}
 
-  // `where`: the closure's last argument, kWhereColumns per step.
+  // `where`: the closure's last argument, kWhereColumns per step. (A worker runs one closure at
+  // a time: the lock only keeps close() from pulling the reader from under one.)
   std::vector<std::vector<Tensor>> of(const distribute::ClosureArgs& args,
                                       const std::vector<int64_t>& where) {
     const auto steps = static_cast<int64_t>(where.size()) / kWhereColumns;
     if (where[4] < 0) return closure_batches(args, steps);
+    std::lock_guard lock(mu_);
+    WEFT_CHECK(source_.has_value(), FailedPrecondition)
+        << "fit: a closure of a fit this worker no longer serves";
+    if (!reader_) {
+      reader_.emplace(mark_store(source_->strategy), source_->dataset, source_->steps_per_epoch);
+    }
     std::vector<std::vector<Tensor>> batches;
     for (int64_t k = 0; k < steps; ++k) {
       const int64_t* w = &where[static_cast<size_t>(kWhereColumns * k)];
-      data::Element batch = prepare_(reader().batch({w[4], w[5], w[6], w[7]}));
+      data::Element batch = source_->prepare(reader_->batch({w[4], w[5], w[6], w[7]}));
       if (w[2] != w[3]) {  // this worker's slice of the step's batch
         for (Tensor& t : batch) t = slice(t, {Slice{w[1], w[1] + w[2]}});
       }
@@ -141,18 +147,23 @@ class TrainBatches {
     return batches;
   }
 
- private:
-  PositionedInput& reader() {
+  // Lets go of the strategy, the data and fit's `prepare` once the worker serves no more: the
+  // registry keeps the train step, and this with it, until the process ends.
+  void close() {
     std::lock_guard lock(mu_);
-    if (!reader_) reader_.emplace(mark_store(strategy_), dataset_, steps_per_epoch_);
-    return *reader_;
+    reader_.reset();
+    source_.reset();
   }
 
-  const distribute::ParameterServerStrategy strategy_;
-  const data::Dataset dataset_;
-  const std::optional<int64_t> steps_per_epoch_;
-  const std::function<data::Element(data::Element)> prepare_;
+ private:
+  struct Source {
+    distribute::ParameterServerStrategy strategy;  // a handle, which keeps the task's services
+    data::Dataset dataset;
+    std::optional<int64_t> steps_per_epoch;
+    std::function<data::Element(data::Element)> prepare;
+  };
   std::mutex mu_;
+  std::optional<Source> source_;
   std::optional<PositionedInput> reader_;
 };
 
@@ -165,11 +176,12 @@ void serve_the_chief(Model& model, const distribute::ParameterServerStrategy& st
                      const data::Dataset& dataset, std::optional<int64_t> steps_per_epoch,
                      const std::function<data::Element(data::Element)>& prepare) {
   ModelImpl& m = model.model();
+  std::shared_ptr<TrainBatches> input;  // a worker's
   if (strategy.task().rfind("ps:", 0) != 0) {
     if (!m.built()) EpochReader(dataset, steps_per_epoch).build(m);
     // `model` itself (its steps may be overridden), which outlives the closures.
     Model* self = &model;
-    auto input = std::make_shared<TrainBatches>(strategy, dataset, steps_per_epoch, prepare);
+    input = std::make_shared<TrainBatches>(strategy, dataset, steps_per_epoch, prepare);
     // The arguments: each step's batch (a slice of the step's, in synchronous mode) unless
     // the worker reads it, then where their rows lie (kWhereColumns per step). Each step reads
     // the variables as the steps before it in the closure left them (RemoteVariable applies
@@ -203,6 +215,12 @@ void serve_the_chief(Model& model, const distribute::ParameterServerStrategy& st
           return logs;
         });
   }
+  struct Closing {  // however join() ends
+    std::shared_ptr<TrainBatches> input;
+    ~Closing() {
+      if (input) input->close();
+    }
+  } closing{input};
   strategy.join();  // until the chief's program is done
 }
 
