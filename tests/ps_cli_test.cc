@@ -322,6 +322,22 @@ TEST_F(PsCli, AFrozenWorkersClosureRunsElsewhereOnceItMissesItsHeartbeats) {
       << r.output;
 }
 
+// Backup workers (--ps-mode sync --backup-workers 1 on two workers): each step's batch is one
+// part, which both workers run, the first run to return applied. A frozen worker (SIGSTOP) then
+// holds no step up: its heartbeats are given 10 minutes here, so nothing declares it lost, and
+// the other worker's runs win every step (and evaluation's batches) until the job ends. Each
+// example is trained once: the given-up runs' updates are dropped.
+TEST_F(PsCli, ABackupWorkerKeepsTrainingWhileAFrozenWorkerHoldsItsPart) {
+  Result r = expect_exactly_once_after_killing(
+      {"worker:1"}, "--ps 2 -n 2", Recovery::kGoOn, /*batch_size=*/64, "STOP",
+      "--heartbeat-timeout 600 --ps-mode sync --backup-workers 1");
+  EXPECT_THAT(r.output, Not(HasSubstr(" lost ("))) << r.output;
+  nlohmann::json j = read_json(dir_ / "ps.json");
+  EXPECT_EQ(j["ps_backup_workers"], 1);
+  EXPECT_GE(j["ps_parts_won_by_backups"].get<int64_t>(), 0);
+  EXPECT_LE(j["ps_parts_won_by_backups"].get<int64_t>(), j["steps"].get<int64_t>());
+}
+
 // A worker sent SIGTERM (preempted) leaves after its closure: it refuses the next, tells the
 // coordination service, whose word the chief follows, and exits with status 75; the other worker
 // trains the rest, each example once. It first waits 2 s for the chief to say it is stopping too

@@ -51,6 +51,7 @@ struct TrainFlags {
   std::string ps_mode = "async";
   std::string variable_partitioner;  // empty: each variable whole on one ps task
   int64_t max_staleness = -1;        // -1: the strategy's default
+  int backup_workers = 0;
   int64_t steps_per_execution = 1;
   int replicas = 1;
   bool deterministic = false, quiet = false;
@@ -83,16 +84,19 @@ double model_lr(const std::string& model) {
   return 1e-3;
 }
 
-// Counts the examples fit() trains on, for train_examples_per_sec, and how many steps had each
-// staleness (parameter servers: updates applied between a step's start and its own).
+// Counts the examples fit() trains on, for train_examples_per_sec, how many steps had each
+// staleness (parameter servers: updates applied between a step's start and its own), and the
+// steps' parts that backup workers trained.
 class ExampleCounter : public train::CallbackImpl {
  public:
   void on_train_batch_end(int64_t, const train::Logs&) override {
     examples += batch_examples_;
     staleness[batch_staleness_] += batch_steps_;
+    backup_wins += batch_backup_wins_;
   }
   int64_t examples = 0;
   std::map<int64_t, int64_t> staleness;
+  int64_t backup_wins = 0;
 };
 
 // --metrics-json's ps_staleness: steps by staleness, their mean and the largest.
@@ -147,6 +151,9 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
   WEFT_CHECK(f.max_staleness < 0 || (f.strategy == "parameter_server" && f.ps_mode == "async"),
              InvalidArgument)
       << "--max-staleness needs --strategy parameter_server with --ps-mode async";
+  WEFT_CHECK(f.backup_workers == 0 || (f.strategy == "parameter_server" && f.ps_mode == "sync"),
+             InvalidArgument)
+      << "--backup-workers needs --strategy parameter_server with --ps-mode sync";
   if (f.strategy == "default") return distribute::Strategy();
   if (f.strategy == "parameter_server") {
     // What is not built for parameter-server training is refused before the cluster meets.
@@ -156,6 +163,7 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
     distribute::ParameterServerOptions options;
     options.synchronous = f.ps_mode == "sync";
     if (f.max_staleness >= 0) options.max_staleness = f.max_staleness;
+    options.backup_workers = f.backup_workers;
     if (!f.variable_partitioner.empty()) {
       options.variable_partitioner = distribute::parse_partitioner(f.variable_partitioner);
     }
@@ -390,6 +398,8 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
         {"ps_mode", ps ? f.ps_mode : ""},
         {"ps_max_staleness", ps ? nlohmann::json(ps->max_staleness()) : nlohmann::json()},
         {"ps_staleness", ps ? staleness_summary(counter->staleness) : nlohmann::json()},
+        {"ps_backup_workers", ps ? nlohmann::json(ps->backup_workers()) : nlohmann::json()},
+        {"ps_parts_won_by_backups", ps ? nlohmann::json(counter->backup_wins) : nlohmann::json()},
         {"replicas", strategy.num_replicas_in_sync()},
         {"threads", config::num_threads()},
         {"epochs", f.epochs},
@@ -459,6 +469,12 @@ void add_train(CLI::App& app) {
                   "many + 1 steps at once; 0 trains as one process; default 2 x workers - 1)")
       ->check(in_range(0, 1 << 20))
       ->default_str("");
+  cmd->add_option("--backup-workers", flags->backup_workers,
+                  "with --ps-mode sync: how many workers are backups (default 0): each step's "
+                  "batch is cut into workers - B parts, a worker without one runs a part another "
+                  "still runs, and each part's first run to return is the one applied, so a slow "
+                  "worker delays no step")
+      ->check(in_range(0, 1 << 16));
   cmd->add_option("--steps-per-execution", flags->steps_per_execution,
                   "steps between two progress updates (compile's steps_per_execution); with "
                   "--strategy parameter_server, steps per closure a worker runs, each reading "

@@ -74,6 +74,10 @@ class CallbackImpl {
   // fit's asynchronous steps may read values that miss as many; elsewhere 0. For a batch of
   // several steps run as several closures, the largest of theirs.
   void set_batch_staleness(int64_t n) { batch_staleness_ = n; }
+  // Of the parts of the batch's steps (a synchronous parameter-server fit cuts each step's batch
+  // among its workers), how many a backup run trained (backup workers: the first of a part's
+  // runs to return is the one applied), set by fit() before on_train_batch_end; elsewhere 0.
+  void set_batch_backup_wins(int64_t n) { batch_backup_wins_ = n; }
   // Whether it waits for a batch end with no later step in flight, to save the training state
   // there (BackupAndRestore): a fit that runs several steps at once starts no more until then.
   virtual bool wants_quiet_point() const { return false; }
@@ -85,6 +89,7 @@ class CallbackImpl {
   int64_t batch_steps_ = 1;
   int64_t steps_in_flight_ = 0;
   int64_t batch_staleness_ = 0;
+  int64_t batch_backup_wins_ = 0;
   data::Dataset::Iterator* iterator_ = nullptr;
   Model* model_ = nullptr;
   int epochs_ = 0;

@@ -7,8 +7,11 @@
 // the chief merges in step order as the closures finish (at most two per worker in flight),
 // running the batch-level callbacks then. In synchronous mode a step is one closure per worker,
 // each on its slice of the batch, committed together (their gradients summed on the ps tasks)
-// before the next step is scheduled. A closure run again after its worker was lost trains on the
-// same rows, and only the run that returned is committed: each batch is trained on exactly once.
+// before the next step is scheduled; with backup workers (ParameterServerOptions::backup_workers)
+// the batch is cut into fewer parts than workers, a worker without a part runs one another still
+// runs, and each part's first run to return is the one committed. A closure run again after its
+// worker was lost trains on the same rows, and only the run that returned is committed: each
+// batch is trained on exactly once.
 // Evaluation (the validation data, and Model::evaluate) is closures too, a batch each, whose
 // partial logs the chief adds up in the data's order: each example is counted once. A lost ps task
 // (restarted by weft launch, holding nothing) is waited for, and with a backup (BackupAndRestore)
@@ -233,6 +236,11 @@ std::map<std::string, double> evaluate_on_workers(Model& model, const data::Data
   const distribute::RemoteFunction test_step =
       step_function(kTestStep, distribute::ParameterServerStrategy(m.strategy));
   const std::size_t window = 2 * static_cast<std::size_t>(coordinator.num_workers());
+  // With backup workers, a worker with nothing queued runs a batch that another still runs (one
+  // frozen holds no evaluation up); a test step stages no update, so either run's logs will do.
+  const distribute::ScheduleOptions options{
+      .commit = false,
+      .backup_runs = distribute::ParameterServerStrategy(m.strategy).backup_workers() > 0};
   std::deque<std::pair<distribute::RemoteValue, int64_t>> running;  // with its batches
   std::map<std::string, double> logs;
   auto finish_oldest = [&] {
@@ -257,7 +265,7 @@ std::map<std::string, double> evaluate_on_workers(Model& model, const data::Data
     for (std::size_t i = 0; i < n; ++i)
       args.insert(args.end(), batches[i].begin(), batches[i].end());
     args.emplace_back(Tensor::from_vector<int64_t>({static_cast<int64_t>(n)}));
-    running.emplace_back(coordinator.schedule(test_step, args), static_cast<int64_t>(n));
+    running.emplace_back(coordinator.schedule(test_step, args, options), static_cast<int64_t>(n));
     batches.erase(batches.begin(), batches.begin() + static_cast<std::ptrdiff_t>(n));
     while (running.size() >= window) finish_oldest();
   };
@@ -323,7 +331,7 @@ train::History fit_on_parameter_servers(
   // commit, max_staleness / N + 1 of them in flight (by default two per worker when N = 1, one
   // closure at a time once N > max_staleness), so that a step misses the updates of at most
   // max_staleness steps, the other closures' in flight (it reads its own closure's earlier
-  // steps). Synchronous: one step, on every worker.
+  // steps). Synchronous: one step, cut among the workers but the backups.
   const int64_t per_closure = sync ? 1 : m.steps_per_execution;
   const std::size_t window = static_cast<std::size_t>(strategy.max_staleness() / per_closure) + 1;
   std::vector<train::Callback> callbacks = options.callbacks;
@@ -348,8 +356,9 @@ train::History fit_on_parameter_servers(
                             std::span<const BatchPosition> positions, bool ends_execution) {
     Pending p{step, static_cast<int64_t>(batches.size()), 0, ends_execution, {}};
     for (const data::Element& batch : batches) p.examples += batch[0].dim(0);
-    // In synchronous mode (one batch) a closure per worker's slice: fewer for a short batch.
-    const int64_t parts = sync ? std::min(workers, p.examples) : 1;
+    // In synchronous mode (one batch) a closure per worker's slice, the backup workers' aside
+    // (they run parts others still run): fewer for a short batch.
+    const int64_t parts = sync ? std::min(workers - strategy.backup_workers(), p.examples) : 1;
     for (int64_t k = 0; k < parts; ++k) {
       std::vector<distribute::ClosureArgument> args;
       std::vector<int64_t> where;
@@ -366,14 +375,17 @@ train::History fit_on_parameter_servers(
                                    at.lineage, at.mark, at.index, at.digest});
       }
       args.emplace_back(Tensor::from_vector<int64_t>(where, {p.steps, kWhereColumns}));
-      p.parts.push_back(
-          coordinator.schedule(train_step, args, {.commit = !sync, .steps = p.steps}));
+      p.parts.push_back(coordinator.schedule(
+          train_step, args,
+          {.commit = !sync, .steps = p.steps, .backup_runs = strategy.backup_workers() > 0}));
     }
     running.push_back(std::move(p));
   };
   // The batch callbacks' execution so far: examples and steps merged since they last ran, and
-  // the largest staleness of its closures (an execution of large batches may be several).
+  // the largest staleness of its closures (an execution of large batches may be several), and
+  // the parts a backup run trained.
   int64_t execution_examples = 0, execution_steps = 0, execution_staleness = 0;
+  int64_t execution_backup_wins = 0;
   // Merges the oldest scheduled steps' logs (waiting for their closures; in synchronous mode,
   // committing them as one step) and, at an execution's end, runs the callbacks.
   bool stopping_announced = false;
@@ -404,15 +416,18 @@ train::History fit_on_parameter_servers(
     execution_examples += p.examples;
     execution_steps += p.steps;
     if (!sync) execution_staleness = std::max(execution_staleness, p.parts[0].staleness());
+    for (const distribute::RemoteValue& part : p.parts)
+      execution_backup_wins += part.won_by_backup();
     if (!p.ends_execution) return;
     for (const train::Callback& c : callbacks) {
       c.impl().set_batch_examples(execution_examples);
       c.impl().set_batch_steps(execution_steps);
       c.impl().set_batch_staleness(execution_staleness);
+      c.impl().set_batch_backup_wins(execution_backup_wins);
       c.impl().set_steps_in_flight(static_cast<int64_t>(running.size()));
       c.impl().on_train_batch_end(p.step + p.steps - 1, logs);
     }
-    execution_examples = execution_steps = execution_staleness = 0;
+    execution_examples = execution_steps = execution_staleness = execution_backup_wins = 0;
     // Training stops early (a preemption's backup): a worker told to go from now on stays
     // until the chief is done (ParameterServerStrategy::leave).
     if (m.stop_training && !stopping_announced) {
@@ -434,7 +449,7 @@ train::History fit_on_parameter_servers(
       if (sync) coordinator.abort_staged(p.parts);
     }
     running.clear();
-    execution_examples = execution_steps = execution_staleness = 0;
+    execution_examples = execution_steps = execution_staleness = execution_backup_wins = 0;
     const std::vector<std::string> lost = strategy.lost_ps_tasks();
     if (lost.empty()) std::rethrow_exception(error);
     std::string names, cause;

@@ -74,6 +74,12 @@ PositionedInput::PositionedInput(MarkStore store, data::Dataset dataset,
 
 data::Element PositionedInput::batch(const BatchPosition& where) {
   std::lock_guard lock(mu_);
+  // The batch just read, again (a backup run of another part of the same step).
+  if (last_ && where.lineage == lineage_ && where.index == at_ - 1 &&
+      where.digest == last_digest_) {
+    return *last_;
+  }
+  last_.reset();
   data::Dataset::Iterator& it = *reader_.kept();
   if (where.lineage != lineage_ || where.index < at_ || where.mark > at_ + kReadOnAtMost) {
     const std::string state = store_.get(mark_key(where.lineage, where.mark));
@@ -100,6 +106,8 @@ data::Element PositionedInput::batch(const BatchPosition& where) {
       << where.lineage
       << ") than the chief: every task must build the same training dataset, "
          "with the same seeds, and read no other pass of it";
+  last_ = batch;
+  last_digest_ = where.digest;
   return std::move(*batch);
 }
 

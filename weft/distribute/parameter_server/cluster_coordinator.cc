@@ -50,8 +50,13 @@ struct ClosureState {
   uint64_t id = 0;
   std::string function;
   std::vector<ClosureArgument> args;
-  bool commit = true;  // ScheduleOptions::commit
-  int64_t steps = 1;   // ScheduleOptions::steps
+  bool commit = true;        // ScheduleOptions::commit
+  int64_t steps = 1;         // ScheduleOptions::steps
+  bool backup_runs = false;  // ScheduleOptions::backup_runs
+  // Under the coordinator's lock: its runs going on, and whether it has ended (its first run
+  // returned, it failed or was cancelled).
+  int runs = 0;
+  bool ended = false;
 
   mutable std::mutex mu;
   mutable std::condition_variable cv;
@@ -62,9 +67,10 @@ struct ClosureState {
   // ...and the ps tasks it staged them on, each with its incarnation then.
   std::map<std::string, uint64_t> staged_on;
   int64_t staleness = -1;  // RemoteValue::staleness
+  bool won_by_backup = false;
 
   void finish(Status s, std::vector<Tensor> out, std::optional<Failure> f, uint64_t run = 0,
-              std::map<std::string, uint64_t> on = {}, int64_t stale = -1) {
+              std::map<std::string, uint64_t> on = {}, int64_t stale = -1, bool backup = false) {
     {
       std::lock_guard lock(mu);
       status = s;
@@ -73,6 +79,7 @@ struct ClosureState {
       staged_run = run;
       staged_on = std::move(on);
       staleness = stale;
+      won_by_backup = backup;
     }
     cv.notify_all();
   }
@@ -115,6 +122,12 @@ int64_t RemoteValue::staleness() const {
   if (state_ == nullptr) return -1;
   std::lock_guard lock(state_->mu);
   return state_->staleness;
+}
+
+bool RemoteValue::won_by_backup() const {
+  if (state_ == nullptr) return false;
+  std::lock_guard lock(state_->mu);
+  return state_->won_by_backup;
 }
 
 class ClusterCoordinator::Impl {
@@ -165,6 +178,10 @@ class ClusterCoordinator::Impl {
     raise_if_error(lock);
     WEFT_CHECK(!all_gave_up(), Unavailable)
         << "schedule('" << fn.name << "'): " << every_worker_lost();
+    WEFT_CHECK(!options.backup_runs || !options.commit, InvalidArgument)
+        << "schedule('" << fn.name
+        << "'): a closure with backup runs is committed by commit_together (commit = false): "
+           "only the run that returns first may be applied";
     for (const auto& a : args) {
       if (const auto* p = std::get_if<PerWorkerValues>(&a)) {
         WEFT_CHECK(per_worker_.count(p->id) != 0, InvalidArgument)
@@ -179,6 +196,7 @@ class ClusterCoordinator::Impl {
     c->args = std::move(args);
     c->commit = options.commit;
     c->steps = options.steps;
+    c->backup_runs = options.backup_runs;
     queue_.push_back(c);
     cv_.notify_all();
     RemoteValue r;
@@ -364,23 +382,51 @@ class ClusterCoordinator::Impl {
     }
   }
 
+  // Under the lock: the closure an idle worker backs up (none: nullptr): of those running that
+  // take backup runs, the one with the fewest runs, the oldest first.
+  Closure backup_wanted() const {
+    if (error_ || !queue_.empty()) return nullptr;
+    Closure best;
+    for (const Closure& c : backed_up_) {
+      if (best == nullptr || c->runs < best->runs) best = c;
+    }
+    return best;
+  }
+
+  // Under the lock: `c`, taken from the queue, no longer runs as a closure that has not ended
+  // (it ended, or went back to the queue).
+  void leave_running(const Closure& c) {
+    --inflight_;
+    backed_up_.erase(std::remove(backed_up_.begin(), backed_up_.end(), c), backed_up_.end());
+  }
+
   void dispatch(size_t index) {
     Worker& w = *workers_[index];
     for (;;) {
       Closure c;
+      bool backup = false;
       {
         std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        cv_.wait(lock, [&] {
+          return stopping_ || !queue_.empty() || (!w.lost_by_state && backup_wanted());
+        });
         if (stopping_) return;
         if (w.lost_by_state) {
           lock.unlock();
           if (!wait_for(w)) return;
           continue;
         }
-        c = queue_.front();
-        queue_.pop_front();
-        ++inflight_;
-        cv_.notify_all();  // a schedule() waiting for room
+        if (!queue_.empty()) {
+          c = queue_.front();
+          queue_.pop_front();
+          ++inflight_;
+          if (c->backup_runs) backed_up_.push_back(c);
+        } else {
+          c = backup_wanted();
+          backup = true;
+        }
+        ++c->runs;
+        cv_.notify_all();  // a schedule() waiting for room; a worker that may back it up
       }
       std::vector<Tensor> outputs;
       internal::Failure error;
@@ -388,15 +434,19 @@ class ClusterCoordinator::Impl {
       std::map<std::string, uint64_t> staged_on;
       int64_t staleness = -1;
       Ran ran = run_on(index, *c, &outputs, &error, &staged_run, &staged_on, &staleness);
-      bool requeued = false;
+      bool requeued = false, given_up = false;
       {
         std::lock_guard lock(mu_);
-        --inflight_;
-        if (ran == Ran::kDone) {
+        --c->runs;
+        if (c->ended) {
+          given_up = true;  // another run of it returned first
+        } else if (ran == Ran::kDone) {
           c->finish(internal::ClosureState::Status::kDone, std::move(outputs), std::nullopt,
-                    staged_run, std::move(staged_on), staleness);
+                    staged_run, std::move(staged_on), staleness, backup);
         } else if (ran == Ran::kFunctionFailed) {
           fail(c, error);
+        } else if (c->runs > 0) {
+          given_up = true;  // its other runs go on
         } else if (stopping_ || error_) {
           c->finish(
               internal::ClosureState::Status::kCancelled, {},
@@ -406,18 +456,29 @@ class ClusterCoordinator::Impl {
         } else {
           queue_.push_front(c);  // another worker runs it
           requeued = true;
+          leave_running(c);
+        }
+        if (!given_up && !requeued) {
+          c->ended = true;
+          leave_running(c);
         }
         cv_.notify_all();
       }
-      if (requeued) {
+      // A run given up that returned has its updates dropped (one that failed had them dropped
+      // already).
+      if (given_up && staged_run != 0) abort_run(staged_run);
+      if (ran == Ran::kWorkerLost) {
         std::string why;
         {
           std::lock_guard lock(mu_);
+          if (stopping_) return;
           why = w.lost;
         }
-        std::fprintf(stderr, "weft: %s at %s lost (%s); closure %llu runs on another worker\n",
-                     w.task.c_str(), w.address.c_str(), why.c_str(),
-                     static_cast<unsigned long long>(c->id));
+        if (requeued) {
+          std::fprintf(stderr, "weft: %s at %s lost (%s); closure %llu runs on another worker\n",
+                       w.task.c_str(), w.address.c_str(), why.c_str(),
+                       static_cast<unsigned long long>(c->id));
+        }
         if (!wait_for(w)) return;
       }
     }
@@ -644,7 +705,9 @@ class ClusterCoordinator::Impl {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::deque<Closure> queue_;
+  // Closures taken from the queue that have not ended, and of them those that take backup runs.
   int inflight_ = 0;
+  std::vector<Closure> backed_up_;
   std::optional<internal::Failure> error_;
   uint64_t next_closure_ = 1;
   uint64_t next_per_worker_ = 1;

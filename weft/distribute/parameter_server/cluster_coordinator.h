@@ -15,10 +15,14 @@
 // per-worker datasets are made again). A closure whose function throws fails: the first such error
 // is raised by join(), done() or the next schedule(), after the closures still queued are cancelled
 // (their fetch() throws Cancelled) and those running have ended; then it is cleared. When join()
-// or done() returns or throws, no closure is running. The optimizer updates a closure makes
-// (apply_gradients on variables that live on the ps tasks) are staged there under an id of its
-// run and applied when it has returned (committed in the order closures finish); a run that
-// failed, or whose worker was lost, has them dropped (aborted), and its retry stages its own.
+// or done() returns or throws, no closure is running (a backup run given up may be, below). The
+// optimizer updates a closure makes (apply_gradients on variables that live on the ps tasks) are
+// staged there under an id of its run and applied when it has returned (committed in the order
+// closures finish); a run that failed, or whose worker was lost, has them dropped (aborted), and
+// its retry stages its own. A closure scheduled with backup_runs may also run on a worker that
+// would otherwise idle while it runs elsewhere (a backup run: the backup workers of synchronous
+// training, MapReduce's backup tasks): the first run to return is its result, and the others
+// are given up, their updates dropped.
 #pragma once
 
 #include <chrono>
@@ -56,6 +60,10 @@ class RemoteValue {
   // its run and its own, at least as many as the values it read missed (asynchronous SGD's
   // staleness). -1 otherwise.
   int64_t staleness() const;
+  // Once the closure has run: whether the run that returned first, whose outputs these are, was
+  // a backup run (ScheduleOptions::backup_runs), which another worker started while the first
+  // still ran.
+  bool won_by_backup() const;
 
  private:
   friend class ClusterCoordinator;
@@ -98,6 +106,12 @@ struct ScheduleOptions {
   // The optimizer steps the closure makes, which RemoteValue::staleness counts (fit's closures
   // of steps_per_execution steps).
   int64_t steps = 1;
+  // Whether a worker with nothing queued to run may run the closure too while it runs elsewhere
+  // (a backup run; the running closure with the fewest runs, the oldest first, is backed up).
+  // The first run to return is the closure's; the others are given up: their updates are
+  // dropped, and join() does not wait for them. Needs commit = false (InvalidArgument): the
+  // caller commits the winner's updates with commit_together.
+  bool backup_runs = false;
 };
 
 class ClusterCoordinator {
@@ -127,7 +141,8 @@ class ClusterCoordinator {
   void commit_together(const std::vector<RemoteValue>& closures);
   // Drops what those of `closures` that returned (with commit = false) staged.
   void abort_staged(const std::vector<RemoteValue>& closures);
-  // Waits until every closure scheduled has run; raises the first error, if any.
+  // Waits until every closure scheduled has run; raises the first error, if any. A backup run
+  // whose closure another run won may still be running: it is given up (see backup_runs).
   void join();
   // Whether every closure scheduled has run, without waiting; raises the first error, if any.
   bool done();

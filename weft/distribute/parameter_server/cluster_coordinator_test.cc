@@ -10,8 +10,12 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <future>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -277,6 +281,93 @@ TEST(ClusterCoordinator, AWorkerThatStopsTakingClosuresFinishesItsOwnAndTheOther
     from_1 += v >= 1000 ? 1 : 0;
   }
   EXPECT_EQ(from_1, ran_by_1);
+}
+
+// Backup runs (the backup workers of synchronous training): a closure running on a straggler runs
+// on a worker with nothing queued too, the first run to return is the closure's, and join() does
+// not wait for the straggler's. worker:1 is the straggler: its runs wait until the test lets them
+// go. The test's task states hold worker:0 back (lost) until worker:1 runs the closure, so that
+// worker:0's run is the backup.
+TEST(ClusterCoordinator, AClosureWithBackupRunsIsTheFirstRunsAndTheStragglerIsNotWaitedFor) {
+  struct Straggling {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool released = false;
+    bool straggler_runs = false;
+    coordination::TaskStates states;
+    int calls = 0;  // of task_states
+  };
+  static Straggling* straggling = nullptr;
+  Straggling state;
+  straggling = &state;
+  state.states = {1,
+                  {{"worker:0", coordination::TaskState::kLost, 1, "held back by the test"},
+                   {"worker:1", coordination::TaskState::kConnected, 1, ""}}};
+  auto release = [&] {
+    std::lock_guard lock(state.mu);
+    state.released = true;
+    state.cv.notify_all();
+  };
+  Workers workers;
+  struct Releasing {
+    std::function<void()> release;
+    ~Releasing() { release(); }  // before the workers stop: worker:1's executor waits on it
+  } releasing{release};
+  ClusterCoordinatorOptions options = coordinator_options();
+  options.task_states = [&](uint64_t after, milliseconds timeout) {
+    std::unique_lock lock(state.mu);
+    ++state.calls;
+    state.cv.notify_all();
+    state.cv.wait_for(lock, timeout, [&] { return state.states.generation > after; });
+    return state.states;
+  };
+  ClusterCoordinator coordinator(workers.addresses(), options);
+  auto wait = [&](const char* what, const std::function<bool()>& done) {
+    std::unique_lock lock(state.mu);
+    ASSERT_TRUE(state.cv.wait_for(lock, std::chrono::seconds(20), done)) << what;
+  };
+  wait("the coordinator never took the task states", [&] { return state.calls >= 2; });
+  PerWorkerValues iterators = coordinator.create_per_worker_dataset(numbered_data());
+  RemoteFunction straggle = register_function("test/straggle", [](const ClosureArgs& args) {
+    const int64_t v = (*args.iterator(0).next())[0].item<int64_t>();
+    Straggling& s = *straggling;
+    std::unique_lock lock(s.mu);
+    if (v >= 1000) {
+      s.straggler_runs = true;
+      s.cv.notify_all();
+      s.cv.wait_for(lock, std::chrono::seconds(60), [&] { return s.released; });
+    }
+    return std::vector<Tensor>{Tensor::scalar(v, kInt64)};
+  });
+  const ScheduleOptions backed_up{.commit = false, .backup_runs = true};
+  EXPECT_THROW(coordinator.schedule(straggle, {iterators}, {.backup_runs = true}), InvalidArgument);
+  RemoteValue r = coordinator.schedule(straggle, {iterators}, backed_up);
+  wait("worker:1 never ran the closure", [&] { return state.straggler_runs; });
+  {
+    std::lock_guard lock(state.mu);
+    state.states = {2,
+                    {{"worker:0", coordination::TaskState::kConnected, 1, ""},
+                     {"worker:1", coordination::TaskState::kConnected, 1, ""}}};
+    state.cv.notify_all();
+  }
+  auto joined = std::async(std::launch::async, [&] { coordinator.join(); });
+  ASSERT_EQ(joined.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "join waited for the straggler's run";
+  joined.get();
+  EXPECT_EQ(r.fetch()[0].item<int64_t>(), 0) << "not worker:0's run";
+  EXPECT_TRUE(r.won_by_backup());
+  EXPECT_EQ(workers.services[1]->closures_run(), 0);  // its run has not returned
+
+  // Let go, worker:1's run returns and is given up: the closure keeps worker:0's outputs, and
+  // closures go on running.
+  release();
+  std::vector<RemoteValue> more;
+  for (int i = 0; i < 6; ++i)
+    more.push_back(coordinator.schedule(straggle, {iterators}, backed_up));
+  coordinator.join();
+  for (const RemoteValue& v : more) EXPECT_EQ(v.fetch().size(), 1u);
+  EXPECT_EQ(r.fetch()[0].item<int64_t>(), 0);
+  EXPECT_TRUE(r.won_by_backup());
 }
 
 TEST(ClusterCoordinator, WhenEveryWorkerStaysLostJoinSaysSoNamingThem) {

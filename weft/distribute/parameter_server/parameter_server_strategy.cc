@@ -68,6 +68,14 @@ class ParameterServerImpl : public StrategyImpl {
         if (std::strcmp(job, "ps") == 0) ps_tasks_.push_back(name);
       }
     }
+    WEFT_CHECK(options_.backup_workers == 0 ||
+                   (options_.synchronous && options_.backup_workers > 0 &&
+                    options_.backup_workers < static_cast<int>(workers_.size())),
+               InvalidArgument)
+        << "ParameterServerStrategy: backup_workers = " << options_.backup_workers
+        << (options_.synchronous ? "" : " is for synchronous training (synchronous = true)")
+        << "; it must be at least 0 and fewer than the " << workers_.size()
+        << " workers, which leaves the rest each step's parts";
     coordination::CoordinationOptions co = options_.coordination;
     if (co.token.empty()) {
       const char* env = std::getenv(coordination::kTokenEnvironmentVariable);
@@ -294,6 +302,7 @@ class ParameterServerImpl : public StrategyImpl {
   }
 
   bool synchronous() const { return options_.synchronous; }
+  int backup_workers() const { return options_.backup_workers; }
   int64_t max_staleness() const {
     if (options_.synchronous) return 0;
     return options_.max_staleness.value_or(2 * static_cast<int64_t>(workers_.size()) - 1);
@@ -406,6 +415,7 @@ std::vector<std::pair<std::string, std::string>> ParameterServerStrategy::ps_tas
 }
 bool ParameterServerStrategy::synchronous() const { return ps_impl_of(*this).synchronous(); }
 int64_t ParameterServerStrategy::max_staleness() const { return ps_impl_of(*this).max_staleness(); }
+int ParameterServerStrategy::backup_workers() const { return ps_impl_of(*this).backup_workers(); }
 void ParameterServerStrategy::join() const { ps_impl_of(*this).join(); }
 bool ParameterServerStrategy::leave(const std::string& why, std::chrono::milliseconds wait) const {
   return ps_impl_of(*this).leave(why, wait);

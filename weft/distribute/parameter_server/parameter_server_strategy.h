@@ -55,6 +55,13 @@ struct ParameterServerOptions {
   // step reads its own closure's earlier steps), one when N > max_staleness. InvalidArgument
   // below 0, or with `synchronous` (whose steps always read the last step's values).
   std::optional<int64_t> max_staleness{};
+  // Synchronous fit: how many of the workers are backups (TF1's SyncReplicasOptimizer with
+  // total_num_replicas = workers, replicas_to_aggregate = workers - backup_workers). Each step's
+  // batch is cut into workers - backup_workers parts; a worker with no part of its own runs a
+  // part that another still runs, and each part's first run to return is the one applied (its
+  // rows trained once), so a slow or frozen worker delays no step. InvalidArgument below 0,
+  // without `synchronous`, or unless fewer than the workers.
+  int backup_workers = 0;
 };
 
 class ParameterServerStrategy : public Strategy {
@@ -82,6 +89,8 @@ class ParameterServerStrategy : public Strategy {
   // The staleness bound fit keeps (ParameterServerOptions::max_staleness, or its default; 0 when
   // synchronous).
   int64_t max_staleness() const;
+  // ParameterServerOptions::backup_workers.
+  int backup_workers() const;
   // The cluster token and TLS files the tasks' services take.
   const parameter_server::ServiceOptions& service_options() const;
   // On a worker or ps task: serves until the chief has finished (it returns) or failed

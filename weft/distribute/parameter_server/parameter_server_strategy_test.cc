@@ -318,6 +318,20 @@ TEST(ParameterServerStrategy, AClusterWithoutPsTasksOrAStrangersTaskIsRefused) {
   EXPECT_THAT([&] { ParameterServerStrategy strategy(chief, bad); },
               ::testing::ThrowsMessage<InvalidArgument>(
                   HasSubstr("max_staleness bounds asynchronous training")));
+  // Backup workers are for synchronous training, and leave at least one worker a part.
+  ParameterServerOptions backups = options();
+  backups.backup_workers = 1;
+  EXPECT_THAT([&] { ParameterServerStrategy strategy(chief, backups); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr(
+                  "backup_workers = 1 is for synchronous training (synchronous = true); it must "
+                  "be at least 0 and fewer than the 1 workers")));
+  backups.synchronous = true;
+  EXPECT_THAT([&] { ParameterServerStrategy strategy(chief, backups); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  HasSubstr("backup_workers = 1; it must be at least 0 and fewer than the 1 "
+                            "workers, which leaves the rest each step's parts")));
+  backups.backup_workers = -1;
+  EXPECT_THROW(ParameterServerStrategy(chief, backups), InvalidArgument);
 }
 
 // The chief's failure reaches a worker waiting in join(), naming the chief.

@@ -72,6 +72,7 @@ class ParameterServerClient final : public checkpoint::SliceHolder {
   // pushes); Unavailable, nothing applied, when the server has another (0: not checked).
   bool commit(uint64_t closure_id, const std::vector<uint64_t>& with = {},
               uint64_t incarnation = 0);
+  // Drops what `closure_id` staged, and what it pushes from now on.
   void abort(uint64_t closure_id);
   // Has the server write `slices` of its variables (HeldSlice::id, and `which`: 0 the value, k
   // slot k - 1) as part `part` of `parts` of the checkpoint `dir` saved as `save_id`, on its own

@@ -178,7 +178,11 @@ class ParameterServer::Impl final : public RawService {
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                  grpc::ByteBuffer* out) override {
     return handle<pb::PushRequest, pb::Reply>(ctx, in, out, [&](const auto& r, auto&) {
-      if (applied_.count(r.closure_id()) != 0) return Status::OK;  // a late resend: dropped
+      // A late resend of an applied closure, or a push of a run given up (a backup run's loser,
+      // a run whose worker was declared lost) that arrives after its abort: dropped.
+      if (applied_.count(r.closure_id()) != 0 || aborted_.count(r.closure_id()) != 0) {
+        return Status::OK;
+      }
       const optim::Optimizer::Algorithm* algorithm = nullptr;
       if (Status s = algorithm_of(r.optimizer_config(), &algorithm); !s.ok()) return s;
       for (const auto& chunk : r.chunks()) {
@@ -300,6 +304,7 @@ class ParameterServer::Impl final : public RawService {
                                   grpc::ByteBuffer* out) override {
     return handle<pb::AbortRequest, pb::Reply>(ctx, in, out, [&](const auto& r, auto&) {
       staged_.erase(r.closure_id());
+      aborted_.insert(r.closure_id());
       return Status::OK;
     });
   }
@@ -546,6 +551,7 @@ class ParameterServer::Impl final : public RawService {
   // closure → (variable, slot, step) → staged
   std::map<uint64_t, std::map<StagedKey, Staged>> staged_;
   std::set<uint64_t> applied_;
+  std::set<uint64_t> aborted_;  // whose pushes are dropped from then on
 };
 
 std::size_t VariableSpec::bytes() const {

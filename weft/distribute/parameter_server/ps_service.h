@@ -3,7 +3,8 @@
 // stages pushes under a closure id until the coordinator commits the closure (every staged
 // gradient applied by the optimizer's per-variable update, every staged value assigned) or
 // aborts it. A committed id is remembered, so a commit sent again is dropped: an update is
-// applied exactly once however often a closure is retried.
+// applied exactly once however often a closure is retried. An aborted id is remembered too: a
+// push of it that arrives later (its run was given up while it went on) is dropped.
 //
 //   weft::distribute::parameter_server::ParameterServer ps("127.0.0.1:0", "ps:0", {.token = t});
 //   ps.address();  // "127.0.0.1:40123": port 0 asked the OS for a free port

@@ -150,6 +150,10 @@ TEST(ParameterServer, ACommitSentAgainIsDroppedAndAnAbortDropsWhatWasStaged) {
   client.abort(8);
   EXPECT_EQ(server.staged_closures(), 0u);
   EXPECT_FALSE(server.applied(8));
+  // A push of the aborted run that arrives late (its worker was given up while it ran) is
+  // dropped, not staged for ever.
+  client.push(8, PushKind::kGradient, {kBias}, {ones}, sgd);
+  EXPECT_EQ(server.staged_closures(), 0u);
   EXPECT_TRUE(client.commit(8));  // nothing staged any more
   EXPECT_EQ(values(client.pull({kBias})[0]), once);
 

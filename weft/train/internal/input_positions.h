@@ -66,7 +66,9 @@ class InputMarks {
 class PositionedInput {
  public:
   PositionedInput(MarkStore store, data::Dataset dataset, std::optional<int64_t> steps_per_epoch);
-  // The batch at `where`. FailedPrecondition when it is not the batch the chief read there.
+  // The batch at `where`. FailedPrecondition when it is not the batch the chief read there. The
+  // batch just read is kept: asked for again (backup workers run several parts of one step), it
+  // is not read again.
   data::Element batch(const BatchPosition& where);
 
  private:
@@ -75,6 +77,8 @@ class PositionedInput {
   EpochReader reader_;  // its kept iterator
   std::mutex mu_;       // closures may run side by side
   int64_t lineage_ = -1, at_ = 0;
+  std::optional<data::Element> last_;  // the batch at at_ - 1, whose digest was checked
+  int64_t last_digest_ = 0;
 };
 
 }  // namespace weft::nn::internal
