@@ -511,7 +511,8 @@ TEST_F(PsCli, AWorkerKilledMidTrainingIsReplacedAndEveryBatchTrainsOnce) {
 // the sums apart from the thread count). The metrics say the bound and the staleness measured.
 // So it does with closures of three steps (--steps-per-execution 3), one closure at a time: a
 // step reads its closure's earlier steps' updates, applied to the worker's copy of the
-// variables and of Adam's slots as the ps tasks apply them.
+// variables and of Adam's slots as the ps tasks apply them. Each mode's flag is refused in the
+// other (--max-staleness in sync, --backup-workers in async).
 TEST_F(PsCli, MaxStalenessZeroTrainsAsOneProcessBitForBit) {
   write_dataset(dir_ / "data", 512, 128);
   const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft";
@@ -544,6 +545,11 @@ TEST_F(PsCli, MaxStalenessZeroTrainsAsOneProcessBitForBit) {
   EXPECT_EQ(r.status, 1);
   EXPECT_THAT(r.output,
               HasSubstr("--max-staleness needs --strategy parameter_server with --ps-mode async"));
+  r = shell(weft + train + (dir_ / "x.json").string() +
+            " --strategy parameter_server --backup-workers 1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output,
+              HasSubstr("--backup-workers needs --strategy parameter_server with --ps-mode sync"));
 }
 
 // An evaluator task beside the cluster (weft launch --evaluator; TensorFlow's side-car
