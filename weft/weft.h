@@ -38,6 +38,8 @@
 #include "weft/distribute/strategy.h"
 #include "weft/distribute/updates.h"
 #include "weft/distribute/values.h"
+#include "weft/dtensor/layout.h"
+#include "weft/dtensor/mesh.h"
 #include "weft/nn/activation_layers.h"
 #include "weft/nn/activations.h"
 #include "weft/nn/attention.h"

@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cstdlib>
@@ -89,6 +90,51 @@ std::vector<std::string> list_logical_devices() {
   std::vector<std::string> out;
   for (int i = 0; i < logical_cpu_devices(); ++i) {
     out.push_back("/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i));
+  }
+  return out;
+}
+
+namespace {
+
+// The index of a logical CPU device named in any of TensorFlow's spellings (any case):
+// "[/job:localhost/replica:0/task:0][/device:|/]cpu:N".
+int device_index(const std::string& name, const std::string& who) {
+  std::string n;
+  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto strip = [&](const std::string& prefix) {
+    if (n.rfind(prefix, 0) != 0) return false;
+    n.erase(0, prefix.size());
+    return true;
+  };
+  strip("/job:localhost/replica:0/task:0");
+  if (!strip("/device:")) strip("/");
+  bool ok = strip("cpu:") && !n.empty() && n.size() < 7 &&
+            std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; });
+  WEFT_CHECK(ok, InvalidArgument) << who << ": \"" << name
+                                  << "\" is not a CPU device name (expected \"/cpu:N\" or "
+                                  << "\"/job:localhost/replica:0/task:0/device:CPU:N\")";
+  int index = std::stoi(n);
+  int count = logical_cpu_devices();
+  WEFT_CHECK(index < count, InvalidArgument)
+      << who << ": device \"" << name << "\" does not exist: there are " << count
+      << " logical CPU devices (weft::config::set_logical_cpu_devices)";
+  return index;
+}
+
+}  // namespace
+
+std::vector<std::string> resolve_logical_devices(const std::vector<std::string>& names,
+                                                 const std::string& who) {
+  std::vector<std::string> all = list_logical_devices();
+  if (names.empty()) return all;
+  std::vector<int> seen;
+  std::vector<std::string> out;
+  for (const std::string& name : names) {
+    int i = device_index(name, who);
+    WEFT_CHECK(std::find(seen.begin(), seen.end(), i) == seen.end(), InvalidArgument)
+        << who << ": device \"" << name << "\" is given twice";
+    seen.push_back(i);
+    out.push_back(all[static_cast<size_t>(i)]);
   }
   return out;
 }

@@ -42,6 +42,13 @@ void set_logical_cpu_devices(int n);
 int logical_cpu_devices();
 // The devices' full names (tf.config.list_logical_devices("CPU")).
 std::vector<std::string> list_logical_devices();
+// The full names of the logical CPU devices `names` gives, in order, each in any of TensorFlow's
+// spellings, in any case ("CPU:1", "/cpu:1", "/device:CPU:1",
+// "/job:localhost/replica:0/task:0/device:CPU:1"); every logical device when `names` is empty.
+// InvalidArgument, its message starting with `who`, for a name that is no CPU device's, a device
+// that does not exist, or one given twice.
+std::vector<std::string> resolve_logical_devices(const std::vector<std::string>& names,
+                                                 const std::string& who);
 
 // Where datasets are read from: WEFT_DATA_DIR, else Debian's /usr/share/datasets (SPEC §6).
 std::string data_dir();

@@ -1,0 +1,53 @@
+// The meshes and layouts of TensorFlow's DTensor tutorial (seed 002), and where it points next:
+// a mesh of 8 logical CPUs, the data sharded along the batch, the weights replicated or cut along
+// a "model" dimension, on 1-D and 2-D meshes. docs/dtensor.md quotes it; CI runs it.
+#include <weft/weft.h>
+
+#include <iostream>
+
+namespace dtensor = weft::dtensor;
+
+int main() {
+  weft::config::set_logical_cpu_devices(8);  // the tutorial's DEVICES
+
+  // mesh = dtensor.create_mesh([("batch", 8)], devices=DEVICES)
+  dtensor::Mesh mesh = dtensor::create_mesh({{"batch", 8}});
+  // weight_layout = dtensor.Layout([dtensor.UNSHARDED, dtensor.UNSHARDED], mesh)
+  dtensor::Layout weight_layout({dtensor::kUnsharded, dtensor::kUnsharded}, mesh);
+  // bias_layout = weight_layout.delete([0])
+  dtensor::Layout bias_layout = weight_layout.delete_axes({0});
+  // repack_batch's layouts: the images and the labels cut along the batch
+  dtensor::Layout x_layout({"batch", dtensor::kUnsharded}, mesh);
+  dtensor::Layout y_layout({"batch"}, mesh);
+  std::cout << "data parallel: each device holds x "
+            << weft::shape_str(x_layout.local_shape({128, 784})) << ", y "
+            << weft::shape_str(y_layout.local_shape({128})) << ", kernel "
+            << weft::shape_str(weight_layout.local_shape({784, 700})) << ", bias "
+            << weft::shape_str(bias_layout.local_shape({700})) << "\n";
+
+  // Tensor parallel: the first kernel's columns and the second's rows cut along "model".
+  dtensor::Mesh model_mesh =
+      dtensor::create_mesh({{"model", 4}}, {"CPU:0", "CPU:1", "CPU:2", "CPU:3"});
+  dtensor::Layout first({dtensor::kUnsharded, "model"}, model_mesh);
+  dtensor::Layout second({"model", dtensor::kUnsharded}, model_mesh);
+  std::cout << "tensor parallel: kernels " << weft::shape_str(first.local_shape({784, 700}))
+            << " and " << weft::shape_str(second.local_shape({700, 500})) << "\n";
+
+  // 2-D: the batch cut in 2, the kernel's columns in 4; device 6 is batch 1, model 2.
+  dtensor::Mesh grid = dtensor::create_mesh({{"batch", 2}, {"model", 4}});
+  dtensor::Layout kernel = dtensor::Layout::inner_sharded(grid, "model", 2);
+  std::cout << "2-D: device 6 at batch " << grid.local_device_locations()[6].at("batch")
+            << ", model " << grid.local_device_locations()[6].at("model")
+            << ", its block from column " << kernel.offsets({784, 700}, 6)[1] << "\n";
+  std::cout << kernel.to_string() << "\n";
+  std::cout << (dtensor::Layout::from_string(kernel.to_string()) == kernel ? "read back equal"
+                                                                           : "differs")
+            << "\n";
+
+  // 8 devices do not divide the 700 columns of the tutorial's first kernel.
+  try {
+    dtensor::Layout::inner_sharded(mesh, "batch", 2).local_shape({784, 700});
+  } catch (const weft::InvalidArgument& e) {
+    std::cout << e.what() << "\n";
+  }
+}
