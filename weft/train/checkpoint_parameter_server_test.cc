@@ -15,7 +15,6 @@
 #include "weft/checkpoint/checkpoint_io.h"
 #include "weft/checkpoint/trackable.h"
 #include "weft/distribute/cluster/local_ports.h"
-#include "weft/distribute/cluster/tf_config.h"
 #include "weft/distribute/parameter_server/cluster_coordinator.h"
 #include "weft/distribute/parameter_server/parameter_server_strategy.h"
 #include "weft/ops/creation.h"
@@ -83,16 +82,12 @@ void run_cluster(
   std::promise<void> registered;
   std::shared_future<void> registered_future = registered.get_future().share();
   auto run_task = [&](const std::string& task) {
-    auto resolver = ds::cluster_resolver::TFConfigClusterResolver::from_json(
-        testing::ps_tf_config(ports, task, 1, ps));
-    ds::ParameterServerOptions options;
-    options.coordination.token = "0123456789abcdef";
-    options.startup_timeout = std::chrono::seconds(30);
+    ds::ParameterServerOptions options = testing::ps_test_options();
     options.variable_partitioner = ds::MaxSizePartitioner{max_shard_bytes, std::nullopt};
     // Made before the strategy, so that they outlive its worker service's thread.
     Weights w;
     std::optional<optim::Adam> adam;
-    ds::ParameterServerStrategy strategy(resolver, options);
+    ds::ParameterServerStrategy strategy = testing::ps_strategy(ports, task, 1, ps, options);
     {
       auto scope = strategy.scope();
       w.kernel.emplace(strategy.is_chief() ? k0 : zeros({5, 2}), "kernel");

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "weft/distribute/cluster/local_ports.h"
-#include "weft/distribute/cluster/tf_config.h"
 #include "weft/distribute/parameter_server/parameter_server_strategy.h"
 #include "weft/nn/dense.h"
 #include "weft/nn/losses.h"
@@ -58,12 +57,7 @@ void expect_one_processs_logs(int64_t features) {
   std::vector<Tensor> weights;
   std::mutex mu;
   auto run_task = [&](const std::string& task) {
-    ds::ParameterServerOptions options;
-    options.coordination.token = "0123456789abcdef";
-    options.startup_timeout = std::chrono::seconds(30);
-    ds::ParameterServerStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver::from_json(
-                                             weft::testing::ps_tf_config(ports, task, 1, 1)),
-                                         options);
+    ds::ParameterServerStrategy strategy = weft::testing::ps_strategy(ports, task, 1, 1);
     CountingModel model;
     {
       auto scope = strategy.scope();

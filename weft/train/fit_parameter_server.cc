@@ -233,14 +233,13 @@ void serve_the_chief(Model& model, const distribute::ParameterServerStrategy& st
 std::map<std::string, double> evaluate_on_workers(Model& model, const data::Dataset& dataset,
                                                   distribute::ClusterCoordinator& coordinator) {
   ModelImpl& m = model.model();
-  const distribute::RemoteFunction test_step =
-      step_function(kTestStep, distribute::ParameterServerStrategy(m.strategy));
+  const distribute::ParameterServerStrategy strategy(m.strategy);
+  const distribute::RemoteFunction test_step = step_function(kTestStep, strategy);
   const std::size_t window = 2 * static_cast<std::size_t>(coordinator.num_workers());
   // With backup workers, a worker with nothing queued runs a batch that another still runs (one
   // frozen holds no evaluation up); a test step stages no update, so either run's logs will do.
-  const distribute::ScheduleOptions options{
-      .commit = false,
-      .backup_runs = distribute::ParameterServerStrategy(m.strategy).backup_workers() > 0};
+  const distribute::ScheduleOptions options{.commit = false,
+                                            .backup_runs = strategy.backup_workers() > 0};
   std::deque<std::pair<distribute::RemoteValue, int64_t>> running;  // with its batches
   std::map<std::string, double> logs;
   auto finish_oldest = [&] {

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "weft/distribute/cluster/local_ports.h"
-#include "weft/distribute/cluster/tf_config.h"
 #include "weft/distribute/parameter_server/parameter_server_strategy.h"
 #include "weft/nn/dense.h"
 #include "weft/nn/losses.h"
@@ -69,12 +68,7 @@ ClusterRun fit_on_a_cluster(int workers, const std::string& other = "",
   ClusterRun run;
   std::mutex mu;
   auto run_task = [&](const std::string& task) {
-    ds::ParameterServerOptions options;
-    options.coordination.token = "0123456789abcdef";
-    options.startup_timeout = std::chrono::seconds(30);
-    ds::ParameterServerStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver::from_json(
-                                             weft::testing::ps_tf_config(ports, task, workers, 1)),
-                                         options);
+    ds::ParameterServerStrategy strategy = weft::testing::ps_strategy(ports, task, workers, 1);
     RecordingModel model;
     {
       auto scope = strategy.scope();

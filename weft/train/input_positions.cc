@@ -73,7 +73,6 @@ PositionedInput::PositionedInput(MarkStore store, data::Dataset dataset,
 }
 
 data::Element PositionedInput::batch(const BatchPosition& where) {
-  std::lock_guard lock(mu_);
   // The batch just read, again (a backup run of another part of the same step).
   if (last_ && where.lineage == lineage_ && where.index == at_ - 1 &&
       where.digest == last_digest_) {

@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -63,6 +62,7 @@ class InputMarks {
 };
 
 // On a worker: its own reader of the dataset (the chief's), at the positions closures ask for.
+// One caller at a time (a worker runs one closure at a time; fit's TrainBatches holds a lock).
 class PositionedInput {
  public:
   PositionedInput(MarkStore store, data::Dataset dataset, std::optional<int64_t> steps_per_epoch);
@@ -75,7 +75,6 @@ class PositionedInput {
   const MarkStore store_;
   const data::Dataset dataset_;
   EpochReader reader_;  // its kept iterator
-  std::mutex mu_;       // closures may run side by side
   int64_t lineage_ = -1, at_ = 0;
   std::optional<data::Element> last_;  // the batch at at_ - 1, whose digest was checked
   int64_t last_digest_ = 0;
