@@ -90,6 +90,10 @@ GradientTape::~GradientTape() { remove_tape(state_.get()); }
 void GradientTape::watch(const Tensor& t) {
   WEFT_CHECK(t.defined(), InvalidArgument) << "GradientTape::watch: the tensor is undefined";
   if (!differentiable(t.dtype())) return;
+  if (t.parts()) {  // a DTensor: ops record its components
+    for (const Tensor& c : t.parts()->components()) watch(c);
+    return;
+  }
   bool fresh = state_->tracked.insert(t.id()).second;
   if (fresh && Variable::of(t).defined()) state_->variables.push_back(t);
 }
@@ -238,7 +242,8 @@ std::vector<Variable> GradientTape::watched_variables() const {
   std::vector<Variable> out;
   for (const Tensor& t : state_->variables) {
     Variable v = Variable::of(t);
-    if (v.defined()) out.push_back(v);  // a variable destroyed since is left out
+    // A variable destroyed since is left out; a DVariable's components name it once.
+    if (v.defined() && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
   }
   return out;
 }
@@ -264,6 +269,60 @@ std::vector<Tensor> GradientTape::backprop(const std::vector<Tensor>& targets,
                                            const std::vector<Tensor>& sources,
                                            const GradientReadyFn& on_ready,
                                            UnconnectedGradients unconnected) {
+  auto distributed = [](const Tensor& t) { return t.defined() && t.parts() != nullptr; };
+  if (std::none_of(targets.begin(), targets.end(), distributed) &&
+      std::none_of(sources.begin(), sources.end(), distributed)) {
+    return backprop_local(targets, seeds, sources, on_ready, unconnected);
+  }
+  // DTensors: the tape recorded their components' ops, so the backward pass runs from the
+  // targets' components, seeded block by block, to the sources' components.
+  std::vector<Tensor> flat_targets, flat_seeds, flat_sources;
+  for (size_t t = 0; t < targets.size(); ++t) {
+    if (!distributed(targets[t])) {
+      flat_targets.push_back(targets[t]);
+      flat_seeds.push_back(seeds[t]);
+      continue;
+    }
+    for (auto& [component, seed] : targets[t].parts()->seeds(seeds[t])) {
+      flat_targets.push_back(component);
+      flat_seeds.push_back(seed);
+    }
+  }
+  for (const Tensor& src : sources) {
+    if (!distributed(src)) {
+      flat_sources.push_back(src);
+      continue;
+    }
+    const std::vector<Tensor>& components = src.parts()->components();
+    flat_sources.insert(flat_sources.end(), components.begin(), components.end());
+  }
+  std::vector<Tensor> flat = backprop_local(flat_targets, flat_seeds, flat_sources,
+                                            GradientReadyFn(), UnconnectedGradients::kNone);
+  std::vector<Tensor> result;
+  size_t at = 0;
+  for (size_t j = 0; j < sources.size(); ++j) {
+    const Tensor& src = sources[j];
+    Tensor g;
+    if (distributed(src)) {
+      size_t n = src.parts()->components().size();
+      g = src.parts()->gradient(std::vector<Tensor>(flat.begin() + static_cast<ptrdiff_t>(at),
+                                                    flat.begin() + static_cast<ptrdiff_t>(at + n)));
+      at += n;
+    } else {
+      g = flat[at++];
+    }
+    if (!g.defined() && unconnected == UnconnectedGradients::kZero) g = zeros_like(src);
+    if (on_ready) on_ready(j, g);
+    result.push_back(std::move(g));
+  }
+  return result;
+}
+
+std::vector<Tensor> GradientTape::backprop_local(const std::vector<Tensor>& targets,
+                                                 const std::vector<Tensor>& seeds,
+                                                 const std::vector<Tensor>& sources,
+                                                 const GradientReadyFn& on_ready,
+                                                 UnconnectedGradients unconnected) {
   State& s = *state_;
   for (const Tensor& target : targets) {
     WEFT_CHECK(target.defined(), InvalidArgument)
@@ -375,6 +434,16 @@ std::vector<Tensor> GradientTape::backprop(const std::vector<Tensor>& targets,
 }
 
 Tensor stop_gradient(const Tensor& t) {
+  if (t.parts()) {
+    std::vector<Tensor> components;  // devices that shared a component still do
+    std::unordered_map<uint64_t, Tensor> done;
+    for (const Tensor& c : t.parts()->components()) {
+      auto [it, fresh] = done.try_emplace(c.id());
+      if (fresh) it->second = stop_gradient(c);
+      components.push_back(it->second);
+    }
+    return t.parts()->with_components(std::move(components));
+  }
   return Tensor::view(t, t.shape(), t.strides(), t.offset());
 }
 

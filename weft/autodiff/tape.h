@@ -104,6 +104,12 @@ class GradientTape {
   std::vector<Tensor> backprop(const std::vector<Tensor>& targets, const std::vector<Tensor>& seeds,
                                const std::vector<Tensor>& sources, const GradientReadyFn& on_ready,
                                UnconnectedGradients unconnected);
+  // backprop over tensors that are not DTensors.
+  std::vector<Tensor> backprop_local(const std::vector<Tensor>& targets,
+                                     const std::vector<Tensor>& seeds,
+                                     const std::vector<Tensor>& sources,
+                                     const GradientReadyFn& on_ready,
+                                     UnconnectedGradients unconnected);
   void check_usable(const char* what) const;
   void consume();
   std::unique_ptr<State> state_;

@@ -39,10 +39,19 @@ Variable Variable::create(const VariableArgs& args) {
   v.state_->trainable = args.trainable;
   v.state_->aggregation = args.aggregation;
   v.state_->constraint = args.constraint;
-  v.state_->value = Tensor::empty(args.initial_value.shape(), args.initial_value.dtype());
-  assign_into(v.state_->value, args.initial_value);
-  v.state_->value.impl()->trainable_variable = args.trainable;
-  v.state_->value.impl()->variable = v.state_;
+  const Tensor& init = args.initial_value;
+  v.state_->value =
+      init.parts() ? init.parts()->empty_like() : Tensor::empty(init.shape(), init.dtype());
+  assign_into(v.state_->value, init);
+  auto mark = [&](TensorImpl* impl) {
+    impl->trainable_variable = args.trainable;
+    impl->variable = v.state_;
+  };
+  mark(v.state_->value.impl());
+  // A DVariable's components are what ops (and so tapes) see.
+  if (const TensorParts* parts = v.state_->value.parts()) {
+    for (const Tensor& c : parts->components()) mark(c.impl());
+  }
   return v;
 }
 
@@ -172,7 +181,7 @@ void Variable::assign(const Tensor& v) {
   if (deferred(v.dtype() == dst.dtype() ? v : cast(v, dst.dtype()))) return;
   // A view of the variable itself (v.assign(transpose(v))) is copied first: writing in place
   // would read elements it has already overwritten.
-  assign_into(dst, v.storage() == dst.storage() ? copy(v) : v);
+  assign_into(dst, v.storage() == dst.storage() && v.storage() ? copy(v) : v);
   written();
 }
 

@@ -135,6 +135,16 @@ struct Printer {
 
 std::string Tensor::to_string() const {
   if (!defined()) return "Tensor(undefined)";
+  if (parts()) {
+    // TensorFlow prints a DTensor's components, one per device, with its layout.
+    std::string out = "DTensor(layout=\"" + parts()->describe() + "\", components=[";
+    const std::vector<Tensor>& components = parts()->components();
+    for (size_t i = 0; i < components.size(); ++i) {
+      out += (i ? ",\n" : "\n") + components[i].to_string();
+    }
+    return out + "], shape=" + shape_str(shape()) + ", dtype=" + std::string(dtype_name(dtype())) +
+           ")";
+  }
   std::vector<double> values = to_vector<double>();
   std::vector<std::string> cells = format_all(dtype(), values);
   std::vector<int64_t> strides = contiguous_strides(shape());

@@ -57,6 +57,7 @@ template Tensor Tensor::from_vector(const std::vector<double>&, const Shape&);
 
 Tensor Tensor::view(const Tensor& base, const Shape& shape, const Strides& strides,
                     int64_t offset) {
+  if (!base.storage()) base.no_storage("view");
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = base.storage();
   impl->offset = offset;
@@ -87,9 +88,23 @@ void Tensor::check_dtype(DType expected, const char* what) const {
       << "Tensor::" << what << ": tensor has dtype " << dtype() << ", requested " << expected;
 }
 
+void Tensor::no_storage(const char* what) const {
+  WEFT_FAIL(InvalidArgument)
+      << "Tensor::" << what << ": the tensor is a DTensor (layout " << impl_->parts->describe()
+      << "), whose values are in its components on the mesh's devices; an op that has no SPMD "
+         "rule cannot read it: relayout it to a replicated layout or read dtensor::unpack";
+  __builtin_unreachable();
+}
+
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   WEFT_CHECK(defined(), FailedPrecondition) << "Tensor::to_vector on an undefined tensor";
+  if (parts()) {
+    // A fully replicated DTensor reads as its value, as TensorFlow's numpy() does.
+    Tensor whole = parts()->replicated_value();
+    if (!whole.defined()) no_storage("to_vector");
+    return whole.to_vector<T>();
+  }
   std::vector<T> out;
   out.reserve(numel());
   dispatch_dtype(dtype(), [&]<typename S>() {

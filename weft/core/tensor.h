@@ -14,6 +14,7 @@
 #include <ostream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "weft/core/dtype.h"
@@ -32,8 +33,39 @@ struct Scalar {
       : value(static_cast<double>(v)), is_float(std::is_floating_point_v<T>) {}
 };
 
+class Tensor;
+
+// The parts of a tensor laid out over several devices (a DTensor, weft/dtensor/dtensor.h): its
+// storage is empty and its values are in one component per local device. Core, ops and autodiff
+// reach it through this door only; weft/dtensor implements it.
+class TensorParts {
+ public:
+  virtual ~TensorParts() = default;
+  // This client's components, one per local device in the mesh's order (several devices may share
+  // one component tensor when they hold the same block).
+  virtual const std::vector<Tensor>& components() const = 0;
+  // The layout's string (TensorFlow's form), for messages.
+  virtual std::string describe() const = 0;
+  // The whole value when every device holds all of it (after any pending sum is resolved), else
+  // an undefined tensor.
+  virtual Tensor replicated_value() const = 0;
+  // A tensor laid out as this one, made of `components` (same shapes and dtype): what an op that
+  // maps each component alone (stop_gradient) returns.
+  virtual Tensor with_components(std::vector<Tensor> components) const = 0;
+  // Fresh, uninitialised, contiguous components laid out as this tensor (its pending sums
+  // resolved): what a Variable made from it writes into.
+  virtual Tensor empty_like() const = 0;
+  // Autodiff (weft/autodiff/tape.cc). A tape records the ops on the components, so the gradient of
+  // a DTensor target starts from its components: `seeds` gives each distinct component and its
+  // seed, from the output gradient (undefined: ones), seeding each block of the global tensor
+  // once. `gradient` makes a source's gradient from its components' (aligned with components(),
+  // undefined where none reached), summing over the devices that hold the same block.
+  virtual std::vector<std::pair<Tensor, Tensor>> seeds(const Tensor& output_gradient) const = 0;
+  virtual Tensor gradient(const std::vector<Tensor>& component_gradients) const = 0;
+};
+
 struct TensorImpl {
-  std::shared_ptr<Storage> storage;
+  std::shared_ptr<Storage> storage;  // null for a DTensor
   int64_t offset = 0;
   Shape shape;
   Strides strides;
@@ -44,6 +76,8 @@ struct TensorImpl {
   // The mask a Keras layer attached to this tensor (weft/nn/layer.h's keras_mask); ops do not
   // carry it to their outputs.
   std::shared_ptr<TensorImpl> keras_mask;
+  // Set for a DTensor, whose storage is null: its layout and components.
+  std::shared_ptr<const TensorParts> parts;
 };
 
 class Tensor {
@@ -75,17 +109,21 @@ class Tensor {
   int64_t offset() const { return impl_->offset; }
   bool is_contiguous() const;
   uint64_t id() const { return impl_->id; }
-  Device device() const { return impl_->storage->device(); }
+  Device device() const { return impl_->storage ? impl_->storage->device() : Device{}; }
   const std::shared_ptr<Storage>& storage() const { return impl_->storage; }
   bool is_trainable_variable() const { return impl_->trainable_variable; }
+  // A DTensor's layout and components (weft/dtensor/dtensor.h), or null for a local tensor.
+  const TensorParts* parts() const { return impl_->parts.get(); }
 
   // Pointer to element 0 of this view. T must match the dtype.
   template <typename T>
   T* data() const {
     check_dtype(dtype_of<std::remove_const_t<T>>(), "data");
+    if (!impl_->storage) no_storage("data");
     return static_cast<T*>(impl_->storage->data()) + impl_->offset;
   }
   void* raw_data() const {
+    if (!impl_->storage) no_storage("raw_data");
     return static_cast<char*>(impl_->storage->data()) + impl_->offset * dtype_size(dtype());
   }
   // The single element of a one-element tensor, converted to T.
@@ -104,6 +142,8 @@ class Tensor {
 
  private:
   void check_dtype(DType expected, const char* what) const;
+  // A DTensor's values are in its components: InvalidArgument naming its layout.
+  [[noreturn]] void no_storage(const char* what) const;
   std::shared_ptr<TensorImpl> impl_;
 };
 

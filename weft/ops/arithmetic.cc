@@ -4,6 +4,7 @@
 // (The unary ops are in elementwise.cc: apart, each file compiles in half the time.)
 #include <cmath>
 
+#include "weft/core/op_scope.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/internal/elementwise_kernel.h"
@@ -21,6 +22,8 @@ using ops::internal::scalar_like;
 // ---- binary ------------------------------------------------------------------------------------
 
 Tensor add(const Tensor& a, const Tensor& b) {
+  OpScope op("add", a, b);
+  if (op.spmd()) return op.elementwise({a, b}, [](const SpmdArgs& c) { return add(c[0], c[1]); });
   DType t = arith_dtype("add", a, b);
   Tensor out = binary_kernel("add", a, b, t, [](auto u, auto v) { return u + v; });
   record_binary("add", a, b, out, [](const Tensor& g) { return std::pair{g, g}; });
@@ -28,6 +31,8 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
+  OpScope op("sub", a, b);
+  if (op.spmd()) return op.elementwise({a, b}, [](const SpmdArgs& c) { return sub(c[0], c[1]); });
   DType t = arith_dtype("sub", a, b);
   WEFT_CHECK(t != kBool, InvalidArgument) << "sub: not defined for bool tensors";
   Tensor out = binary_kernel("sub", a, b, t, [](auto u, auto v) { return u - v; });
@@ -36,6 +41,8 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
+  OpScope op("mul", a, b);
+  if (op.spmd()) return op.elementwise({a, b}, [](const SpmdArgs& c) { return mul(c[0], c[1]); });
   DType t = arith_dtype("mul", a, b);
   Tensor out = binary_kernel("mul", a, b, t, [](auto u, auto v) { return u * v; });
   record_binary("mul", a, b, out, [a, b](const Tensor& g) {
@@ -45,6 +52,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
+  OpScope op("div", a, b);
+  if (op.spmd()) return op.elementwise({a, b}, [](const SpmdArgs& c) { return div(c[0], c[1]); });
   DType t = arith_dtype("div", a, b);
   if (!is_floating(t)) t = kFloat64;
   Tensor out = binary_kernel<ops::internal::Dtypes::kFloats>("div", a, b, t,
@@ -56,6 +65,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 Tensor pow(const Tensor& a, const Tensor& b) {
+  OpScope op("pow", a, b);
+  if (op.spmd()) return op.elementwise({a, b}, [](const SpmdArgs& c) { return pow(c[0], c[1]); });
   DType t = arith_dtype("pow", a, b);
   Tensor out = binary_kernel("pow", a, b, t, [](auto u, auto v) {
     using C = decltype(u);
@@ -72,6 +83,9 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 }
 
 Tensor maximum(const Tensor& a, const Tensor& b) {
+  OpScope op("maximum", a, b);
+  if (op.spmd())
+    return op.elementwise({a, b}, [](const SpmdArgs& c) { return maximum(c[0], c[1]); });
   DType t = arith_dtype("maximum", a, b);
   Tensor out = binary_kernel("maximum", a, b, t, [](auto u, auto v) {
     return (u >= v || u != u) ? u : v;  // NaN propagates, as np.maximum
@@ -85,6 +99,9 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 }
 
 Tensor minimum(const Tensor& a, const Tensor& b) {
+  OpScope op("minimum", a, b);
+  if (op.spmd())
+    return op.elementwise({a, b}, [](const SpmdArgs& c) { return minimum(c[0], c[1]); });
   DType t = arith_dtype("minimum", a, b);
   Tensor out =
       binary_kernel("minimum", a, b, t, [](auto u, auto v) { return (u <= v || u != u) ? u : v; });

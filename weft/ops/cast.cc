@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/op_scope.h"
 #include "weft/ops/internal/loop.h"
 #include "weft/ops/reduce.h"
 
@@ -21,6 +22,15 @@ D convert(S s) {
 }  // namespace
 
 void assign_into(const Tensor& dst, const Tensor& src) {
+  OpScope op("assign", dst, src);
+  if (op.spmd()) {
+    op.run({SpmdRule::Kind::kAssign}, {dst, src}, [](const SpmdArgs& c) {
+      // A view of the destination itself is copied first, as Variable::assign does.
+      assign_into(c[0], c[1].storage() == c[0].storage() ? copy(c[1]) : c[1]);
+      return Tensor();
+    });
+    return;
+  }
   WEFT_CHECK(broadcast_shapes("assign", dst.shape(), src.shape()) == dst.shape(), InvalidArgument)
       << "assign: a value of shape " << shape_str(src.shape())
       << " does not broadcast to the destination shape " << shape_str(dst.shape());
@@ -47,6 +57,9 @@ void assign_into(const Tensor& dst, const Tensor& src) {
 Tensor cast(const Tensor& x, DType dtype) {
   WEFT_CHECK(x.defined(), InvalidArgument) << "cast: the input tensor is undefined";
   if (x.dtype() == dtype) return x;
+  OpScope op("cast", x);
+  if (op.spmd())
+    return op.elementwise({x}, [dtype](const SpmdArgs& c) { return cast(c[0], dtype); });
   Tensor out = Tensor::empty(x.shape(), dtype);
   assign_into(out, x);
   if (autodiff::is_recording() && is_floating(dtype)) {
@@ -62,6 +75,8 @@ Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : copy(x); }
 
 Tensor copy(const Tensor& x) {
   WEFT_CHECK(x.defined(), InvalidArgument) << "copy: the input tensor is undefined";
+  OpScope op("copy", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return copy(c[0]); });
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   assign_into(out, x);
   if (autodiff::is_recording()) {

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/op_scope.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
@@ -42,6 +43,11 @@ struct LessEqual {
 template <typename F>
 Tensor compare(const char* op, const Tensor& a, const Tensor& b, F f, bool swap = false,
                bool negate = false) {
+  OpScope scope(op, a, b);
+  if (scope.spmd()) {
+    return scope.elementwise(
+        {a, b}, [&](const SpmdArgs& c) { return compare(op, c[0], c[1], f, swap, negate); });
+  }
   WEFT_CHECK(a.defined() && b.defined(), InvalidArgument) << op << ": an input is undefined";
   Shape shape = broadcast_shapes(op, a.shape(), b.shape());
   DType t = promote_types(a.dtype(), b.dtype());
@@ -79,6 +85,10 @@ Tensor compare(const char* op, const Tensor& a, const Tensor& b, F f, bool swap 
 // not one per dtype.
 template <typename F>
 Tensor logical(const char* op, const Tensor& a, const Tensor& b, F f) {
+  OpScope scope(op, a, b);
+  if (scope.spmd()) {
+    return scope.elementwise({a, b}, [&](const SpmdArgs& c) { return logical(op, c[0], c[1], f); });
+  }
   WEFT_CHECK(a.defined() && b.defined(), InvalidArgument) << op << ": an input is undefined";
   Shape shape = broadcast_shapes(op, a.shape(), b.shape());
   Tensor x = cast(a, kBool), y = cast(b, kBool);
@@ -129,6 +139,10 @@ Tensor logical_xor(const Tensor& a, const Tensor& b) {
 Tensor logical_not(const Tensor& x) { return equal(x, zeros({}, x.dtype())); }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  OpScope op("where", cond, a, b);
+  if (op.spmd()) {
+    return op.elementwise({cond, a, b}, [](const SpmdArgs& c) { return where(c[0], c[1], c[2]); });
+  }
   WEFT_CHECK(cond.defined() && a.defined() && b.defined(), InvalidArgument)
       << "where: an input is undefined";
   Shape shape =

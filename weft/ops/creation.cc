@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "weft/core/op_scope.h"
 #include "weft/ops/cast.h"
 
 namespace weft {
@@ -13,9 +14,14 @@ Tensor full(const Shape& shape, Scalar value, DType dtype) {
 }
 Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0, dtype); }
 Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1, dtype); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
-Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
-Tensor full_like(const Tensor& t, Scalar value) { return full(t.shape(), value, t.dtype()); }
+Tensor zeros_like(const Tensor& t) { return full_like(t, 0); }
+Tensor ones_like(const Tensor& t) { return full_like(t, 1); }
+Tensor full_like(const Tensor& t, Scalar value) {
+  OpScope op("full_like", t);
+  if (op.spmd())
+    return op.elementwise({t}, [value](const SpmdArgs& c) { return full_like(c[0], value); });
+  return full(t.shape(), value, t.dtype());
+}
 
 Tensor arange(Scalar start, Scalar stop, Scalar step, DType dtype) {
   WEFT_CHECK(step.value != 0, InvalidArgument) << "arange: step must be nonzero";

@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/op_scope.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/internal/elementwise_kernel.h"
 
@@ -40,6 +41,8 @@ Tensor relu_grad(const Tensor& x, const Tensor& g) {
 // ---- unary -------------------------------------------------------------------------------------
 
 Tensor neg(const Tensor& x) {
+  OpScope op("neg", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return neg(c[0]); });
   check_defined("neg", x);
   WEFT_CHECK(x.dtype() != kBool, InvalidArgument) << "neg: not defined for bool tensors";
   Tensor out = unary_kernel(x, x.dtype(), [](auto v) { return -v; });
@@ -48,6 +51,8 @@ Tensor neg(const Tensor& x) {
 }
 
 Tensor abs(const Tensor& x) {
+  OpScope op("abs", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return abs(c[0]); });
   check_defined("abs", x);
   Tensor out = unary_kernel(x, x.dtype(), [](auto v) {
     if constexpr (std::is_same_v<decltype(v), bool>) {
@@ -61,6 +66,8 @@ Tensor abs(const Tensor& x) {
 }
 
 Tensor exp(const Tensor& x) {
+  OpScope op("exp", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return exp(c[0]); });
   check_defined("exp", x);
   Tensor out = float_kernel(x, [](auto v) { return std::exp(v); });
   record_unary("exp", x, out, [out](const Tensor& g) { return mul(g, out); });
@@ -68,6 +75,8 @@ Tensor exp(const Tensor& x) {
 }
 
 Tensor log(const Tensor& x) {
+  OpScope op("log", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return log(c[0]); });
   check_defined("log", x);
   Tensor out = float_kernel(x, [](auto v) { return std::log(v); });
   record_unary("log", x, out, [x](const Tensor& g) { return div(g, x); });
@@ -75,6 +84,8 @@ Tensor log(const Tensor& x) {
 }
 
 Tensor sqrt(const Tensor& x) {
+  OpScope op("sqrt", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return sqrt(c[0]); });
   check_defined("sqrt", x);
   Tensor out = float_kernel(x, [](auto v) { return std::sqrt(v); });
   record_unary("sqrt", x, out, [out](const Tensor& g) { return div(g, mul(out, 2.0)); });
@@ -82,6 +93,8 @@ Tensor sqrt(const Tensor& x) {
 }
 
 Tensor rsqrt(const Tensor& x) {
+  OpScope op("rsqrt", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return rsqrt(c[0]); });
   check_defined("rsqrt", x);
   Tensor out = float_kernel(x, [](auto v) {
     using C = decltype(v);
@@ -93,6 +106,8 @@ Tensor rsqrt(const Tensor& x) {
 }
 
 Tensor square(const Tensor& x) {
+  OpScope op("square", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return square(c[0]); });
   check_defined("square", x);
   Tensor out = unary_kernel(x, x.dtype(), [](auto v) { return v * v; });
   record_unary("square", x, out, [x](const Tensor& g) { return mul(g, mul(x, 2.0)); });
@@ -100,6 +115,8 @@ Tensor square(const Tensor& x) {
 }
 
 Tensor tanh(const Tensor& x) {
+  OpScope op("tanh", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return tanh(c[0]); });
   check_defined("tanh", x);
   Tensor out = float_kernel(x, [](auto v) { return std::tanh(v); });
   record_unary("tanh", x, out, [out](const Tensor& g) { return mul(g, sub(1.0, square(out))); });
@@ -107,6 +124,8 @@ Tensor tanh(const Tensor& x) {
 }
 
 Tensor sigmoid(const Tensor& x) {
+  OpScope op("sigmoid", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return sigmoid(c[0]); });
   check_defined("sigmoid", x);
   Tensor out = float_kernel(x, [](auto v) {
     using C = decltype(v);
@@ -118,6 +137,8 @@ Tensor sigmoid(const Tensor& x) {
 }
 
 Tensor relu(const Tensor& x) {
+  OpScope op("relu", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return relu(c[0]); });
   check_defined("relu", x);
   // NaN stays NaN (v != v), as in maximum(x, 0), NumPy and PyTorch: a NaN is never hidden.
   Tensor out =
@@ -127,6 +148,8 @@ Tensor relu(const Tensor& x) {
 }
 
 Tensor erf(const Tensor& x) {
+  OpScope op("erf", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return erf(c[0]); });
   check_defined("erf", x);
   Tensor out = float_kernel(x, [](auto v) { return std::erf(v); });
   record_unary("erf", x, out, [x](const Tensor& g) {
@@ -136,6 +159,8 @@ Tensor erf(const Tensor& x) {
 }
 
 Tensor gelu(const Tensor& x) {
+  OpScope op("gelu", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return gelu(c[0]); });
   check_defined("gelu", x);
   Tensor out = float_kernel(x, [](auto v) {
     using C = decltype(v);
@@ -151,6 +176,8 @@ Tensor gelu(const Tensor& x) {
 }
 
 Tensor sin(const Tensor& x) {
+  OpScope op("sin", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return sin(c[0]); });
   check_defined("sin", x);
   Tensor out = float_kernel(x, [](auto v) { return std::sin(v); });
   record_unary("sin", x, out, [x](const Tensor& g) { return mul(g, cos(x)); });
@@ -158,6 +185,8 @@ Tensor sin(const Tensor& x) {
 }
 
 Tensor cos(const Tensor& x) {
+  OpScope op("cos", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return cos(c[0]); });
   check_defined("cos", x);
   Tensor out = float_kernel(x, [](auto v) { return std::cos(v); });
   record_unary("cos", x, out, [x](const Tensor& g) { return mul(g, neg(sin(x))); });
@@ -165,6 +194,8 @@ Tensor cos(const Tensor& x) {
 }
 
 Tensor sign(const Tensor& x) {
+  OpScope op("sign", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return sign(c[0]); });
   check_defined("sign", x);
   Tensor out = unary_kernel(x, x.dtype(), [](auto v) {
     using C = decltype(v);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/op_scope.h"
 #include "weft/core/parallel.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/onednn/onednn.h"
@@ -152,6 +153,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
     if (a.rank() == 1) out = squeeze(out, {-2});
     if (b.rank() == 1) out = squeeze(out, {-1});
     return out;
+  }
+  OpScope op("matmul", a, b);
+  if (op.spmd()) {
+    return op.run({SpmdRule::Kind::kMatmul, ta, tb}, {a, b},
+                  [ta, tb](const SpmdArgs& c) { return matmul(c[0], c[1], ta, tb); });
   }
   Tensor out = matmul_2d_plus(a, b, ta, tb);
   if (autodiff::is_recording() && is_floating(out.dtype())) {

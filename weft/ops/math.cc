@@ -9,6 +9,7 @@
 #include <numeric>
 #include <type_traits>
 
+#include "weft/core/op_scope.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/internal/elementwise_kernel.h"
@@ -39,6 +40,11 @@ template <typename F>
 Tensor unary_float(
     const char* op, const Tensor& x, F f,
     std::function<Tensor(const Tensor& x, const Tensor& out, const Tensor& g)> grad) {
+  OpScope scope(op, x);
+  if (scope.spmd()) {
+    return scope.elementwise({x},
+                             [&](const SpmdArgs& c) { return unary_float(op, c[0], f, grad); });
+  }
   check_defined(op, x);
   Tensor out = float_kernel(x, f);
   record_unary(op, x, out,
@@ -51,6 +57,9 @@ Tensor zero_grad(const Tensor&, const Tensor&, const Tensor& g) { return zeros_l
 // A predicate of each element: a bool tensor, no gradient.
 template <typename F>
 Tensor predicate(const char* op, const Tensor& x, F f) {
+  OpScope scope(op, x);
+  if (scope.spmd())
+    return scope.elementwise({x}, [&](const SpmdArgs& c) { return predicate(op, c[0], f); });
   check_defined(op, x);
   return unary_kernel<Dtypes::kAll, /*kToBool=*/true>(x, x.dtype(), f);
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/op_scope.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
@@ -12,12 +13,27 @@
 #include "weft/ops/shape_ops.h"
 
 namespace weft {
+namespace {
+
+// softmax's SPMD rule: the class axis whole on each device.
+SpmdRule along_axis(int64_t axis) {
+  SpmdRule rule{SpmdRule::Kind::kAlongAxis};
+  rule.axes = {axis};
+  return rule;
+}
+
+}  // namespace
 
 Tensor log_softmax(const Tensor& logits, int64_t axis) {
   WEFT_CHECK(logits.defined(), InvalidArgument) << "log_softmax: logits are undefined";
   WEFT_CHECK(is_floating(logits.dtype()), InvalidArgument)
       << "log_softmax: logits must be floating point, got " << logits.dtype();
   axis = normalize_axis("log_softmax", axis, logits.rank());
+  OpScope op("log_softmax", logits);
+  if (op.spmd()) {
+    return op.run(along_axis(axis), {logits},
+                  [axis](const SpmdArgs& c) { return log_softmax(c[0], axis); });
+  }
   // Shift by the (constant) maximum before taking logsumexp: x - max is exact near the maximum,
   // whereas x - logsumexp(x) rounds at the scale of |x| (1e-4 off for float32 logits of 1000).
   Tensor m = stop_gradient(max(logits, {axis}, true));
@@ -71,6 +87,11 @@ Tensor softmax(const Tensor& logits, int64_t axis) {
   WEFT_CHECK(is_floating(logits.dtype()), InvalidArgument)
       << "softmax: logits must be floating point, got " << logits.dtype();
   axis = normalize_axis("softmax", axis, logits.rank());
+  OpScope op("softmax", logits);
+  if (op.spmd()) {
+    return op.run(along_axis(axis), {logits},
+                  [axis](const SpmdArgs& c) { return softmax(c[0], axis); });
+  }
   const DType t = logits.dtype();
   if (axis == logits.rank() - 1 && (t == kFloat32 || t == kBFloat16) && onednn::supports(t)) {
     return fused_softmax(logits);
@@ -81,6 +102,12 @@ Tensor softmax(const Tensor& logits, int64_t axis) {
 Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {
   constexpr const char* kOp = "sparse_softmax_cross_entropy_with_logits";
   WEFT_CHECK(labels.defined() && logits.defined(), InvalidArgument) << kOp << ": undefined input";
+  OpScope op(kOp, labels, logits);
+  if (op.spmd()) {
+    return op.run({SpmdRule::Kind::kSparseCrossEntropy}, {labels, logits}, [](const SpmdArgs& c) {
+      return sparse_softmax_cross_entropy_with_logits(c[0], c[1]);
+    });
+  }
   WEFT_CHECK(logits.rank() >= 1 && is_floating(logits.dtype()), InvalidArgument)
       << kOp << ": logits must be floating point with rank >= 1, got " << logits.dtype() << " "
       << shape_str(logits.shape());

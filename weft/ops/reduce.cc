@@ -7,6 +7,7 @@
 
 #include "weft/autodiff/tape.h"
 #include "weft/core/isa.h"
+#include "weft/core/op_scope.h"
 #include "weft/core/parallel.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
@@ -268,6 +269,17 @@ Tensor expand_to(const Tensor& g, const Tensor& x, const std::vector<bool>& mask
   return broadcast_to(reshape(g, reduced_shape(x, mask, true)), x.shape());
 }
 
+// The SPMD rule of a reduction over the axes `mask` marks.
+SpmdRule reduce_rule(const std::vector<bool>& mask, bool keepdims, SpmdRule::Reduce reduce) {
+  SpmdRule rule{SpmdRule::Kind::kReduce};
+  for (size_t a = 0; a < mask.size(); ++a) {
+    if (mask[a]) rule.axes.push_back(static_cast<int64_t>(a));
+  }
+  rule.keepdims = keepdims;
+  rule.reduce = reduce;
+  return rule;
+}
+
 Tensor count_reduced(const Tensor& x, const std::vector<bool>& mask) {
   int64_t n = 1;
   for (int64_t i = 0; i < x.rank(); ++i) n *= mask[i] ? x.shape()[i] : 1;
@@ -277,6 +289,13 @@ Tensor count_reduced(const Tensor& x, const std::vector<bool>& mask) {
 Tensor max_or_min(const char* op, Kind kind, const Tensor& x, const Axes& axes, bool keepdims) {
   WEFT_CHECK(x.defined(), InvalidArgument) << op << ": the input is undefined";
   auto mask = reduced_mask(op, x, axes);
+  OpScope scope(op, x);
+  if (scope.spmd()) {
+    return scope.run(
+        reduce_rule(mask, keepdims,
+                    kind == Kind::kMax ? SpmdRule::Reduce::kMax : SpmdRule::Reduce::kMin),
+        {x}, [&](const SpmdArgs& c) { return max_or_min(op, kind, c[0], axes, keepdims); });
+  }
   Tensor out = reduce(op, kind, x, mask, keepdims);
   if (autodiff::is_recording() && is_floating(x.dtype())) {
     autodiff::record(op, {x}, {out}, [x, out, mask](const autodiff::Grads& g) {
@@ -306,6 +325,14 @@ Tensor prod_of_others(const Tensor& x, const std::vector<bool>& mask) {
 Tensor arg_reduce(const char* op, const Tensor& x, int64_t axis, bool largest) {
   WEFT_CHECK(x.defined(), InvalidArgument) << op << ": the input is undefined";
   axis = normalize_axis(op, axis, x.rank());
+  OpScope scope(op, x);
+  if (scope.spmd()) {
+    SpmdRule rule{SpmdRule::Kind::kAlongAxis};
+    rule.axes = {axis};
+    rule.drop_axes = true;
+    return scope.run(rule, {x},
+                     [&](const SpmdArgs& c) { return arg_reduce(op, c[0], axis, largest); });
+  }
   int64_t n = x.shape()[axis];
   WEFT_CHECK(n > 0, InvalidArgument)
       << op << ": axis " << axis << " of shape " << shape_str(x.shape()) << " is empty";
@@ -346,6 +373,11 @@ Tensor arg_reduce(const char* op, const Tensor& x, int64_t axis, bool largest) {
 Tensor sum(const Tensor& x, const Axes& axes, bool keepdims) {
   WEFT_CHECK(x.defined(), InvalidArgument) << "sum: the input is undefined";
   auto mask = reduced_mask("sum", x, axes);
+  OpScope op("sum", x);
+  if (op.spmd()) {
+    return op.run(reduce_rule(mask, keepdims, SpmdRule::Reduce::kSum), {x},
+                  [&](const SpmdArgs& c) { return sum(c[0], axes, keepdims); });
+  }
   Tensor out = reduce("sum", Kind::kSum, x, mask, keepdims);
   if (autodiff::is_recording() && is_floating(x.dtype())) {
     autodiff::record("sum", {x}, {out}, [x, mask](const autodiff::Grads& g) {

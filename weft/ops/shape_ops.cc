@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/op_scope.h"
 #include "weft/core/parallel.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
@@ -126,6 +127,12 @@ Tensor slice_grad(const Tensor& g, const Shape& shape, const std::vector<Slice>&
 Tensor reshape(const Tensor& x, const Shape& shape) {
   check_defined("reshape", x);
   Shape target = infer_shape(x, shape);
+  OpScope op("reshape", x);
+  if (op.spmd()) {
+    SpmdRule rule{SpmdRule::Kind::kReshape};
+    rule.shape = target;
+    return op.run(rule, {x}, [](const SpmdArgs& c) { return reshape(c[0], c.local_shape); });
+  }
   Tensor out;
   if (auto strides = view_strides(x, target)) {
     out = Tensor::view(x, target, *strides, x.offset());

@@ -1,0 +1,298 @@
+// DTensors in one process: pack/unpack, relayout between every pair of layouts, each SPMD rule on
+// every layout of its operands on 1-D and 2-D meshes against the one-device result, gradients
+// through a tape, DVariables, and the errors that name the op and the layouts.
+#include "weft/dtensor/dtensor.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "weft/autodiff/tape.h"
+#include "weft/core/config.h"
+#include "weft/core/errors.h"
+#include "weft/ops/cast.h"
+#include "weft/ops/creation.h"
+#include "weft/ops/elementwise.h"
+#include "weft/ops/linalg.h"
+#include "weft/ops/nn.h"
+#include "weft/ops/random.h"
+#include "weft/ops/reduce.h"
+#include "weft/ops/shape_ops.h"
+
+namespace weft::dtensor {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+class DTensorValues : public ::testing::Test {
+ protected:
+  void SetUp() override { config::set_logical_cpu_devices(8); }
+  void TearDown() override { config::set_logical_cpu_devices(previous_); }
+  int previous_ = config::logical_cpu_devices();
+};
+
+Tensor uniform(const Shape& shape, int64_t seed) {
+  return stateless_random_uniform(shape, {seed, 7}, -1.0, 1.0);
+}
+
+// Every layout of a rank-`rank` tensor on `mesh` (each axis unsharded or one mesh dimension, each
+// dimension once).
+std::vector<Layout> all_layouts(const Mesh& mesh, int rank) {
+  std::vector<std::vector<std::string>> specs{{}};
+  for (int a = 0; a < rank; ++a) {
+    std::vector<std::vector<std::string>> next;
+    for (const auto& s : specs) {
+      std::vector<std::string> options{kUnsharded};
+      for (const std::string& d : mesh.dim_names()) options.push_back(d);
+      for (const std::string& o : options) {
+        if (o != kUnsharded && std::find(s.begin(), s.end(), o) != s.end()) continue;
+        auto t = s;
+        t.push_back(o);
+        next.push_back(t);
+      }
+    }
+    specs = next;
+  }
+  std::vector<Layout> out;
+  for (const auto& s : specs) out.emplace_back(s, mesh);
+  return out;
+}
+
+// The global value of a DTensor, gathered.
+std::vector<float> global_values(const Tensor& t) {
+  return relayout(t, Layout::replicated(fetch_layout(t).mesh(), static_cast<int>(t.rank())))
+      .to_vector<float>();
+}
+
+void expect_near(const std::vector<float>& got, const std::vector<float>& want, double rel,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], rel * std::max(1.0, std::abs(static_cast<double>(want[i]))))
+        << what << " at " << i;
+  }
+}
+
+std::vector<Mesh> meshes() {
+  return {create_mesh({{"x", 8}}), create_mesh({{"x", 2}, {"y", 4}}),
+          create_mesh({{"x", 4}, {"y", 2}})};
+}
+
+TEST_F(DTensorValues, PackUnpackAndTheLayoutOfADTensor) {
+  Mesh mesh = create_mesh({{"batch", 2}, {"model", 4}});
+  Layout layout({"batch", kUnsharded}, mesh);
+  Tensor x = uniform({8, 3}, 1);
+  std::vector<Tensor> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(slice(x, {Slice{(i / 4) * 4, (i / 4) * 4 + 4}}));
+  Tensor d = pack(blocks, layout);
+  EXPECT_TRUE(is_dtensor(d));
+  EXPECT_FALSE(is_dtensor(x));
+  EXPECT_EQ(fetch_layout(d), layout);
+  EXPECT_EQ(d.shape(), (Shape{8, 3}));
+  std::vector<Tensor> back = unpack(d);
+  ASSERT_EQ(back.size(), 8u);
+  EXPECT_EQ(back[5].to_vector<float>(), blocks[5].to_vector<float>());
+  EXPECT_EQ(global_values(d), x.to_vector<float>());
+  // A sharded DTensor's values are not one array here: reading them names its layout.
+  EXPECT_THAT([&] { d.to_vector<float>(); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("sharding_specs:batch,unsharded")));
+  EXPECT_THAT([&] { (void)d.data<float>(); }, ThrowsMessage<InvalidArgument>(HasSubstr("DTensor")));
+  // A replicated one reads as its value.
+  Tensor r = copy_to_mesh(x, Layout::replicated(mesh, 2));
+  EXPECT_EQ(r.to_vector<float>(), x.to_vector<float>());
+  EXPECT_THAT([&] { pack({x}, layout); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("1 components")));
+  EXPECT_THAT([&] { fetch_layout(x); }, ThrowsMessage<InvalidArgument>(HasSubstr("not a DTensor")));
+}
+
+TEST_F(DTensorValues, RelayoutMovesBetweenEveryPairOfLayouts) {
+  Tensor x = uniform({8, 16}, 2);
+  for (const Mesh& mesh : meshes()) {
+    std::vector<Layout> layouts = all_layouts(mesh, 2);
+    for (const Layout& from : layouts) {
+      Tensor d = copy_to_mesh(x, from);
+      for (const Layout& to : layouts) {
+        Tensor moved = relayout(d, to);
+        ASSERT_EQ(fetch_layout(moved), to);
+        // Each device's component is its block of x.
+        std::vector<Tensor> components = unpack(moved);
+        for (size_t i = 0; i < components.size(); ++i) {
+          std::vector<int64_t> at = to.offsets(x.shape(), mesh.local_device_ids()[i]);
+          Shape local = to.local_shape(x.shape());
+          Tensor want = slice(x, {Slice{at[0], at[0] + local[0]}, Slice{at[1], at[1] + local[1]}});
+          ASSERT_EQ(components[i].to_vector<float>(), want.to_vector<float>())
+              << from.to_string() << " -> " << to.to_string() << " device " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(DTensorValues, ElementwiseOpsOnEveryLayoutGiveTheOneDeviceResult) {
+  Tensor a = uniform({8, 16}, 3), b = uniform({16}, 4);
+  std::vector<float> want = relu(sub(mul(a, b), exp(a))).to_vector<float>();
+  for (const Mesh& mesh : meshes()) {
+    for (const Layout& la : all_layouts(mesh, 2)) {
+      for (const Layout& lb : all_layouts(mesh, 1)) {
+        Tensor da = copy_to_mesh(a, la), db = copy_to_mesh(b, lb);
+        Tensor got = relu(sub(mul(da, db), exp(da)));
+        ASSERT_TRUE(is_dtensor(got));
+        // Elementwise results are bit-identical: each element is computed as on one device.
+        ASSERT_EQ(global_values(got), want) << la.to_string() << " " << lb.to_string();
+      }
+    }
+  }
+}
+
+TEST_F(DTensorValues, MatmulOnEveryLayoutGivesTheOneDeviceResult) {
+  Tensor a = uniform({8, 16}, 5), b = uniform({16, 8}, 6);
+  std::vector<float> want = matmul(a, b).to_vector<float>();
+  std::vector<float> want_t = matmul(b, a, true, true).to_vector<float>();
+  for (const Mesh& mesh : meshes()) {
+    for (const Layout& la : all_layouts(mesh, 2)) {
+      for (const Layout& lb : all_layouts(mesh, 2)) {
+        Tensor da = copy_to_mesh(a, la), db = copy_to_mesh(b, lb);
+        const std::string& ka = la.sharding_specs()[1];
+        const std::string& kb = lb.sharding_specs()[0];
+        if (ka != kUnsharded && kb != kUnsharded && ka != kb) {
+          // Contracting axes on different mesh dimensions: named, with both layouts.
+          EXPECT_THAT([&] { matmul(da, db); }, ThrowsMessage<InvalidArgument>(AllOf(
+                                                   HasSubstr("matmul"), HasSubstr(la.to_string()),
+                                                   HasSubstr(lb.to_string()))));
+          continue;
+        }
+        expect_near(global_values(matmul(da, db)), want, 1e-6,
+                    la.to_string() + " x " + lb.to_string());
+        expect_near(global_values(matmul(db, da, true, true)), want_t, 1e-6,
+                    "transposed " + la.to_string() + " x " + lb.to_string());
+      }
+    }
+  }
+}
+
+TEST_F(DTensorValues, ReductionsSoftmaxAndReshapeOnEveryLayout) {
+  Tensor x = uniform({8, 16}, 8);
+  Tensor labels = cast(mul(add(uniform({8}, 9), 1.0), 7.9), kInt64);
+  std::vector<float> sum0 = sum(x, {0}).to_vector<float>(), sum_all = sum(x).to_vector<float>();
+  std::vector<float> max1 = max(x, {1}, true).to_vector<float>();
+  std::vector<float> mean_all = mean(x).to_vector<float>();
+  std::vector<float> soft = softmax(x).to_vector<float>(),
+                     logsoft = log_softmax(x, 0).to_vector<float>();
+  std::vector<float> xent = sparse_softmax_cross_entropy_with_logits(labels, x).to_vector<float>();
+  std::vector<int64_t> arg = argmax(x, 1).to_vector<int64_t>();
+  std::vector<float> reshaped = reshape(x, {8, 4, 4}).to_vector<float>();
+  for (const Mesh& mesh : meshes()) {
+    for (const Layout& lx : all_layouts(mesh, 2)) {
+      Tensor d = copy_to_mesh(x, lx);
+      const std::string what = lx.to_string();
+      expect_near(global_values(sum(d, {0})), sum0, 1e-6, "sum0 " + what);
+      expect_near(sum(d).to_vector<float>(), sum_all, 1e-6, "sum " + what);
+      expect_near(global_values(max(d, {1}, true)), max1, 0, "max " + what);
+      expect_near(mean(d).to_vector<float>(), mean_all, 1e-6, "mean " + what);
+      expect_near(global_values(softmax(d)), soft, 0, "softmax " + what);
+      expect_near(global_values(log_softmax(d, 0)), logsoft, 0, "log_softmax " + what);
+      for (const Layout& ll : all_layouts(mesh, 1)) {
+        Tensor dl = copy_to_mesh(labels, ll);
+        expect_near(global_values(sparse_softmax_cross_entropy_with_logits(dl, d)), xent, 0,
+                    "xent " + what + " " + ll.to_string());
+      }
+      Tensor a = argmax(d, 1);
+      EXPECT_EQ(relayout(a, Layout::replicated(mesh, 1)).to_vector<int64_t>(), arg) << what;
+      Tensor r = reshape(d, {8, 4, 4});
+      EXPECT_EQ(fetch_layout(r).sharding_specs()[0], lx.sharding_specs()[0]) << what;
+      EXPECT_EQ(global_values(r), reshaped) << what;
+    }
+  }
+}
+
+// The tutorial's model on a mesh: its loss and every gradient, data-parallel, tensor-parallel and
+// 2-D, against one device.
+struct Mlp {
+  std::vector<Tensor> weights;  // w1, b1, w2, b2
+  Tensor loss(const Tensor& x, const Tensor& y) const {
+    Tensor h = relu(add(matmul(x, weights[0]), weights[1]));
+    Tensor logits = add(matmul(h, weights[2]), weights[3]);
+    return mean(sparse_softmax_cross_entropy_with_logits(y, logits));
+  }
+};
+
+TEST_F(DTensorValues, GradientsOfATrainingStepMatchOneDevice) {
+  Tensor x = uniform({16, 12}, 10);
+  Tensor y = cast(mul(add(uniform({16}, 11), 1.0), 4.9), kInt64);
+  std::vector<Tensor> w{uniform({12, 8}, 12), uniform({8}, 13), uniform({8, 10}, 14),
+                        uniform({10}, 15)};
+  GradientTape tape;
+  tape.watch(w);
+  Tensor loss = Mlp{w}.loss(x, y);
+  std::vector<Tensor> want = tape.gradient(loss, w);
+
+  struct Case {
+    Mesh mesh;
+    std::vector<std::vector<std::string>> specs;  // x, w1, b1, w2, b2
+  };
+  Mesh batch = create_mesh({{"batch", 8}}),
+       model = create_mesh({{"model", 4}}, {"CPU:0", "CPU:1", "CPU:2", "CPU:3"});
+  Mesh grid = create_mesh({{"batch", 2}, {"model", 4}});
+  const std::string u = kUnsharded;
+  std::vector<Case> cases{
+      {batch, {{"batch", u}, {u, u}, {u}, {u, u}, {u}}},
+      {model, {{u, u}, {u, "model"}, {"model"}, {"model", u}, {u}}},
+      {grid, {{"batch", u}, {u, "model"}, {"model"}, {"model", u}, {u}}},
+  };
+  for (const Case& c : cases) {
+    std::vector<Tensor> dw;
+    for (size_t i = 0; i < w.size(); ++i)
+      dw.push_back(copy_to_mesh(w[i], Layout(c.specs[i + 1], c.mesh)));
+    Tensor dx = copy_to_mesh(x, Layout(c.specs[0], c.mesh));
+    Tensor dy = copy_to_mesh(y, Layout({c.specs[0][0]}, c.mesh));
+    if (c.mesh == batch) {
+      // Replicated weights packed from a copy per device, as pack makes them (and as each
+      // process holds its own): each device computes a term of their gradients, which add up.
+      for (size_t i = 0; i < w.size(); ++i) {
+        std::vector<Tensor> copies;
+        for (int k = 0; k < 8; ++k) copies.push_back(copy(w[i]));
+        dw[i] = pack(copies, fetch_layout(dw[i]));
+      }
+    }
+    GradientTape dtape;
+    dtape.watch(dw);
+    Tensor dloss = Mlp{dw}.loss(dx, dy);
+    const std::string what = c.mesh.to_string();
+    EXPECT_NEAR(dloss.item<float>(), loss.item<float>(), 1e-6 * std::abs(loss.item<float>()))
+        << what;
+    std::vector<Tensor> got = dtape.gradient(dloss, dw);
+    for (size_t i = 0; i < w.size(); ++i) {
+      ASSERT_TRUE(is_dtensor(got[i])) << what;
+      EXPECT_EQ(fetch_layout(got[i]), fetch_layout(dw[i])) << what;
+      expect_near(global_values(got[i]), want[i].to_vector<float>(), 1e-5,
+                  what + " gradient " + std::to_string(i));
+    }
+  }
+}
+
+TEST_F(DTensorValues, ADVariableKeepsItsLayout) {
+  Mesh mesh = create_mesh({{"model", 4}}, {"CPU:0", "CPU:1", "CPU:2", "CPU:3"});
+  Layout cols({kUnsharded, "model"}, mesh), rows({"model", kUnsharded}, mesh);
+  Tensor init = uniform({4, 8}, 16);
+  DVariable v(call_with_layout([&] { return init; }, cols), "w");
+  EXPECT_EQ(v.layout(), cols);
+  v.assign_sub(mul(copy_to_mesh(init, cols), 0.5));
+  expect_near(global_values(v.value()), mul(init, 0.5).to_vector<float>(), 0, "assign_sub");
+  v.assign(init);  // a local value is cut into the layout
+  EXPECT_EQ(global_values(v.value()), init.to_vector<float>());
+  EXPECT_THAT([&] { v.assign(copy_to_mesh(init, rows)); },
+              ThrowsMessage<InvalidArgument>(
+                  AllOf(HasSubstr(cols.to_string()), HasSubstr(rows.to_string()))));
+  // Its gradient on a tape lies as it does.
+  GradientTape tape;
+  Tensor loss = sum(square(v));
+  std::vector<Tensor> g = tape.gradient(loss, std::vector<Variable>{v});
+  EXPECT_EQ(fetch_layout(g[0]), cols);
+  EXPECT_EQ(global_values(g[0]), mul(init, 2.0).to_vector<float>());
+  EXPECT_EQ(tape.watched_variables().size(), 1u);
+}
+
+}  // namespace
+}  // namespace weft::dtensor

@@ -1,0 +1,63 @@
+// What a DTensor is made of (weft::TensorParts): its layout, its pending sums and its components,
+// and the moves between layouts that relayout and the SPMD rules make of them. One process holds
+// all the devices a move reads (the moves across processes come with the mesh's communicators).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "weft/core/op_scope.h"
+#include "weft/core/tensor.h"
+#include "weft/dtensor/layout.h"
+
+namespace weft::dtensor::internal {
+
+// A pending reduction ("partial", JAX's unreduced): over each of these mesh dimensions the
+// devices hold terms whose combination (sum, max or min) is the value. Internal to DTensor: the
+// op that consumes such a tensor resolves it (an all-reduce) first.
+using Pending = std::map<std::string, SpmdRule::Reduce>;
+
+class Parts final : public TensorParts {
+ public:
+  Parts(Layout layout, Pending pending, std::vector<Tensor> components)
+      : layout_(std::move(layout)),
+        pending_(std::move(pending)),
+        components_(std::move(components)) {}
+  const Layout& layout() const { return layout_; }
+  const Pending& pending() const { return pending_; }
+
+  const std::vector<Tensor>& components() const override { return components_; }
+  std::string describe() const override;
+  Tensor replicated_value() const override;
+  Tensor with_components(std::vector<Tensor> components) const override;
+  Tensor empty_like() const override;
+  std::vector<std::pair<Tensor, Tensor>> seeds(const Tensor& output_gradient) const override;
+  Tensor gradient(const std::vector<Tensor>& component_gradients) const override;
+
+ private:
+  Layout layout_;
+  Pending pending_;
+  std::vector<Tensor> components_;
+};
+
+// The DTensor of these parts (its global shape from the first component's).
+Tensor make(Layout layout, Pending pending, std::vector<Tensor> components);
+// t's parts, or null for a local tensor.
+const Parts* parts_of(const Tensor& t);
+
+// The local devices' places on the mesh: the local device i's coordinate on mesh dimension `dim`.
+int64_t coordinate(const Mesh& mesh, size_t local_device, int dim);
+// The local devices grouped by mesh dimension `dim`: devices that differ only there, each group
+// in the order of its coordinate. FailedPrecondition, naming the mesh, when a group reaches a
+// device of another process.
+std::vector<std::vector<size_t>> groups_along(const Mesh& mesh, const std::string& dim);
+
+// t (a DTensor) with its pending sums resolved: each combined in a fixed tree over its devices.
+Tensor resolve(const Tensor& t);
+// t (a DTensor without pending sums) laid out as `target` (same mesh and rank; no kMatch).
+Tensor move(const Tensor& t, const Layout& target);
+// A local tensor as a DTensor: the same tensor on every device of `mesh` (replicated).
+Tensor replicate(const Tensor& t, const Mesh& mesh);
+
+}  // namespace weft::dtensor::internal
