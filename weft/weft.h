@@ -11,6 +11,7 @@
 #include "weft/checkpoint/checkpoint_io.h"
 #include "weft/checkpoint/trackable.h"
 #include "weft/core/config.h"
+#include "weft/core/op_scope.h"
 #include "weft/core/config_dict.h"
 #include "weft/core/dtype.h"
 #include "weft/core/errors.h"
