@@ -19,6 +19,7 @@
 #include "weft/ops/random.h"
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
+#include "weft/optim/adam.h"
 
 namespace weft::dtensor {
 namespace {
@@ -269,6 +270,43 @@ TEST_F(DTensorValues, GradientsOfATrainingStepMatchOneDevice) {
       expect_near(global_values(got[i]), want[i].to_vector<float>(), 1e-5,
                   what + " gradient " + std::to_string(i));
     }
+  }
+}
+
+TEST_F(DTensorValues, KerasOptimizersUpdateDVariablesAsOneDevice) {
+  Tensor x = uniform({16, 12}, 20);
+  Tensor y = cast(mul(add(uniform({16}, 21), 1.0), 4.9), kInt64);
+  std::vector<Tensor> init{uniform({12, 8}, 22), uniform({8}, 23), uniform({8, 10}, 24),
+                           uniform({10}, 25)};
+  auto train = [&](std::vector<Variable> vars, const Tensor& xs, const Tensor& ys) {
+    optim::Adam adam(optim::AdamOptions{.learning_rate = 0.01});
+    for (int step = 0; step < 3; ++step) {
+      GradientTape tape;
+      Tensor loss = Mlp{{vars[0], vars[1], vars[2], vars[3]}}.loss(xs, ys);
+      std::vector<Tensor> g = tape.gradient(loss, vars);
+      optim::GradsAndVars gv;
+      for (size_t i = 0; i < vars.size(); ++i) gv.emplace_back(g[i], vars[i]);
+      adam.apply_gradients(gv);
+    }
+    return adam;
+  };
+  std::vector<Variable> local;
+  for (const Tensor& t : init) local.emplace_back(t);
+  train(local, x, y);
+  Mesh grid = create_mesh({{"batch", 2}, {"model", 4}});
+  const std::string u = kUnsharded;
+  std::vector<std::vector<std::string>> specs{{u, "model"}, {"model"}, {"model", u}, {u}};
+  std::vector<Variable> laid;
+  for (size_t i = 0; i < init.size(); ++i) {
+    laid.push_back(DVariable(copy_to_mesh(init[i], Layout(specs[i], grid))));
+  }
+  optim::Adam adam = train(laid, copy_to_mesh(x, Layout({"batch", u}, grid)),
+                           copy_to_mesh(y, Layout({"batch"}, grid)));
+  for (size_t i = 0; i < init.size(); ++i) {
+    EXPECT_EQ(fetch_layout(laid[i].value()), Layout(specs[i], grid));
+    EXPECT_EQ(fetch_layout(adam.get_slot(laid[i], "m").value()), Layout(specs[i], grid));
+    expect_near(global_values(laid[i].value()), local[i].value().to_vector<float>(), 1e-5,
+                "variable " + std::to_string(i));
   }
 }
 

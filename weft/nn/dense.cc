@@ -33,11 +33,15 @@ class DenseImpl : public LayerImpl {
     kernel_ = add_weight("kernel", {input_shape.back(), units_},
                          initializers::get(options_.kernel_initializer), true, {},
                          VariableAggregation::NONE, options_.kernel_regularizer,
-                         options_.kernel_constraint);
+                         options_.kernel_constraint, options_.kernel_layout);
     if (options_.use_bias) {
+      dtensor::Layout bias_layout = options_.bias_layout;
+      if (bias_layout.is_empty() && !options_.kernel_layout.is_empty()) {
+        bias_layout = options_.kernel_layout.delete_axes({0});
+      }
       bias_ = add_weight("bias", {units_}, initializers::get(options_.bias_initializer), true, {},
                          VariableAggregation::NONE, options_.bias_regularizer,
-                         options_.bias_constraint);
+                         options_.bias_constraint, bias_layout);
     }
   }
   Tensor call(const Tensor& x, bool training) override {

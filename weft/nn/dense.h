@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "weft/dtensor/layout.h"
 #include "weft/nn/layer.h"
 #include "weft/nn/regularizers.h"
 
@@ -23,6 +24,11 @@ struct DenseOptions {
   Constraint bias_constraint{};
   std::string dtype{};  // a policy name (weft/precision/policy.h); empty: the global policy
   std::string name{};
+  // Keras's DTensor layers: the kernel (and bias) as DVariables laid out so (weft/dtensor). An
+  // empty bias layout with a kernel layout is the kernel's without its first axis, as the DTensor
+  // tutorial lays its biases. Not part of get_config.
+  dtensor::Layout kernel_layout{};
+  dtensor::Layout bias_layout{};
 };
 
 class Dense : public Layer {

@@ -6,6 +6,7 @@
 
 #include "weft/autodiff/tape.h"
 #include "weft/checkpoint/trackable.h"
+#include "weft/dtensor/dtensor.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
@@ -262,9 +263,11 @@ Tensor with_keras_mask(const Tensor& x, const Tensor& mask) {
 Variable LayerImpl::add_weight(const std::string& name, const Shape& shape, const Initializer& init,
                                bool trainable, std::optional<DType> dtype,
                                VariableAggregation aggregation, const Regularizer& regularizer,
-                               const Constraint& constraint) {
-  Variable v(VariableArgs{init(shape, dtype.value_or(dtype_policy().variable_dtype())),
-                          name_ + "/" + name, trainable, aggregation, constraint.function()});
+                               const Constraint& constraint, const dtensor::Layout& layout) {
+  Tensor initial = init(shape, dtype.value_or(dtype_policy().variable_dtype()));
+  if (!layout.is_empty()) initial = dtensor::copy_to_mesh(initial, layout);
+  Variable v(
+      VariableArgs{initial, name_ + "/" + name, trainable, aggregation, constraint.function()});
   weights_.push_back(v);
   weight_trainable_.push_back(trainable);
   if (regularizer.defined()) weight_regularizers_.emplace_back(v, regularizer);

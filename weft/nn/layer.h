@@ -20,6 +20,7 @@
 #include "weft/autodiff/variable.h"
 #include "weft/core/config_dict.h"
 #include "weft/core/tensor.h"
+#include "weft/dtensor/layout.h"
 #include "weft/nn/initializers.h"
 #include "weft/nn/regularizers.h"
 #include "weft/precision/policy.h"
@@ -126,11 +127,14 @@ class LayerImpl : public std::enable_shared_from_this<LayerImpl> {
   // A weight named "<layer name>/<name>", initialised now; dtype defaults to the policy's
   // variable dtype. `aggregation`: how replicas' assignments in one step combine (Keras's
   // add_weight; BatchNormalization's moving statistics are MEAN).
-  // `regularizer` adds its penalty to losses(); `constraint` becomes the variable's.
+  // `regularizer` adds its penalty to losses(); `constraint` becomes the variable's. With a
+  // `layout` (Keras's DTensor layers), the weight is a DVariable laid out so: the initial value is
+  // drawn once and cut, so it is the same on every layout.
   Variable add_weight(const std::string& name, const Shape& shape, const Initializer& init,
                       bool trainable = true, std::optional<DType> dtype = {},
                       VariableAggregation aggregation = VariableAggregation::NONE,
-                      const Regularizer& regularizer = {}, const Constraint& constraint = {});
+                      const Regularizer& regularizer = {}, const Constraint& constraint = {},
+                      const dtensor::Layout& layout = {});
   // A weight as call() uses it: cast to the policy's compute dtype (recorded, so gradients reach
   // the float32 variable), or as it is without a policy.
   Tensor cast_variable(const Variable& v) const;

@@ -59,8 +59,11 @@ struct Optimizer::State {
         << "; optimizers update floating-point variables only";
     std::string prefix = unique_name(var.name(), prefixes);
     Entry e{var, prefix, {}};
+    // A DVariable's slots are laid out as it is (a variable bound elsewhere is not pulled).
+    const bool laid_out = var.binding() == nullptr && var.value().parts() != nullptr;
     for (const auto& spec : slot_specs) {
-      VariableArgs args{full(var.shape(), spec.initial_value, var.dtype()),
+      VariableArgs args{laid_out ? full_like(var.value(), spec.initial_value)
+                                 : full(var.shape(), spec.initial_value, var.dtype()),
                         prefix + "/" + spec.name, /*trainable=*/false};
       args.slot_of = &var;
       e.slots.emplace_back(args);
@@ -112,6 +115,10 @@ struct Optimizer::State {
   void apply(const std::vector<Update>& updates, const Algorithm::Step& step, int part,
              int parts) const {
     for (const Update& u : updates) {
+      if (u.var.parts()) {
+        apply_components(u, step);
+        continue;
+      }
       const auto range = distribute::element_part(u.var.numel(), parts, part);
       if (range.first == range.second) continue;
       auto mine = [&](const Tensor& t) {
@@ -127,6 +134,28 @@ struct Optimizer::State {
       for (const Tensor& t : slots) aliases = aliases || grad.storage() == t.storage();
       if (aliases) grad = copy(grad);
       algorithm->update(grad, var, slots, step);
+    }
+  }
+  // A DVariable's update: the algorithm works element by element, so on each component of the
+  // variable, its slots and its gradient (laid out alike), once for devices sharing them.
+  void apply_components(const Update& u, const Algorithm::Step& step) const {
+    const std::string layout = u.var.parts()->describe();
+    WEFT_CHECK(u.grad.parts() && u.grad.parts()->describe() == layout, InvalidArgument)
+        << name << ": the gradient of a DVariable laid out as " << layout << " is "
+        << (u.grad.parts() ? "laid out as " + u.grad.parts()->describe() : "a local tensor")
+        << "; relayout it as its variable";
+    const Tensor grad = cast(u.grad, u.var.dtype());
+    const std::vector<Tensor>& vars = u.var.parts()->components();
+    std::vector<uint64_t> done;
+    for (size_t k = 0; k < vars.size(); ++k) {
+      if (std::find(done.begin(), done.end(), vars[k].id()) != done.end()) continue;
+      done.push_back(vars[k].id());
+      std::vector<Tensor> slots;
+      for (const Tensor& t : u.slots) slots.push_back(t.parts()->components()[k]);
+      Tensor g = grad.parts()->components()[k];
+      bool aliases = g.storage() == vars[k].storage();
+      for (const Tensor& t : slots) aliases = aliases || g.storage() == t.storage();
+      algorithm->update(aliases ? copy(g) : g, vars[k], slots, step);
     }
   }
 };
