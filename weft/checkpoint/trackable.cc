@@ -69,19 +69,23 @@ void restore_trackables(const LoadedCheckpoint& loaded, const std::string& dir,
 
 void restore_trackables(const std::string& dir,
                         const std::vector<std::pair<std::string, Trackable*>>& objects) {
-  bool held_elsewhere = false;
+  bool pieces = false;  // a variable held elsewhere, or a DTensor: read by regions
   for (const auto& [name, object] : objects) {
     for (const auto& [path, variable] : object->tracked_variables()) {
-      held_elsewhere = held_elsewhere || dynamic_cast<const HeldElsewhere*>(variable.binding());
+      pieces = pieces || dynamic_cast<const HeldElsewhere*>(variable.binding()) ||
+               (variable.binding() == nullptr && variable.value().parts());
     }
   }
-  if (!held_elsewhere) return restore_trackables(read_checkpoint(dir), dir, objects);
+  if (!pieces) return restore_trackables(read_checkpoint(dir), dir, objects);
 
   std::map<std::string, const TensorEntry*> stored;  // each tensor's first entry
   const CheckpointIndex index = read_index(dir);
   for (const TensorEntry& t : index.tensors) stored.try_emplace(t.path, &t);
   std::vector<Region> here;
   std::vector<Variable> assigned_here;
+  std::vector<Variable> laid_out;  // DVariables: one region per distinct block, after `here`
+  std::vector<std::string> laid_keys;
+  std::vector<std::vector<TensorBlock>> laid_blocks;
   std::vector<HeldSlice> held;
   for (const auto& [name, object] : objects) {
     for (const auto& [path, variable] : object->tracked_variables()) {
@@ -96,10 +100,22 @@ void restore_trackables(const std::string& dir,
           << "restore " << dir << ": variable \"" << key << "\" (" << variable.name() << ") is "
           << variable.dtype() << " " << shape_str(variable.shape()) << ", the checkpoint holds "
           << e.dtype << " " << shape_str(shape);
-      if (!add_held_slices(variable, key, &held)) {
-        here.push_back({key, std::vector<int64_t>(variable.shape().size(), 0), variable.shape()});
-        assigned_here.push_back(variable);
+      if (add_held_slices(variable, key, &held)) continue;
+      if (variable.binding() == nullptr && variable.value().parts()) {
+        // A DTensor reads only the stored pieces that overlap its blocks, on any layout.
+        laid_out.push_back(variable);
+        laid_keys.push_back(key);
+        laid_blocks.push_back(variable.value().parts()->blocks());
+        continue;
       }
+      here.push_back({key, std::vector<int64_t>(variable.shape().size(), 0), variable.shape()});
+      assigned_here.push_back(variable);
+    }
+  }
+  const size_t whole = here.size();
+  for (size_t v = 0; v < laid_out.size(); ++v) {
+    for (const TensorBlock& b : laid_blocks[v]) {
+      here.push_back({laid_keys[v], b.offsets, b.value.shape()});
     }
   }
   std::map<std::string, std::string> state;
@@ -107,7 +123,17 @@ void restore_trackables(const std::string& dir,
   on_every_holder(by_holder(std::move(held)), [&](int, const std::vector<HeldSlice>& slices) {
     slices.front().holder->restore(dir, slices);
   });
-  for (size_t i = 0; i < values.size(); ++i) assigned_here[i].assign(values[i]);
+  for (size_t i = 0; i < whole; ++i) assigned_here[i].assign(values[i]);
+  size_t at = whole;
+  for (size_t v = 0; v < laid_out.size(); ++v) {
+    // Each device's component is its block's value, assigned as a DTensor of the same layout.
+    const TensorParts& parts = *laid_out[v].value().parts();
+    std::map<uint64_t, Tensor> by_component;
+    for (const TensorBlock& b : laid_blocks[v]) by_component[b.value.id()] = values[at++];
+    std::vector<Tensor> components;
+    for (const Tensor& c : parts.components()) components.push_back(by_component.at(c.id()));
+    laid_out[v].assign(parts.with_components(std::move(components)));
+  }
   for (const auto& [name, object] : objects) {
     if (auto it = state.find(name); it != state.end()) object->restore_state(it->second);
   }

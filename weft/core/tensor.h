@@ -34,6 +34,7 @@ struct Scalar {
 };
 
 class Tensor;
+struct TensorBlock;
 
 // The parts of a tensor laid out over several devices (a DTensor, weft/dtensor/dtensor.h): its
 // storage is empty and its values are in one component per local device. Core, ops and autodiff
@@ -62,6 +63,10 @@ class TensorParts {
   // undefined where none reached), summing over the devices that hold the same block.
   virtual std::vector<std::pair<Tensor, Tensor>> seeds(const Tensor& output_gradient) const = 0;
   virtual Tensor gradient(const std::vector<Tensor>& component_gradients) const = 0;
+  // Checkpoints (weft/train/checkpoint.h): this process's distinct blocks of the global tensor
+  // (its pending sums resolved), each once, with where it starts; `saves` when this process holds
+  // the lowest device that holds it, which writes it.
+  virtual std::vector<TensorBlock> blocks() const = 0;
 };
 
 struct TensorImpl {
@@ -148,6 +153,14 @@ class Tensor {
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// One block of a DTensor (TensorParts::blocks): a component and where it starts in the global
+// tensor; `saves` when this process holds the lowest device that holds it.
+struct TensorBlock {
+  Tensor value;
+  std::vector<int64_t> offsets;
+  bool saves = false;
+};
 
 // Fresh ids for new tensors (never reused, so a tape cannot confuse two tensors).
 uint64_t next_tensor_id();

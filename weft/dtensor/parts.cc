@@ -200,6 +200,30 @@ Tensor Parts::gradient(const std::vector<Tensor>& component_gradients) const {
   return make(layout_, {}, std::move(grads));
 }
 
+std::vector<TensorBlock> Parts::blocks() const {
+  if (!pending_.empty()) return parts_of(resolve(make(layout_, pending_, components_)))->blocks();
+  const Mesh& mesh = layout_.mesh();
+  const Shape global = layout_.global_shape(components_[0].shape());
+  std::vector<TensorBlock> out;
+  std::map<uint64_t, size_t> seen;  // component id -> its block
+  for (size_t i = 0; i < components_.size(); ++i) {
+    // The lowest device holding a block is at coordinate 0 of every mesh dimension that shards
+    // no axis.
+    bool lowest = true;
+    for (int d = 0; d < mesh.rank(); ++d) {
+      const std::string& dim = mesh.dims()[static_cast<size_t>(d)].name;
+      if (axis_of(layout_, dim) < 0 && coordinate(mesh, i, d) != 0) lowest = false;
+    }
+    auto [it, fresh] = seen.try_emplace(components_[i].id(), out.size());
+    if (fresh) {
+      out.push_back({components_[i], layout_.offsets(global, mesh.local_device_ids()[i]), lowest});
+    } else {
+      out[it->second].saves = out[it->second].saves || lowest;
+    }
+  }
+  return out;
+}
+
 Tensor make(Layout layout, Pending pending, std::vector<Tensor> components) {
   WEFT_ASSERT(!components.empty() && components[0].defined());
   auto impl = std::make_shared<TensorImpl>();

@@ -59,6 +59,33 @@ bool is_valid_name(const std::string& name) {
   return !name.empty() && name.find('/') == std::string::npos;
 }
 
+// What writer `part` of `parts` writes of `t`: a DTensor's blocks whose lowest device is in this
+// process, each in global coordinates; a local tensor whole, or with several writers its share
+// of the rows (axis 0 cut as a global batch is; a scalar is part 0's).
+std::vector<ckpt::SavedSlice> own_slices(const ckpt::SavedTensor& t, int part, int parts) {
+  std::vector<ckpt::SavedSlice> out;
+  if (const TensorParts* p = t.value.parts()) {
+    for (const TensorBlock& b : p->blocks()) {
+      if (b.saves) out.push_back({t.path, b.value, t.value.shape(), b.offsets});
+    }
+    return out;
+  }
+  int64_t rows = t.value.rank() > 0 ? t.value.dim(0) : 1;
+  auto [lo, hi] = distribute::row_range(rows, parts, part);
+  if (lo == hi && !(rows == 0 && part == 0)) return out;  // an empty one: part 0's
+  Shape offsets(static_cast<size_t>(t.value.rank()), 0);
+  if (t.value.rank() > 0) offsets[0] = lo;
+  out.push_back({t.path,
+                 t.value.rank() > 0 && parts > 1 ? slice(t.value, {Slice{lo, hi}}) : t.value,
+                 t.value.shape(), offsets});
+  return out;
+}
+
+std::string random_save_id() {
+  std::random_device device;
+  return std::to_string((uint64_t{device()} << 32) ^ device());
+}
+
 // A checkpoint some of whose variables other processes hold (parameter servers): part 0 is this
 // process's (its own variables, whole, and the objects' state), part k the k-th holder's slices,
 // which it writes itself, every holder at once; then this process commits.
@@ -67,11 +94,10 @@ void save_with_holders(const std::string& dir, const std::vector<ckpt::SavedTens
                        std::vector<ckpt::HeldSlice> held) {
   const auto holders = ckpt::by_holder(std::move(held));
   const int parts = 1 + static_cast<int>(holders.size());
-  std::random_device device;
-  const std::string save_id = std::to_string((uint64_t{device()} << 32) ^ device());
+  const std::string save_id = random_save_id();
   std::vector<ckpt::SavedSlice> own;
   for (const ckpt::SavedTensor& t : tensors) {
-    own.push_back({t.path, t.value, t.value.shape(), Shape(t.value.shape().size(), 0)});
+    for (ckpt::SavedSlice& s : own_slices(t, 0, 1)) own.push_back(std::move(s));
   }
   ckpt::write_checkpoint_part(dir, save_id, 0, parts, own, state);
   ckpt::on_every_holder(holders, [&](int k, const std::vector<ckpt::HeldSlice>& slices) {
@@ -129,18 +155,15 @@ std::string Checkpoint::save(int64_t step, const Writers& writers) {
   ckpt::collect_trackables({objects_.begin(), objects_.end()}, &tensors, &state,
                            writers.parts == 1 ? &held : nullptr);
   std::string dir = directory_ + "/" + checkpoint_name_ + "-" + std::to_string(step);
+  const bool laid_out = std::any_of(tensors.begin(), tensors.end(),
+                                    [](const ckpt::SavedTensor& t) { return t.value.parts(); });
   if (writers.parts > 1) {
-    // This writer's rows of each variable (axis 0 cut as a global batch is; a scalar is part
-    // 0's), then every writer's part is in and writer 0 commits.
+    // This writer's slices of each variable, then every writer's part is in and writer 0 commits.
     std::vector<ckpt::SavedSlice> slices;
     for (const ckpt::SavedTensor& t : tensors) {
-      int64_t rows = t.value.rank() > 0 ? t.value.dim(0) : 1;
-      auto [lo, hi] = distribute::row_range(rows, writers.parts, writers.part);
-      if (lo == hi && !(rows == 0 && writers.part == 0)) continue;  // an empty one: part 0's
-      Shape offsets(static_cast<size_t>(t.value.rank()), 0);
-      if (t.value.rank() > 0) offsets[0] = lo;
-      slices.push_back({t.path, t.value.rank() > 0 ? slice(t.value, {Slice{lo, hi}}) : t.value,
-                        t.value.shape(), offsets});
+      for (ckpt::SavedSlice& s : own_slices(t, writers.part, writers.parts)) {
+        slices.push_back(std::move(s));
+      }
     }
     if (writers.part != 0) state.clear();
     ckpt::write_checkpoint_part(dir, writers.save_id, writers.part, writers.parts, slices, state);
@@ -149,6 +172,15 @@ std::string Checkpoint::save(int64_t step, const Writers& writers) {
     ckpt::commit_checkpoint(dir, writers.save_id, writers.parts);
   } else if (!held.empty()) {
     save_with_holders(dir, tensors, state, std::move(held));
+  } else if (laid_out) {
+    // DTensors: their blocks as slices in global coordinates, one writer.
+    std::vector<ckpt::SavedSlice> slices;
+    for (const ckpt::SavedTensor& t : tensors) {
+      for (ckpt::SavedSlice& s : own_slices(t, 0, 1)) slices.push_back(std::move(s));
+    }
+    const std::string save_id = random_save_id();
+    ckpt::write_checkpoint_part(dir, save_id, 0, 1, slices, state);
+    ckpt::commit_checkpoint(dir, save_id, 1);
   } else {
     ckpt::write_checkpoint(dir, tensors, state);
   }

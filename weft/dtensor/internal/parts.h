@@ -34,6 +34,7 @@ class Parts final : public TensorParts {
   Tensor empty_like() const override;
   std::vector<std::pair<Tensor, Tensor>> seeds(const Tensor& output_gradient) const override;
   Tensor gradient(const std::vector<Tensor>& component_gradients) const override;
+  std::vector<TensorBlock> blocks() const override;
 
  private:
   Layout layout_;
