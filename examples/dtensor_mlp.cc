@@ -6,7 +6,7 @@
 // {"batch": 2, "model": 4}. Each run ends with "<run>: test accuracy A". The data-parallel run
 // first checks its first step against the one-device model of examples/tutorial_mlp.h.
 //
-//   ./dtensor_mlp [--epochs N] [--runs data,tensor,2d] [--data-dir DIR]
+//   ./dtensor_mlp [--epochs N] [--runs data,tensor,2d] [--batch-devices 8] [--data-dir DIR]
 #include <weft/weft.h>
 
 #include <algorithm>
@@ -168,10 +168,12 @@ double first_step_difference(const Mlp& model, const weft::Tensor& x, const weft
 int main(int argc, char** argv) {
   int epochs = 3;
   std::string data_dir, runs = "data,tensor,2d";
+  int batch_devices = 8;  // the data-parallel mesh's size
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--epochs") == 0) epochs = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--runs") == 0) runs = argv[i + 1];
     if (std::strcmp(argv[i], "--data-dir") == 0) data_dir = argv[i + 1];
+    if (std::strcmp(argv[i], "--batch-devices") == 0) batch_devices = std::atoi(argv[i + 1]);
   }
   try {
     weft::config::set_logical_cpu_devices(8);  // the tutorial's DEVICES
@@ -180,9 +182,16 @@ int main(int argc, char** argv) {
     auto [test_x, test_y] = preprocess(data.test_images, data.test_labels);
     const int64_t batch_size = 128;
     const std::string u = dtensor::kUnsharded;
-    const std::vector<std::string> model_devices{"CPU:0", "CPU:1", "CPU:2", "CPU:3"};
+    auto first_devices = [](int n) {
+      std::vector<std::string> names;
+      for (int i = 0; i < n; ++i) names.push_back("CPU:" + std::to_string(i));
+      return names;
+    };
+    const std::vector<std::string> model_devices = first_devices(4);
     std::vector<Run> all{
-        {"data", dtensor::create_mesh({{"batch", 8}}), {{u, u}, {u, u}, {u, u}}},
+        {"data",
+         dtensor::create_mesh({{"batch", batch_devices}}, first_devices(batch_devices)),
+         {{u, u}, {u, u}, {u, u}}},
         {"tensor",
          dtensor::create_mesh({{"model", 4}}, model_devices),
          {{u, "model"}, {"model", u}, {u, u}}},
