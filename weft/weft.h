@@ -39,6 +39,7 @@
 #include "weft/distribute/strategy.h"
 #include "weft/distribute/updates.h"
 #include "weft/distribute/values.h"
+#include "weft/dtensor/clients.h"
 #include "weft/dtensor/dtensor.h"
 #include "weft/dtensor/layout.h"
 #include "weft/dtensor/mesh.h"

@@ -8,69 +8,34 @@
 #include "weft/autodiff/tape.h"
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
+#include "weft/distribute/cluster_connection.h"
 #include "weft/distribute/collective/mpi_communicator.h"
-#include "weft/distribute/collective/tcp_communicator.h"
-#include "weft/distribute/coordination/client.h"
-#include "weft/distribute/coordination/service.h"
 #include "weft/distribute/internal/replica_group.h"
 
 namespace weft::distribute {
 namespace {
 
-using std::chrono::milliseconds;
-
-// The training tasks in rank order: the chief first, then the workers.
-std::vector<std::string> training_tasks(const ClusterSpec& cluster) {
-  std::vector<std::string> tasks;
-  for (const char* job : {"chief", "worker"}) {
-    for (int i = 0; i < cluster.num_tasks(job); ++i) {
-      tasks.push_back(std::string(job) + ":" + std::to_string(i));
-    }
-  }
-  return tasks;
-}
-
-std::string address_of(const ClusterSpec& cluster, const std::string& task) {
-  auto colon = task.find(':');
-  return cluster.task_address(task.substr(0, colon), std::stoi(task.substr(colon + 1)));
-}
-
 class MultiWorkerImpl : public StrategyImpl {
  public:
-  MultiWorkerImpl(const cluster_resolver::ClusterResolver& resolver,
-                  MultiWorkerOptions options)
+  MultiWorkerImpl(const cluster_resolver::ClusterResolver& resolver, MultiWorkerOptions options)
       : options_(std::move(options)) {
     WEFT_CHECK(options_.replicas_per_worker >= 1, InvalidArgument)
         << "MultiWorkerMirroredStrategy: replicas_per_worker must be at least 1, got "
         << options_.replicas_per_worker;
-    const ClusterSpec& cluster = resolver.cluster_spec();
-    if (!cluster.empty()) {
-      tasks_ = training_tasks(cluster);
-      task_ = resolver.task_type() + ":" + std::to_string(resolver.task_id());
-      auto me = std::find(tasks_.begin(), tasks_.end(), task_);
-      WEFT_CHECK(me != tasks_.end(), InvalidArgument)
-          << "MultiWorkerMirroredStrategy runs on the chief and worker tasks; the cluster "
-             "resolver's task is "
-          << task_;
-      rank_ = static_cast<int>(me - tasks_.begin());
-    } else if (collective::mpi_world_size_from_environment() > 1) {
-      // Under mpirun without TF_CONFIG: MPI's ranks are the workers.
-      WEFT_CHECK(collective::mpi_available(), FailedPrecondition)
-          << "MultiWorkerMirroredStrategy: started by mpirun, but this weft was built without "
-             "MPI (configure with -DWEFT_WITH_MPI=ON), and there is no TF_CONFIG";
-      comm_ = std::make_unique<collective::MpiCommunicator>();
-      rank_ = comm_->rank();
-      for (int r = 0; r < comm_->size(); ++r) tasks_.push_back("worker:" + std::to_string(r));
-      task_ = tasks_[static_cast<size_t>(rank_)];
-    } else {
-      tasks_ = {task_};
-    }
-    if (tasks_.size() > 1 && !comm_) connect(cluster);
+    ClusterConnectionOptions c;
+    c.who = "MultiWorkerMirroredStrategy";
+    c.coordination = options_.coordination;
+    c.timeout_seconds = options_.communication.timeout_seconds;
+    c.startup_timeout = options_.startup_timeout;
+    c.first_data_port = options_.first_data_port;
+    c.last_data_port = options_.last_data_port;
+    cluster_ = std::make_unique<ClusterConnection>(resolver, std::move(c));
+    collective::Communicator* comm = cluster_->communicator();
     int local = options_.replicas_per_worker;
     std::optional<internal::Workers> workers;
-    if (comm_) {
+    if (comm) {
       collective::CommunicationOptions o = options_.communication;
-      workers = internal::Workers{comm_.get(), rank_ * local, num_workers() * local, o,
+      workers = internal::Workers{comm, rank() * local, num_workers() * local, o,
                                   options_.overlap_all_reduce};
     }
     group_ = std::make_unique<internal::ReplicaGroup>(local, config::num_threads(), workers);
@@ -78,22 +43,7 @@ class MultiWorkerImpl : public StrategyImpl {
 
   ~MultiWorkerImpl() override {
     group_.reset();
-    if (client_) {
-      if (std::uncaught_exceptions() > 0) {
-        // Leaving while an error unwinds: the others must not wait for this task.
-        client_->report_error("it stopped with an error");
-      } else {
-        try {
-          client_->shutdown(milliseconds(30000));
-        } catch (const std::exception&) {
-          // The cluster failed or a task never came: the error was reported where it happened.
-        }
-      }
-    }
-    comm_.reset();
-    if (service_) service_->wait_for_tasks_to_leave(milliseconds(10000));
-    client_.reset();
-    service_.reset();
+    cluster_.reset();  // leaves the cluster (a report if an error unwinds)
   }
 
   int num_replicas_in_sync() const override { return group_->global_size(); }
@@ -129,7 +79,7 @@ class MultiWorkerImpl : public StrategyImpl {
   // (a lock here), and the broadcast waits for the group's communication thread to be idle
   // (ReplicaGroup::broadcast_across_workers), so the workers' broadcasts pair up.
   std::optional<VariableCreator> variable_creator() const override {
-    if (!comm_) return std::nullopt;
+    if (!cluster_->communicator()) return std::nullopt;
     internal::ReplicaGroup* group = group_.get();
     std::mutex* one_at_a_time = &creating_;
     return [group, one_at_a_time](const VariableArgs& args,
@@ -144,64 +94,22 @@ class MultiWorkerImpl : public StrategyImpl {
     };
   }
 
-  void report_error(const std::string& message) const override {
-    if (client_) client_->report_error(message);
-  }
-  std::string failed_peer() const override {
-    std::string failed = client_ ? client_->failed_task() : "";
-    return failed == task_ ? "" : failed;
-  }
+  void report_error(const std::string& message) const override { cluster_->report_error(message); }
+  std::string failed_peer() const override { return cluster_->failed_peer(); }
 
-  uint64_t collective_calls() const { return comm_ ? comm_->calls() : 0; }
-  std::string transport() const override { return comm_ ? comm_->transport() : "none"; }
-  int num_workers() const { return static_cast<int>(tasks_.size()); }
-  int rank() const { return rank_; }
-  const std::string& task() const { return task_; }
+  uint64_t collective_calls() const {
+    return cluster_->communicator() ? cluster_->communicator()->calls() : 0;
+  }
+  std::string transport() const override {
+    return cluster_->communicator() ? cluster_->communicator()->transport() : "none";
+  }
+  int num_workers() const { return cluster_->size(); }
+  int rank() const { return cluster_->rank(); }
+  const std::string& task() const { return cluster_->task(); }
 
  private:
-  void connect(const ClusterSpec& cluster) {
-    coordination::CoordinationOptions co = options_.coordination;
-    if (co.token.empty()) {
-      const char* env = std::getenv(coordination::kTokenEnvironmentVariable);
-      co.token = env != nullptr ? env : "";
-    }
-    WEFT_CHECK(!co.token.empty(), InvalidArgument)
-        << "MultiWorkerMirroredStrategy: " << coordination::kTokenEnvironmentVariable
-        << " is not set; every task of the cluster needs the same token (weft launch sets it; "
-           "by hand, e.g. export "
-        << coordination::kTokenEnvironmentVariable << "=$(openssl rand -hex 16) on every host)";
-    const std::string& chief = tasks_[0];
-    const std::string own_address = address_of(cluster, task_);
-    if (rank_ == 0) {
-      service_ = std::make_unique<coordination::CoordinationService>(own_address, tasks_, co);
-    }
-    client_ = std::make_unique<coordination::CoordinationClient>(
-        task_, chief, address_of(cluster, chief), co);
-    client_->connect(options_.startup_timeout);
-    const std::string host = listen_host(own_address);
-    milliseconds timeout =
-        options_.communication.timeout_seconds > 0
-            ? milliseconds(static_cast<int64_t>(options_.communication.timeout_seconds * 1000))
-            : collective::kDefaultTimeout;
-    collective::TcpOptions tcp;
-    tcp.timeout = timeout;
-    tcp.startup_timeout = options_.startup_timeout;
-    tcp.first_port = options_.first_data_port;
-    tcp.last_port = options_.last_data_port;
-    comm_ = std::make_unique<collective::TcpCommunicator>(*client_, tasks_, rank_, host, tcp);
-    // No task leaves the constructor before every task has connected: an error a task meets
-    // right after it (a bad dataset option, say) then ends that task with its own message, not
-    // the others' connecting with "task worker:1 failed".
-    client_->wait_at_barrier("weft/strategy/connected", options_.startup_timeout);
-  }
-
   MultiWorkerOptions options_;
-  std::vector<std::string> tasks_;
-  std::string task_ = "worker:0";
-  int rank_ = 0;
-  std::unique_ptr<coordination::CoordinationService> service_;
-  std::unique_ptr<coordination::CoordinationClient> client_;
-  std::unique_ptr<collective::Communicator> comm_;  // TCP (TF_CONFIG) or MPI (mpirun)
+  std::unique_ptr<ClusterConnection> cluster_;
   std::unique_ptr<internal::ReplicaGroup> group_;
   mutable std::mutex creating_;  // variables made on replica threads, one at a time
 };
@@ -210,21 +118,8 @@ MultiWorkerImpl& impl_of(const Strategy& s) { return static_cast<MultiWorkerImpl
 
 }  // namespace
 
-namespace {
-// TF_CONFIG when it is set; else mpirun's ranks (an empty cluster: MultiWorkerImpl asks MPI);
-// else the Slurm job step's tasks; else a single process.
-std::unique_ptr<cluster_resolver::ClusterResolver> default_resolver() {
-  auto tf_config = std::make_unique<cluster_resolver::TFConfigClusterResolver>();
-  if (!tf_config->cluster_spec().empty() || collective::mpi_world_size_from_environment() > 1 ||
-      !cluster_resolver::SlurmClusterResolver::in_multi_task_step()) {
-    return tf_config;
-  }
-  return std::make_unique<cluster_resolver::SlurmClusterResolver>();
-}
-}  // namespace
-
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(MultiWorkerOptions options)
-    : MultiWorkerMirroredStrategy(*default_resolver(), std::move(options)) {}
+    : MultiWorkerMirroredStrategy(*default_cluster_resolver(), std::move(options)) {}
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
     const cluster_resolver::ClusterResolver& resolver, MultiWorkerOptions options)

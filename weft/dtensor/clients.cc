@@ -1,0 +1,105 @@
+#include "weft/dtensor/clients.h"
+
+#include <memory>
+#include <mutex>
+
+#include "weft/core/config.h"
+#include "weft/core/errors.h"
+#include "weft/distribute/cluster_connection.h"
+
+namespace weft::dtensor {
+namespace {
+
+std::mutex g_mu;
+std::unique_ptr<distribute::ClusterConnection> g_connection;
+int g_meshes = 0;  // distributed meshes made so far: each one's barrier has its own name
+
+std::string device_name(const std::string& task, const std::string& local) {
+  // "chief:0" and ".../device:CPU:3" -> "/job:chief/replica:0/task:0/device:CPU:3"
+  const auto colon = task.find(':');
+  return "/job:" + task.substr(0, colon) + "/replica:0/task:" + task.substr(colon + 1) +
+         local.substr(local.find("/device:"));
+}
+
+}  // namespace
+
+void initialize_accelerator_system() {
+  std::lock_guard lock(g_mu);
+  if (g_connection) return;
+  distribute::ClusterConnectionOptions options;
+  options.who = "dtensor::initialize_accelerator_system";
+  g_connection = std::make_unique<distribute::ClusterConnection>(
+      *distribute::default_cluster_resolver(), std::move(options));
+}
+
+void shutdown_accelerator_system() {
+  std::lock_guard lock(g_mu);
+  g_connection.reset();
+  g_meshes = 0;
+}
+
+distribute::ClusterConnection& internal::connection() {
+  initialize_accelerator_system();
+  return *g_connection;
+}
+
+int num_clients() { return internal::connection().size(); }
+int client_id() { return internal::connection().rank(); }
+
+Mesh create_distributed_mesh(const std::vector<MeshDimension>& dims, const std::string& mesh_name,
+                             const std::vector<std::string>& local_devices) {
+  distribute::ClusterConnection& cluster = internal::connection();
+  std::vector<std::string> local =
+      config::resolve_logical_devices(local_devices, "create_distributed_mesh");
+  const int64_t per_client = static_cast<int64_t>(local.size());
+  int64_t size = 1;
+  for (const MeshDimension& d : dims) size *= d.size;
+  WEFT_CHECK(size == per_client * cluster.size(), InvalidArgument)
+      << "create_distributed_mesh: the mesh has " << size << " devices, but " << cluster.size()
+      << " clients hold " << per_client
+      << " each (weft::config::set_logical_cpu_devices sets "
+         "how many)";
+  std::vector<std::string> global_devices;
+  for (const std::string& task : cluster.tasks()) {
+    for (const std::string& d : local) global_devices.push_back(device_name(task, d));
+  }
+  std::vector<int64_t> ids;
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < per_client; ++i) {
+    ids.push_back(cluster.rank() * per_client + i);
+    names.push_back(global_devices[static_cast<size_t>(ids.back())]);
+  }
+  Mesh mesh(dims, ids, names, mesh_name, global_devices);
+  if (cluster.size() == 1) return mesh;
+  // The barrier: every client publishes its mesh (without its own devices), then compares.
+  distribute::coordination::CoordinationClient* client = cluster.client();
+  WEFT_CHECK(client != nullptr, FailedPrecondition)
+      << "create_distributed_mesh: meshes across processes need the coordination service "
+         "(TF_CONFIG), which mpirun's ranks do not have";
+  // What every client must agree on: the name, the dimensions and each client's devices.
+  std::string mine = "\"" + mesh_name + "\" ";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    mine += (i ? "," : "") + dims[i].name + "=" + std::to_string(dims[i].size);
+  }
+  mine += " over";
+  for (const std::string& d : local) mine += " " + d.substr(d.find("/device:") + 8);
+  mine += " on each client";
+  std::string key;
+  {
+    std::lock_guard lock(g_mu);
+    key = "weft/dtensor/mesh/" + std::to_string(g_meshes++);
+  }
+  client->insert_key_value(key + "/" + cluster.task(), mine);
+  const auto timeout = std::chrono::minutes(10);
+  client->wait_at_barrier(key, timeout);
+  for (const std::string& task : cluster.tasks()) {
+    const std::string theirs = client->get_key_value(key + "/" + task, timeout);
+    WEFT_CHECK(theirs == mine, InvalidArgument)
+        << "create_distributed_mesh: client " << cluster.task() << " creates mesh " << mine
+        << ", but client " << task << " creates " << theirs
+        << "; every client must create the same mesh";
+  }
+  return mesh;
+}
+
+}  // namespace weft::dtensor
