@@ -13,27 +13,6 @@
 
 #include "tutorial_mlp.h"
 
-namespace {
-
-// Images as float32 in [0, 1], flattened to 784; labels as int64.
-std::pair<weft::Tensor, weft::Tensor> preprocess(const weft::Tensor& images,
-                                                 const weft::Tensor& labels) {
-  weft::Tensor x = weft::reshape(weft::cast(images, weft::kFloat32), {-1, 784}) / 255.0f;
-  return {x, weft::cast(labels, weft::kInt64)};
-}
-
-struct Mean {
-  double total = 0;
-  int64_t count = 0;
-  void add(const weft::Tensor& t) {
-    total += t.item<double>();
-    ++count;
-  }
-  double result() const { return total / static_cast<double>(count); }
-};
-
-}  // namespace
-
 int main(int argc, char** argv) {
   int epochs = 3;
   std::string data_dir;
@@ -43,14 +22,14 @@ int main(int argc, char** argv) {
   }
   try {
     auto data = weft::data::load_fashion_mnist(data_dir);
-    auto [train_x, train_y] = preprocess(data.train_images, data.train_labels);
-    auto [test_x, test_y] = preprocess(data.test_images, data.test_labels);
+    auto [train_x, train_y] = tutorial::preprocess(data.train_images, data.train_labels);
+    auto [test_x, test_y] = tutorial::preprocess(data.test_images, data.test_labels);
     const int64_t batch_size = 128;
 
     tutorial::Mlp mlp_model;
     tutorial::Adam optimizer(mlp_model.trainable_variables());
     for (int epoch = 0; epoch < epochs; ++epoch) {
-      Mean train_loss, train_acc, test_loss, test_acc;
+      tutorial::Mean train_loss, train_acc, test_loss, test_acc;
       for (int64_t start = 0; start < train_x.dim(0); start += batch_size) {
         weft::Slice rows{start, start + batch_size};
         weft::Tensor x_batch = weft::slice(train_x, {rows}), y_batch = weft::slice(train_y, {rows});

@@ -50,24 +50,7 @@ class DenseLayer {
   bool relu_;
 };
 
-class Mlp {
- public:
-  explicit Mlp(std::vector<DenseLayer> layers) : layers_(std::move(layers)) {}
-  weft::Tensor operator()(weft::Tensor x) const {
-    for (const DenseLayer& layer : layers_) x = layer(x);
-    return x;
-  }
-  std::vector<dtensor::DVariable> trainable_variables() const {
-    std::vector<dtensor::DVariable> vars;
-    for (const DenseLayer& layer : layers_) {
-      for (const dtensor::DVariable& v : layer.variables()) vars.push_back(v);
-    }
-    return vars;
-  }
-
- private:
-  std::vector<DenseLayer> layers_;
-};
+using Mlp = tutorial::Sequential<DenseLayer>;
 
 // The tutorial's Adam: its slots are DVariables laid out as their variables.
 class Adam {
@@ -120,22 +103,6 @@ std::pair<weft::Tensor, weft::Tensor> train_step(const Mlp& model, const weft::T
   return {batch_loss, tutorial::accuracy(y_pred, y_batch)};
 }
 
-std::pair<weft::Tensor, weft::Tensor> preprocess(const weft::Tensor& images,
-                                                 const weft::Tensor& labels) {
-  weft::Tensor x = weft::reshape(weft::cast(images, weft::kFloat32), {-1, 784}) / 255.0f;
-  return {x, weft::cast(labels, weft::kInt64)};
-}
-
-struct Mean {
-  double total = 0;
-  int64_t count = 0;
-  void add(const weft::Tensor& t) {
-    total += t.item<double>();
-    ++count;
-  }
-  double result() const { return total / static_cast<double>(count); }
-};
-
 struct Run {
   std::string name;
   dtensor::Mesh mesh;
@@ -178,8 +145,8 @@ int main(int argc, char** argv) {
   try {
     weft::config::set_logical_cpu_devices(8);  // the tutorial's DEVICES
     auto data = weft::data::load_fashion_mnist(data_dir);
-    auto [train_x, train_y] = preprocess(data.train_images, data.train_labels);
-    auto [test_x, test_y] = preprocess(data.test_images, data.test_labels);
+    auto [train_x, train_y] = tutorial::preprocess(data.train_images, data.train_labels);
+    auto [test_x, test_y] = tutorial::preprocess(data.test_images, data.test_labels);
     const int64_t batch_size = 128;
     const std::string u = dtensor::kUnsharded;
     auto first_devices = [](int n) {
@@ -214,7 +181,7 @@ int main(int argc, char** argv) {
       Adam optimizer(mlp_model.trainable_variables());
       double test_accuracy = 0;
       for (int epoch = 0; epoch < epochs; ++epoch) {
-        Mean train_loss, train_acc, test_loss, test_acc;
+        tutorial::Mean train_loss, train_acc, test_loss, test_acc;
         for (int64_t start = 0; start < train_x.dim(0); start += batch_size) {
           weft::Slice rows{start, start + batch_size};
           auto [x_batch, y_batch] =

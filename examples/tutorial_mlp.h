@@ -7,6 +7,7 @@
 #include <weft/weft.h>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 namespace tutorial {
@@ -30,23 +31,32 @@ class DenseLayer {
   bool relu_;
 };
 
-class Mlp {
+// The tutorial's MLP module: its layers run in order. examples/dtensor_mlp.cc runs it on layers
+// of DVariables.
+template <typename Layer>
+class Sequential {
  public:
-  Mlp() : layers_{{784, 700, true}, {700, 500, true}, {500, 10, false}} {}
+  using Var = typename decltype(std::declval<const Layer&>().variables())::value_type;
+  explicit Sequential(std::vector<Layer> layers) : layers_(std::move(layers)) {}
   weft::Tensor operator()(weft::Tensor x) const {
-    for (const DenseLayer& layer : layers_) x = layer(x);
+    for (const Layer& layer : layers_) x = layer(x);
     return x;
   }
-  std::vector<weft::Variable> trainable_variables() const {
-    std::vector<weft::Variable> vars;
-    for (const DenseLayer& layer : layers_) {
-      for (const weft::Variable& v : layer.variables()) vars.push_back(v);
+  std::vector<Var> trainable_variables() const {
+    std::vector<Var> vars;
+    for (const Layer& layer : layers_) {
+      for (const Var& v : layer.variables()) vars.push_back(v);
     }
     return vars;
   }
 
  private:
-  std::vector<DenseLayer> layers_;
+  std::vector<Layer> layers_;
+};
+
+class Mlp : public Sequential<DenseLayer> {
+ public:
+  Mlp() : Sequential({{784, 700, true}, {700, 500, true}, {500, 10, false}}) {}
 };
 
 // The tutorial's Adam, line for line.
@@ -75,6 +85,24 @@ class Adam {
  private:
   std::vector<weft::Variable> vars_, v_, s_;
   double lr_, beta_1_, beta_2_, ep_, t_ = 1;
+};
+
+// Images as float32 in [0, 1], flattened to 784; labels as int64.
+inline std::pair<weft::Tensor, weft::Tensor> preprocess(const weft::Tensor& images,
+                                                        const weft::Tensor& labels) {
+  weft::Tensor x = weft::reshape(weft::cast(images, weft::kFloat32), {-1, 784}) / 255.0f;
+  return {x, weft::cast(labels, weft::kInt64)};
+}
+
+// The running mean of a scalar per batch (Keras's Mean metric, as the tutorial's loop keeps it).
+struct Mean {
+  double total = 0;
+  int64_t count = 0;
+  void add(const weft::Tensor& t) {
+    total += t.item<double>();
+    ++count;
+  }
+  double result() const { return total / static_cast<double>(count); }
 };
 
 inline weft::Tensor cross_entropy_loss(const weft::Tensor& y_pred, const weft::Tensor& y) {
