@@ -29,6 +29,7 @@ struct SpmdRule {
     kAlongAxis,    // the result's layout is the operand's with `axes` unsharded (softmax, argmax)
     kSparseCrossEntropy,  // labels [B...], logits [B..., C] -> [B...]
     kReshape,             // to `shape`: a sharded axis that survives keeps its sharding
+    kTranspose,           // result axis i is operand axis axes[i]
     kAssign,              // assign_into(dst, src): src laid out as dst
   };
   enum class Reduce { kSum, kMax, kMin };

@@ -15,6 +15,7 @@
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/linalg.h"
+#include "weft/ops/math.h"
 #include "weft/ops/nn.h"
 #include "weft/ops/random.h"
 #include "weft/ops/reduce.h"
@@ -173,7 +174,7 @@ TEST_F(DTensorValues, MatmulOnEveryLayoutGivesTheOneDeviceResult) {
   }
 }
 
-TEST_F(DTensorValues, ReductionsSoftmaxAndReshapeOnEveryLayout) {
+TEST_F(DTensorValues, ReductionsSoftmaxReshapeAndTransposeOnEveryLayout) {
   Tensor x = uniform({8, 16}, 8);
   Tensor labels = cast(mul(add(uniform({8}, 9), 1.0), 7.9), kInt64);
   std::vector<float> sum0 = sum(x, {0}).to_vector<float>(), sum_all = sum(x).to_vector<float>();
@@ -184,6 +185,9 @@ TEST_F(DTensorValues, ReductionsSoftmaxAndReshapeOnEveryLayout) {
   std::vector<float> xent = sparse_softmax_cross_entropy_with_logits(labels, x).to_vector<float>();
   std::vector<int64_t> arg = argmax(x, 1).to_vector<int64_t>();
   std::vector<float> reshaped = reshape(x, {8, 4, 4}).to_vector<float>();
+  std::vector<float> transposed = transpose(x).to_vector<float>();
+  std::vector<float> squeezed = squeeze(expand_dims(x, 1), {1}).to_vector<float>();
+  std::vector<float> hyp = hypot(x, reciprocal(add(abs(x), 1.0))).to_vector<float>();
   for (const Mesh& mesh : meshes()) {
     for (const Layout& lx : all_layouts(mesh, 2)) {
       Tensor d = copy_to_mesh(x, lx);
@@ -204,6 +208,12 @@ TEST_F(DTensorValues, ReductionsSoftmaxAndReshapeOnEveryLayout) {
       Tensor r = reshape(d, {8, 4, 4});
       EXPECT_EQ(fetch_layout(r).sharding_specs()[0], lx.sharding_specs()[0]) << what;
       EXPECT_EQ(global_values(r), reshaped) << what;
+      Tensor t = transpose(d);
+      EXPECT_EQ(fetch_layout(t).sharding_specs()[0], lx.sharding_specs()[1]) << what;
+      EXPECT_EQ(global_values(t), transposed) << what;
+      EXPECT_EQ(global_values(squeeze(expand_dims(d, 1), {1})), squeezed) << what;
+      EXPECT_EQ(fetch_layout(squeeze(expand_dims(d, 1), {1})), lx) << what;
+      EXPECT_EQ(global_values(hypot(d, reciprocal(add(abs(d), 1.0)))), hyp) << what;
     }
   }
 }

@@ -215,6 +215,12 @@ Plan plan_for(const char* op, const SpmdRule& rule, const std::vector<Tensor>& o
       return sparse_cross_entropy(operands);
     case Kind::kReshape:
       return reshape(rule, operands[0]);
+    case Kind::kTranspose: {
+      const Specs& specs = parts_of(operands[0])->layout().sharding_specs();
+      Specs out;
+      for (int64_t a : rule.axes) out.push_back(specs[static_cast<size_t>(a)]);
+      return Plan{{specs}, out, {}, {}};
+    }
     case Kind::kAssign: {
       const Specs& dst = parts_of(operands[0])->layout().sharding_specs();
       return Plan{{dst, dst}, dst, {}, {}};

@@ -168,6 +168,9 @@ Tensor round(const Tensor& x, int64_t decimals) {
 // ------------------------------------------------------------------------------
 
 Tensor floor_div(const Tensor& a, const Tensor& b) {
+  OpScope op("floor_div", a, b);
+  if (op.spmd())
+    return op.elementwise({a, b}, [](const SpmdArgs& c) { return floor_div(c[0], c[1]); });
   DType t = divmod_dtype("floor_div", a, b);
   Tensor out =
       binary_kernel("floor_div", a, b, t, [](auto u, auto v) { return divmod_one(u, v).first; });
@@ -178,6 +181,9 @@ Tensor floor_div(const Tensor& a, const Tensor& b) {
 }
 
 Tensor floor_mod(const Tensor& a, const Tensor& b) {
+  OpScope op("floor_mod", a, b);
+  if (op.spmd())
+    return op.elementwise({a, b}, [](const SpmdArgs& c) { return floor_mod(c[0], c[1]); });
   DType t = divmod_dtype("floor_mod", a, b);
   Tensor out =
       binary_kernel("floor_mod", a, b, t, [](auto u, auto v) { return divmod_one(u, v).second; });
@@ -227,6 +233,8 @@ Tensor cbrt(const Tensor& x) {
 }
 
 Tensor reciprocal(const Tensor& x) {
+  OpScope op("reciprocal", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return reciprocal(c[0]); });
   check_defined("reciprocal", x);
   Tensor out = unary_kernel(x, x.dtype(), [](auto v) {
     using C = decltype(v);
@@ -272,9 +280,15 @@ Tensor logaddexp_impl(const char* op, const Tensor& a, const Tensor& b, bool bas
 }  // namespace
 
 Tensor logaddexp(const Tensor& a, const Tensor& b) {
+  OpScope op("logaddexp", a, b);
+  if (op.spmd())
+    return op.elementwise({a, b}, [](const SpmdArgs& c) { return logaddexp(c[0], c[1]); });
   return logaddexp_impl("logaddexp", a, b, false);
 }
 Tensor logaddexp2(const Tensor& a, const Tensor& b) {
+  OpScope op("logaddexp2", a, b);
+  if (op.spmd())
+    return op.elementwise({a, b}, [](const SpmdArgs& c) { return logaddexp2(c[0], c[1]); });
   return logaddexp_impl("logaddexp2", a, b, true);
 }
 
@@ -348,6 +362,8 @@ Tensor atan2(const Tensor& y, const Tensor& x) {
 }
 
 Tensor hypot(const Tensor& a, const Tensor& b) {
+  OpScope op("hypot", a, b);
+  if (op.spmd()) return op.elementwise({a, b}, [](const SpmdArgs& c) { return hypot(c[0], c[1]); });
   DType t = float_binary_dtype("hypot", a, b);
   Tensor out = binary_kernel<Dtypes::kFloats>("hypot", a, b, t,
                                               [](auto u, auto v) { return std::hypot(u, v); });
@@ -413,6 +429,9 @@ H next_half(H x, H y) {
 }  // namespace
 
 Tensor nextafter(const Tensor& a, const Tensor& b) {
+  OpScope op("nextafter", a, b);
+  if (op.spmd())
+    return op.elementwise({a, b}, [](const SpmdArgs& c) { return nextafter(c[0], c[1]); });
   DType t = float_binary_dtype("nextafter", a, b);
   if (is_half(t)) {
     Shape shape = broadcast_shapes("nextafter", a.shape(), b.shape());
@@ -471,6 +490,8 @@ auto magnitude(C v) {
 }  // namespace
 
 Tensor gcd(const Tensor& a, const Tensor& b) {
+  OpScope op("gcd", a, b);
+  if (op.spmd()) return op.elementwise({a, b}, [](const SpmdArgs& c) { return gcd(c[0], c[1]); });
   DType t = integer_dtype("gcd", a, b, false);
   return binary_kernel("gcd", a, b, t, [](auto u, auto v) {
     using C = decltype(u);
@@ -481,6 +502,8 @@ Tensor gcd(const Tensor& a, const Tensor& b) {
   });
 }
 Tensor lcm(const Tensor& a, const Tensor& b) {
+  OpScope op("lcm", a, b);
+  if (op.spmd()) return op.elementwise({a, b}, [](const SpmdArgs& c) { return lcm(c[0], c[1]); });
   DType t = integer_dtype("lcm", a, b, false);
   return binary_kernel("lcm", a, b, t, [](auto u, auto v) {
     using C = decltype(u);
@@ -506,15 +529,26 @@ Tensor bitwise(const char* op, const Tensor& a, const Tensor& b, F f) {
 }  // namespace
 
 Tensor bitwise_and(const Tensor& a, const Tensor& b) {
+  OpScope op("bitwise_and", a, b);
+  if (op.spmd())
+    return op.elementwise({a, b}, [](const SpmdArgs& c) { return bitwise_and(c[0], c[1]); });
   return bitwise("bitwise_and", a, b, [](auto u, auto v) { return u & v; });
 }
 Tensor bitwise_or(const Tensor& a, const Tensor& b) {
+  OpScope op("bitwise_or", a, b);
+  if (op.spmd())
+    return op.elementwise({a, b}, [](const SpmdArgs& c) { return bitwise_or(c[0], c[1]); });
   return bitwise("bitwise_or", a, b, [](auto u, auto v) { return u | v; });
 }
 Tensor bitwise_xor(const Tensor& a, const Tensor& b) {
+  OpScope op("bitwise_xor", a, b);
+  if (op.spmd())
+    return op.elementwise({a, b}, [](const SpmdArgs& c) { return bitwise_xor(c[0], c[1]); });
   return bitwise("bitwise_xor", a, b, [](auto u, auto v) { return u ^ v; });
 }
 Tensor bitwise_not(const Tensor& x) {
+  OpScope op("bitwise_not", x);
+  if (op.spmd()) return op.elementwise({x}, [](const SpmdArgs& c) { return bitwise_not(c[0]); });
   check_defined("bitwise_not", x);
   WEFT_CHECK(is_integral(x.dtype()) || x.dtype() == kBool, InvalidArgument)
       << "bitwise_not: expected an integer or bool tensor, got " << x.dtype();

@@ -168,6 +168,14 @@ Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm_in) {
     strides[i] = x.strides()[a];
     inverse[a] = i;
   }
+  OpScope op("transpose", x);
+  if (op.spmd()) {
+    SpmdRule rule{SpmdRule::Kind::kTranspose};
+    rule.axes.resize(inverse.size());
+    for (size_t a = 0; a < inverse.size(); ++a) rule.axes[static_cast<size_t>(inverse[a])] = a;
+    return op.run(rule, {x},
+                  [axes = rule.axes](const SpmdArgs& c) { return transpose(c[0], axes); });
+  }
   Tensor out = Tensor::view(x, shape, strides, x.offset());
   record_linear("transpose", x, out, [inverse](const Tensor& g) { return transpose(g, inverse); });
   return out;
