@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "weft/autodiff/tape.h"
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
+#include "weft/dtensor/clients.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
@@ -28,12 +30,36 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
+// How many processes share the meshes: 1, or 2 when CTest runs this program under
+// `weft launch -n 2` (test DTensorValuesAcross2Clients).
+int test_clients() {
+  const char* env = std::getenv("WEFT_DTENSOR_TEST_CLIENTS");
+  return env ? std::atoi(env) : 1;
+}
+
 class DTensorValues : public ::testing::Test {
  protected:
-  void SetUp() override { config::set_logical_cpu_devices(8); }
+  void SetUp() override {
+    config::set_logical_cpu_devices(8 / test_clients());
+    if (test_clients() > 1) {
+      initialize_accelerator_system();
+      ASSERT_EQ(num_clients(), test_clients());
+    }
+  }
   void TearDown() override { config::set_logical_cpu_devices(previous_); }
   int previous_ = config::logical_cpu_devices();
 };
+
+// A mesh of `dims` over the first devices: in this process, or across the clients, each holding
+// its share of them.
+Mesh test_mesh(const std::vector<MeshDimension>& dims) {
+  int64_t size = 1;
+  for (const MeshDimension& d : dims) size *= d.size;
+  std::vector<std::string> devices;
+  for (int64_t i = 0; i < size / test_clients(); ++i) devices.push_back("CPU:" + std::to_string(i));
+  return test_clients() > 1 ? create_distributed_mesh(dims, "", devices)
+                            : create_mesh(dims, devices);
+}
 
 Tensor uniform(const Shape& shape, int64_t seed) {
   return stateless_random_uniform(shape, {seed, 7}, -1.0, 1.0);
@@ -78,24 +104,26 @@ void expect_near(const std::vector<float>& got, const std::vector<float>& want, 
 }
 
 std::vector<Mesh> meshes() {
-  return {create_mesh({{"x", 8}}), create_mesh({{"x", 2}, {"y", 4}}),
-          create_mesh({{"x", 4}, {"y", 2}})};
+  return {test_mesh({{"x", 8}}), test_mesh({{"x", 2}, {"y", 4}}), test_mesh({{"x", 4}, {"y", 2}})};
 }
 
 TEST_F(DTensorValues, PackUnpackAndTheLayoutOfADTensor) {
-  Mesh mesh = create_mesh({{"batch", 2}, {"model", 4}});
+  Mesh mesh = test_mesh({{"batch", 2}, {"model", 4}});
   Layout layout({"batch", kUnsharded}, mesh);
   Tensor x = uniform({8, 3}, 1);
   std::vector<Tensor> blocks;
-  for (int i = 0; i < 8; ++i) blocks.push_back(slice(x, {Slice{(i / 4) * 4, (i / 4) * 4 + 4}}));
+  for (int64_t id : mesh.local_device_ids()) {
+    const int64_t at = layout.offsets(x.shape(), id)[0];
+    blocks.push_back(slice(x, {Slice{at, at + 4}}));
+  }
   Tensor d = pack(blocks, layout);
   EXPECT_TRUE(is_dtensor(d));
   EXPECT_FALSE(is_dtensor(x));
   EXPECT_EQ(fetch_layout(d), layout);
   EXPECT_EQ(d.shape(), (Shape{8, 3}));
   std::vector<Tensor> back = unpack(d);
-  ASSERT_EQ(back.size(), 8u);
-  EXPECT_EQ(back[5].to_vector<float>(), blocks[5].to_vector<float>());
+  ASSERT_EQ(back.size(), blocks.size());
+  EXPECT_EQ(back[3].to_vector<float>(), blocks[3].to_vector<float>());
   EXPECT_EQ(global_values(d), x.to_vector<float>());
   // A sharded DTensor's values are not one array here: reading them names its layout.
   EXPECT_THAT([&] { d.to_vector<float>(); },
@@ -243,9 +271,8 @@ TEST_F(DTensorValues, GradientsOfATrainingStepMatchOneDevice) {
     Mesh mesh;
     std::vector<std::vector<std::string>> specs;  // x, w1, b1, w2, b2
   };
-  Mesh batch = create_mesh({{"batch", 8}}),
-       model = create_mesh({{"model", 4}}, {"CPU:0", "CPU:1", "CPU:2", "CPU:3"});
-  Mesh grid = create_mesh({{"batch", 2}, {"model", 4}});
+  Mesh batch = test_mesh({{"batch", 8}}), model = test_mesh({{"model", 4}});
+  Mesh grid = test_mesh({{"batch", 2}, {"model", 4}});
   const std::string u = kUnsharded;
   std::vector<Case> cases{
       {batch, {{"batch", u}, {u, u}, {u}, {u, u}, {u}}},
@@ -263,7 +290,7 @@ TEST_F(DTensorValues, GradientsOfATrainingStepMatchOneDevice) {
       // process holds its own): each device computes a term of their gradients, which add up.
       for (size_t i = 0; i < w.size(); ++i) {
         std::vector<Tensor> copies;
-        for (int k = 0; k < 8; ++k) copies.push_back(copy(w[i]));
+        for (int k = 0; k < c.mesh.num_local_devices(); ++k) copies.push_back(copy(w[i]));
         dw[i] = pack(copies, fetch_layout(dw[i]));
       }
     }
@@ -303,7 +330,7 @@ TEST_F(DTensorValues, KerasOptimizersUpdateDVariablesAsOneDevice) {
   std::vector<Variable> local;
   for (const Tensor& t : init) local.emplace_back(t);
   train(local, x, y);
-  Mesh grid = create_mesh({{"batch", 2}, {"model", 4}});
+  Mesh grid = test_mesh({{"batch", 2}, {"model", 4}});
   const std::string u = kUnsharded;
   std::vector<std::vector<std::string>> specs{{u, "model"}, {"model"}, {"model", u}, {u}};
   std::vector<Variable> laid;
@@ -321,7 +348,7 @@ TEST_F(DTensorValues, KerasOptimizersUpdateDVariablesAsOneDevice) {
 }
 
 TEST_F(DTensorValues, ADVariableKeepsItsLayout) {
-  Mesh mesh = create_mesh({{"model", 4}}, {"CPU:0", "CPU:1", "CPU:2", "CPU:3"});
+  Mesh mesh = test_mesh({{"model", 4}});
   Layout cols({kUnsharded, "model"}, mesh), rows({"model", kUnsharded}, mesh);
   Tensor init = uniform({4, 8}, 16);
   DVariable v(call_with_layout([&] { return init; }, cols), "w");

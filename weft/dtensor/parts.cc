@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "weft/core/errors.h"
 #include "weft/distribute/updates.h"
+#include "weft/dtensor/internal/across.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/shape_ops.h"
@@ -51,20 +53,55 @@ std::vector<uint64_t> ids_of(const std::vector<Tensor>& ts) {
   return ids;
 }
 
+// Local device i's coordinates on the mesh dimensions in `varying` (over which a tensor's values
+// differ), `dim` left out: devices of equal keys on groups along `dim` hold equal values.
+std::vector<uint64_t> key_of(const Mesh& mesh, size_t i, const std::string& dim,
+                             const std::set<std::string>& varying) {
+  std::vector<uint64_t> key;
+  for (const std::string& v : varying) {
+    if (v != dim) key.push_back(static_cast<uint64_t>(coordinate(mesh, i, mesh.dim_index(v))));
+  }
+  return key;
+}
+
 // Over each group along `dim`: `fn` of the group's components (in coordinate order), given to
-// every device of the group; computed once for groups of the same components.
+// every device of the group. A group across clients: `fn` of this client's members, then `fn` of
+// every client's result (in client order). Computed once for groups of the same components; across
+// clients, once for groups of the same values (`varying`: the mesh dimensions over which the
+// components differ), so that every client makes the same collectives.
 template <typename Fn>
 std::vector<Tensor> over_groups(const Mesh& mesh, const std::string& dim,
+                                const std::set<std::string>& varying,
                                 const std::vector<Tensor>& components, Fn fn) {
   std::vector<Tensor> out(components.size());
   std::map<std::vector<uint64_t>, Tensor> done;
-  for (const std::vector<size_t>& group : groups_along(mesh, dim)) {
+  const Groups groups = groups_along(mesh, dim);
+  for (const std::vector<size_t>& group : groups.local) {
     std::vector<Tensor> members;
     for (size_t i : group) members.push_back(components[i]);
-    auto [it, fresh] = done.try_emplace(ids_of(members));
-    if (fresh) it->second = fn(members);
+    auto [it, fresh] =
+        done.try_emplace(groups.across ? key_of(mesh, group[0], dim, varying) : ids_of(members));
+    if (fresh) {
+      it->second = fn(members);
+      if (groups.across) {
+        const Tensor stacked = all_stack(it->second);
+        std::vector<Tensor> results;
+        for (int64_t c = 0; c < stacked.dim(0); ++c) results.push_back(select(stacked, 0, c));
+        it->second = fn(results);
+      }
+    }
     for (size_t i : group) out[i] = it->second;
   }
+  return out;
+}
+
+// The mesh dimensions over which a tensor of `specs` with pending reductions `pending` varies.
+std::set<std::string> varying_dims(const std::vector<std::string>& specs, const Pending& pending) {
+  std::set<std::string> out;
+  for (const std::string& s : specs) {
+    if (s != kUnsharded) out.insert(s);
+  }
+  for (const auto& [dim, r] : pending) out.insert(dim);
   return out;
 }
 
@@ -131,8 +168,10 @@ Tensor Parts::empty_like() const {
 }
 
 std::vector<std::pair<Tensor, Tensor>> Parts::seeds(const Tensor& output_gradient) const {
-  // Each block of the global tensor once: on the devices at coordinate 0 of every mesh dimension
+  // Each block of the global tensor once: on the device at coordinate 0 of every mesh dimension
   // over which the tensor is replicated (a pending sum's devices each hold a term: all seeded).
+  // A client that does not hold that device seeds its first device of the block with zeros, so
+  // that every client runs the same backward pass and meets the same collectives.
   const Mesh& mesh = layout_.mesh();
   std::vector<Tensor> grads;
   if (output_gradient.defined()) {
@@ -140,18 +179,23 @@ std::vector<std::pair<Tensor, Tensor>> Parts::seeds(const Tensor& output_gradien
     g = move(resolve(g), layout_);
     grads = g.parts()->components();
   }
+  const std::set<std::string> varying = varying_dims(layout_.sharding_specs(), pending_);
   std::vector<std::pair<Tensor, Tensor>> out;
-  std::map<uint64_t, bool> seen;
+  std::set<std::vector<uint64_t>> seen;
+  std::set<uint64_t> seen_ids;  // (devices that share a component tensor hold one block)
   for (size_t i = 0; i < components_.size(); ++i) {
-    bool first = true;
+    if (!seen.insert(key_of(mesh, i, "", varying)).second ||
+        !seen_ids.insert(components_[i].id()).second) {
+      continue;
+    }
+    bool lowest = true;
     for (int d = 0; d < mesh.rank(); ++d) {
-      const std::string& dim = mesh.dims()[static_cast<size_t>(d)].name;
-      if (axis_of(layout_, dim) < 0 && !pending_.count(dim) && coordinate(mesh, i, d) != 0) {
-        first = false;
+      if (!varying.count(mesh.dims()[static_cast<size_t>(d)].name) && coordinate(mesh, i, d) != 0) {
+        lowest = false;
       }
     }
-    if (!first || !seen.try_emplace(components_[i].id(), true).second) continue;
-    out.emplace_back(components_[i], grads.empty() ? ones_like(components_[i]) : grads[i]);
+    Tensor seed = grads.empty() ? ones_like(components_[i]) : grads[i];
+    out.emplace_back(components_[i], lowest ? seed : zeros_like(components_[i]));
   }
   return out;
 }
@@ -177,7 +221,7 @@ Tensor Parts::gradient(const std::vector<Tensor>& component_gradients) const {
     std::vector<Tensor> summed(grads.size());
     std::vector<uint64_t> summed_ids(grads.size());  // which sum each device holds
     std::map<std::vector<uint64_t>, std::pair<Tensor, uint64_t>> done;
-    for (const std::vector<size_t>& group : groups_along(mesh, dim)) {
+    for (const std::vector<size_t>& group : groups_along(mesh, dim).local) {
       std::vector<Tensor> terms;
       std::vector<uint64_t> key;
       for (size_t i : group) {
@@ -196,6 +240,20 @@ Tensor Parts::gradient(const std::vector<Tensor>& component_gradients) const {
     }
     grads = std::move(summed);
     ids = std::move(summed_ids);
+  }
+  // Across clients: each client has added its own devices' terms; the clients holding a block add
+  // theirs, one block after another in the order of their coordinates.
+  const std::set<std::string> varying = varying_dims(layout_.sharding_specs(), pending_);
+  bool across = false;
+  for (const MeshDimension& dim : mesh.dims()) {
+    across = across || (!varying.count(dim.name) && groups_along(mesh, dim.name).across);
+  }
+  if (across) {
+    std::map<std::vector<uint64_t>, Tensor> totals;
+    for (size_t i = 0; i < grads.size(); ++i)
+      totals.try_emplace(key_of(mesh, i, "", varying), grads[i]);
+    for (auto& [key, total] : totals) total = sum_across(total);
+    for (size_t i = 0; i < grads.size(); ++i) grads[i] = totals.at(key_of(mesh, i, "", varying));
   }
   return make(layout_, {}, std::move(grads));
 }
@@ -244,7 +302,7 @@ int64_t coordinate(const Mesh& mesh, size_t local_device, int dim) {
   return mesh.device_location(mesh.local_device_ids()[local_device])[static_cast<size_t>(dim)];
 }
 
-std::vector<std::vector<size_t>> groups_along(const Mesh& mesh, const std::string& dim) {
+Groups groups_along(const Mesh& mesh, const std::string& dim) {
   const int d = mesh.dim_index(dim);
   std::map<std::vector<int64_t>, std::vector<size_t>> groups;
   const auto& ids = mesh.local_device_ids();
@@ -253,12 +311,17 @@ std::vector<std::vector<size_t>> groups_along(const Mesh& mesh, const std::strin
     key[static_cast<size_t>(d)] = 0;
     groups[key].push_back(i);  // local ids ascend, so each group is in coordinate order
   }
-  std::vector<std::vector<size_t>> out;
+  Groups out;
+  const int64_t clients = mesh.size() / mesh.num_local_devices();
   for (auto& [key, group] : groups) {
-    WEFT_CHECK(static_cast<int64_t>(group.size()) == mesh.dim_size(dim), FailedPrecondition)
-        << "DTensor: mesh dimension \"" << dim << "\" of mesh " << mesh.to_string()
-        << " spans processes; moving data across processes is not built yet";
-    out.push_back(std::move(group));
+    const auto held = static_cast<int64_t>(group.size());
+    out.across = held < mesh.dim_size(dim);
+    WEFT_CHECK(!out.across || held * clients == mesh.dim_size(dim), FailedPrecondition)
+        << "DTensor: mesh dimension \"" << dim << "\" of mesh " << mesh.to_string() << " reaches "
+        << mesh.dim_size(dim) / held << " of the " << clients
+        << " clients; moving data over some clients but not all needs sub-communicators, "
+           "which are not built yet";
+    out.local.push_back(std::move(group));
   }
   return out;
 }
@@ -267,10 +330,12 @@ Tensor resolve(const Tensor& t) {
   const Parts* p = parts_of(t);
   if (p->pending().empty()) return t;
   std::vector<Tensor> components = p->components();
+  Pending left = p->pending();
   for (const auto& [dim, r] : p->pending()) {
-    components =
-        over_groups(p->layout().mesh(), dim, components,
-                    [r = r](const std::vector<Tensor>& terms) { return combine(terms, r); });
+    components = over_groups(
+        p->layout().mesh(), dim, varying_dims(p->layout().sharding_specs(), left), components,
+        [r = r](const std::vector<Tensor>& terms) { return combine(terms, r); });
+    left.erase(dim);
   }
   return make(p->layout(), {}, std::move(components));
 }
@@ -287,9 +352,10 @@ Tensor move(const Tensor& t, const Layout& target) {
   for (size_t axis = 0; axis < specs.size(); ++axis) {
     const std::string dim = specs[axis];
     if (dim == kUnsharded || target.sharding_specs()[axis] == dim) continue;
-    components = over_groups(mesh, dim, components, [axis](const std::vector<Tensor>& blocks) {
-      return blocks.size() == 1 ? blocks[0] : concat(blocks, static_cast<int64_t>(axis));
-    });
+    components = over_groups(
+        mesh, dim, varying_dims(specs, {}), components, [axis](const std::vector<Tensor>& blocks) {
+          return blocks.size() == 1 ? blocks[0] : concat(blocks, static_cast<int64_t>(axis));
+        });
     specs[axis] = kUnsharded;
   }
   for (size_t axis = 0; axis < specs.size(); ++axis) {

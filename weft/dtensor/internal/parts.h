@@ -1,6 +1,7 @@
 // What a DTensor is made of (weft::TensorParts): its layout, its pending sums and its components,
 // and the moves between layouts that relayout and the SPMD rules make of them. One process holds
-// all the devices a move reads (the moves across processes come with the mesh's communicators).
+// its devices' components; a move over devices of several processes crosses them in
+// internal/across.h.
 #pragma once
 
 #include <map>
@@ -50,9 +51,15 @@ const Parts* parts_of(const Tensor& t);
 // The local devices' places on the mesh: the local device i's coordinate on mesh dimension `dim`.
 int64_t coordinate(const Mesh& mesh, size_t local_device, int dim);
 // The local devices grouped by mesh dimension `dim`: devices that differ only there, each group
-// in the order of its coordinate. FailedPrecondition, naming the mesh, when a group reaches a
-// device of another process.
-std::vector<std::vector<size_t>> groups_along(const Mesh& mesh, const std::string& dim);
+// in the order of its coordinate. On a mesh across clients a group may continue on the other
+// clients (`across`: then every group along `dim` does, each client holding a contiguous run of
+// it). FailedPrecondition, naming the mesh, when a group reaches some clients but not all (that
+// needs sub-communicators, not built yet).
+struct Groups {
+  std::vector<std::vector<size_t>> local;
+  bool across = false;
+};
+Groups groups_along(const Mesh& mesh, const std::string& dim);
 
 // t (a DTensor) with its pending sums resolved: each combined in a fixed tree over its devices.
 Tensor resolve(const Tensor& t);
