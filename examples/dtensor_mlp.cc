@@ -4,9 +4,11 @@
 // where the tutorial points next: tensor parallel on {"model": 4} (the first kernel's columns and
 // the second's rows cut, as Megatron: one all-reduce per pair of layers) and 2-D on
 // {"batch": 2, "model": 4}. Each run ends with "<run>: test accuracy A". The data-parallel run
-// first checks its first step against the one-device model of examples/tutorial_mlp.h.
+// first checks its first step against the one-device model of examples/tutorial_mlp.h. Under
+// `weft launch -n 2` each process is a client holding 4 of the 8 devices.
 //
 //   ./dtensor_mlp [--epochs N] [--runs data,tensor,2d] [--batch-devices 8] [--data-dir DIR]
+//   weft launch -n 2 -- ./dtensor_mlp
 #include <weft/weft.h>
 
 #include <algorithm>
@@ -143,29 +145,31 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--batch-devices") == 0) batch_devices = std::atoi(argv[i + 1]);
   }
   try {
-    weft::config::set_logical_cpu_devices(8);  // the tutorial's DEVICES
+    // Alone, or one client of a cluster (`weft launch -n 2`: TF_CONFIG), each holding its share
+    // of the tutorial's 8 DEVICES; the meshes span the clients.
+    dtensor::initialize_accelerator_system();
+    const int clients = dtensor::num_clients();
+    weft::config::set_logical_cpu_devices(8 / clients);
     auto data = weft::data::load_fashion_mnist(data_dir);
     auto [train_x, train_y] = tutorial::preprocess(data.train_images, data.train_labels);
     auto [test_x, test_y] = tutorial::preprocess(data.test_images, data.test_labels);
     const int64_t batch_size = 128;
     const std::string u = dtensor::kUnsharded;
-    auto first_devices = [](int n) {
-      std::vector<std::string> names;
-      for (int i = 0; i < n; ++i) names.push_back("CPU:" + std::to_string(i));
-      return names;
+    // A mesh over the first devices (of each client).
+    auto mesh = [clients](const std::vector<dtensor::MeshDimension>& dims) {
+      int64_t size = 1;
+      for (const auto& d : dims) size *= d.size;
+      std::vector<std::string> devices;
+      for (int64_t i = 0; i < size / clients; ++i) devices.push_back("CPU:" + std::to_string(i));
+      return clients == 1 ? dtensor::create_mesh(dims, devices)
+                          : dtensor::create_distributed_mesh(dims, "", devices);
     };
-    const std::vector<std::string> model_devices = first_devices(4);
     std::vector<Run> all{
-        {"data",
-         dtensor::create_mesh({{"batch", batch_devices}}, first_devices(batch_devices)),
-         {{u, u}, {u, u}, {u, u}}},
-        {"tensor",
-         dtensor::create_mesh({{"model", 4}}, model_devices),
-         {{u, "model"}, {"model", u}, {u, u}}},
-        {"2d",
-         dtensor::create_mesh({{"batch", 2}, {"model", 4}}),
-         {{u, "model"}, {"model", u}, {u, u}}},
+        {"data", mesh({{"batch", batch_devices}}), {{u, u}, {u, u}, {u, u}}},
+        {"tensor", mesh({{"model", 4}}), {{u, "model"}, {"model", u}, {u, u}}},
+        {"2d", mesh({{"batch", 2}, {"model", 4}}), {{u, "model"}, {"model", u}, {u, u}}},
     };
+    const bool chief = dtensor::client_id() == 0;  // prints the epochs' lines
     for (const Run& run : all) {
       if (("," + runs + ",").find("," + run.name + ",") == std::string::npos) continue;
       auto layout = [&](size_t i) { return dtensor::Layout(run.kernels[i], run.mesh); };
@@ -175,8 +179,10 @@ int main(int argc, char** argv) {
         weft::Slice rows{0, batch_size};
         double diff = first_step_difference(mlp_model, weft::slice(train_x, {rows}),
                                             weft::slice(train_y, {rows}), run.mesh);
-        std::printf("data: first step, loss and gradients against one device: %s (%.1e)\n",
-                    diff <= 1e-6 ? "equal to 1e-6" : "DIFFERENT", diff);
+        if (chief) {
+          std::printf("data: first step, loss and gradients against one device: %s (%.1e)\n",
+                      diff <= 1e-6 ? "equal to 1e-6" : "DIFFERENT", diff);
+        }
       }
       Adam optimizer(mlp_model.trainable_variables());
       double test_accuracy = 0;
@@ -198,17 +204,19 @@ int main(int argc, char** argv) {
           test_loss.add(tutorial::cross_entropy_loss(y_pred, y_batch));
           test_acc.add(tutorial::accuracy(y_pred, y_batch));
         }
+        test_accuracy = test_acc.result();
+        if (!chief) continue;
         std::printf("Epoch: %d\n", epoch);
         std::printf("Training loss: %.3f, Training accuracy: %.3f\n", train_loss.result(),
                     train_acc.result());
         std::printf("Testing loss: %.3f, Testing accuracy: %.3f\n", test_loss.result(),
                     test_acc.result());
         std::fflush(stdout);
-        test_accuracy = test_acc.result();
       }
-      std::printf("%s: test accuracy %.4f\n", run.name.c_str(), test_accuracy);
+      std::printf("%s: test accuracy %.4f\n", run.name.c_str(), test_accuracy);  // every client
       std::fflush(stdout);
     }
+    dtensor::shutdown_accelerator_system();
   } catch (const weft::Error& e) {
     std::fprintf(stderr, "dtensor_mlp: %s\n", e.what());
     return 1;
