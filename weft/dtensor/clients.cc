@@ -102,4 +102,9 @@ Mesh create_distributed_mesh(const std::vector<MeshDimension>& dims, const std::
   return mesh;
 }
 
+void barrier(const Mesh& mesh) {
+  if (mesh.num_local_devices() == mesh.size()) return;
+  distribute::collective::barrier(*internal::connection().communicator());
+}
+
 }  // namespace weft::dtensor

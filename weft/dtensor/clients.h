@@ -39,6 +39,10 @@ Mesh create_distributed_mesh(const std::vector<MeshDimension>& dims,
                              const std::string& mesh_name = "",
                              const std::vector<std::string>& local_devices = {});
 
+// Waits until every client of `mesh` has come here too (TF's dtensor.barrier); nothing on a
+// mesh in one process.
+void barrier(const Mesh& mesh);
+
 namespace internal {
 // The cluster this process joined (initialize_accelerator_system).
 distribute::ClusterConnection& connection();

@@ -1,18 +1,18 @@
-// DTensors in one process: pack/unpack, relayout between every pair of layouts, each SPMD rule on
-// every layout of its operands on 1-D and 2-D meshes against the one-device result, gradients
-// through a tape, DVariables, and the errors that name the op and the layouts.
+// DTensors in one process, and across 2 processes when CTest runs these under `weft launch -n 2`
+// (DTensorValuesAcross2Clients; weft/testing/dtensor_clients.h): pack/unpack, relayout between
+// every pair of layouts, each SPMD rule on every layout of its operands on 1-D and 2-D meshes
+// against the one-device result, gradients through a tape, DVariables, and the errors that name the
+// op and the layouts.
 #include "weft/dtensor/dtensor.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 
 #include "weft/autodiff/tape.h"
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
-#include "weft/dtensor/clients.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
@@ -23,43 +23,16 @@
 #include "weft/ops/reduce.h"
 #include "weft/ops/shape_ops.h"
 #include "weft/optim/adam.h"
+#include "weft/testing/dtensor_clients.h"
 
 namespace weft::dtensor {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
+using weft::testing::test_mesh;
 
-// How many processes share the meshes: 1, or 2 when CTest runs this program under
-// `weft launch -n 2` (test DTensorValuesAcross2Clients).
-int test_clients() {
-  const char* env = std::getenv("WEFT_DTENSOR_TEST_CLIENTS");
-  return env ? std::atoi(env) : 1;
-}
-
-class DTensorValues : public ::testing::Test {
- protected:
-  void SetUp() override {
-    config::set_logical_cpu_devices(8 / test_clients());
-    if (test_clients() > 1) {
-      initialize_accelerator_system();
-      ASSERT_EQ(num_clients(), test_clients());
-    }
-  }
-  void TearDown() override { config::set_logical_cpu_devices(previous_); }
-  int previous_ = config::logical_cpu_devices();
-};
-
-// A mesh of `dims` over the first devices: in this process, or across the clients, each holding
-// its share of them.
-Mesh test_mesh(const std::vector<MeshDimension>& dims) {
-  int64_t size = 1;
-  for (const MeshDimension& d : dims) size *= d.size;
-  std::vector<std::string> devices;
-  for (int64_t i = 0; i < size / test_clients(); ++i) devices.push_back("CPU:" + std::to_string(i));
-  return test_clients() > 1 ? create_distributed_mesh(dims, "", devices)
-                            : create_mesh(dims, devices);
-}
+class DTensorValues : public weft::testing::LogicalDevices {};
 
 Tensor uniform(const Shape& shape, int64_t seed) {
   return stateless_random_uniform(shape, {seed, 7}, -1.0, 1.0);

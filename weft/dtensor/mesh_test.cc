@@ -11,6 +11,7 @@
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
 #include "weft/dtensor/layout.h"
+#include "weft/testing/dtensor_clients.h"
 
 namespace weft::dtensor {
 namespace {
@@ -21,12 +22,7 @@ using ::testing::ThrowsMessage;
 std::string cpu(int i) { return "/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i); }
 
 // The tutorial's 8 logical CPUs, for each test.
-class DTensor : public ::testing::Test {
- protected:
-  void SetUp() override { config::set_logical_cpu_devices(8); }
-  void TearDown() override { config::set_logical_cpu_devices(previous_); }
-  int previous_ = config::logical_cpu_devices();
-};
+class DTensor : public weft::testing::LogicalDevices {};
 
 TEST_F(DTensor, AMeshIsARowMajorGridOfTheLogicalDevices) {
   Mesh mesh = create_mesh({{"batch", 2}, {"model", 4}}, {}, "grid");

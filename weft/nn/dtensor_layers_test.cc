@@ -11,15 +11,14 @@
 #include "weft/ops/random.h"
 #include "weft/ops/reduce.h"
 #include "weft/optim/sgd.h"
+#include "weft/testing/dtensor_clients.h"
 
 namespace weft::nn {
 namespace {
 
-class DTensorLayers : public ::testing::Test {
+class DTensorLayers : public weft::testing::LogicalDevices {
  protected:
-  void SetUp() override { config::set_logical_cpu_devices(4); }
-  void TearDown() override { config::set_logical_cpu_devices(previous_); }
-  int previous_ = config::logical_cpu_devices();
+  DTensorLayers() : LogicalDevices(4) {}
 };
 
 TEST_F(DTensorLayers, ADenseLaysOutItsKernelAndBiasAndTrainsAsOnOneDevice) {

@@ -14,7 +14,11 @@
 #include "weft/checkpoint/held_slices.h"
 #include "weft/core/errors.h"
 #include "weft/core/file_io.h"
+#include "weft/distribute/cluster_connection.h"
+#include "weft/distribute/collective/communicator.h"
 #include "weft/distribute/values.h"
+#include "weft/dtensor/clients.h"
+#include "weft/dtensor/dtensor.h"
 #include "weft/ops/shape_ops.h"
 
 namespace weft::train {
@@ -106,6 +110,29 @@ void save_with_holders(const std::string& dir, const std::vector<ckpt::SavedTens
   ckpt::commit_checkpoint(dir, save_id, parts);
 }
 
+// A checkpoint of DTensors on a mesh across clients, which every client saves (as TensorFlow's
+// DTensor checkpoints): client k writes its blocks as part k of the save that client 0's draw
+// names. Empty when every mesh is in this process.
+std::optional<Checkpoint::Writers> clients_writing(const std::vector<ckpt::SavedTensor>& tensors) {
+  for (const ckpt::SavedTensor& t : tensors) {
+    if (!dtensor::is_dtensor(t.value)) continue;
+    const dtensor::Mesh mesh = dtensor::fetch_layout(t.value).mesh();
+    if (mesh.num_local_devices() == mesh.size()) continue;
+    namespace collective = distribute::collective;
+    collective::Communicator& comm = *dtensor::internal::connection().communicator();
+    Checkpoint::Writers writers;
+    writers.part = comm.rank();
+    writers.parts = comm.size();
+    std::random_device device;
+    const auto draw = static_cast<int64_t>((uint64_t{device()} << 31) ^ device());
+    writers.save_id = std::to_string(
+        collective::broadcast(comm, Tensor::scalar(draw, kInt64), 0).item<int64_t>());
+    writers.barrier = [mesh] { dtensor::barrier(mesh); };
+    return writers;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Checkpoint::Checkpoint(std::vector<std::pair<std::string, Trackable*>> objects,
@@ -157,6 +184,13 @@ std::string Checkpoint::save(int64_t step, const Writers& writers) {
   std::string dir = directory_ + "/" + checkpoint_name_ + "-" + std::to_string(step);
   const bool laid_out = std::any_of(tensors.begin(), tensors.end(),
                                     [](const ckpt::SavedTensor& t) { return t.value.parts(); });
+  if (writers.parts == 1 && laid_out) {
+    if (std::optional<Writers> clients = clients_writing(tensors)) {
+      std::string saved = save(step, *clients);
+      clients->barrier();  // every client returns once client 0 has committed
+      return saved;
+    }
+  }
   if (writers.parts > 1) {
     // This writer's slices of each variable, then every writer's part is in and writer 0 commits.
     std::vector<ckpt::SavedSlice> slices;

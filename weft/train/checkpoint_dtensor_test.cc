@@ -12,6 +12,7 @@
 #include "weft/autodiff/tape.h"
 #include "weft/checkpoint/checkpoint_io.h"
 #include "weft/core/config.h"
+#include "weft/dtensor/clients.h"
 #include "weft/dtensor/dtensor.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
@@ -21,6 +22,7 @@
 #include "weft/ops/random.h"
 #include "weft/ops/reduce.h"
 #include "weft/optim/adam.h"
+#include "weft/testing/dtensor_clients.h"
 #include "weft/train/checkpoint.h"
 
 namespace weft {
@@ -72,26 +74,33 @@ std::vector<float> global_values(const Tensor& t) {
       .to_vector<float>();
 }
 
-class DTensorCheckpoint : public ::testing::Test {
+class DTensorCheckpoint : public weft::testing::LogicalDevices {
  protected:
   void SetUp() override {
-    config::set_logical_cpu_devices(8);
-    dir_ = (fs::temp_directory_path() / ("weft_dtensor_checkpoint_" + std::to_string(::getpid())))
-               .string();
-    fs::remove_all(dir_);
+    LogicalDevices::SetUp();
+    // One directory for the clients of `weft launch`, which are its children.
+    const int owner = weft::testing::dtensor_test_clients() > 1 ? ::getppid() : ::getpid();
+    dir_ =
+        (fs::temp_directory_path() / ("weft_dtensor_checkpoint_" + std::to_string(owner))).string();
+    remove_dir();
   }
   void TearDown() override {
-    fs::remove_all(dir_);
-    config::set_logical_cpu_devices(previous_);
+    remove_dir();
+    LogicalDevices::TearDown();
   }
-  int previous_ = config::logical_cpu_devices();
+  // Removes dir_, which the clients share: one removes it while the others wait.
+  void remove_dir() const {
+    weft::testing::clients_barrier();
+    if (dtensor::client_id() == 0) fs::remove_all(dir_);
+    weft::testing::clients_barrier();
+  }
   std::string dir_;
 };
 
 TEST_F(DTensorCheckpoint, DataParallelRestoresIntoTensorParallelAndBack) {
   const std::string u = dtensor::kUnsharded;
-  Mesh batch = dtensor::create_mesh({{"batch", 8}});
-  Mesh model = dtensor::create_mesh({{"model", 4}}, {"CPU:0", "CPU:1", "CPU:2", "CPU:3"});
+  Mesh batch = weft::testing::test_mesh({{"batch", 8}});
+  Mesh model = weft::testing::test_mesh({{"model", 4}});
   const std::vector<std::vector<std::string>> replicated{{u, u}, {u}, {u, u}, {u}};
   const std::vector<std::vector<std::string>> megatron{{u, "model"}, {"model"}, {"model", u}, {u}};
   Tensor x = stateless_random_uniform({16, 12}, {5, 6}, -1, 1);
@@ -102,7 +111,7 @@ TEST_F(DTensorCheckpoint, DataParallelRestoresIntoTensorParallelAndBack) {
   auto model_y = dtensor::copy_to_mesh(y, Layout::replicated(model, 1));
 
   for (bool data_first : {true, false}) {
-    fs::remove_all(dir_);
+    remove_dir();
     LaidOutMlp from(data_first ? batch : model, data_first ? replicated : megatron, 1);
     LaidOutMlp into(data_first ? model : batch, data_first ? megatron : replicated, 2);
     const Tensor& fx = data_first ? batch_x : model_x;
@@ -136,6 +145,43 @@ TEST_F(DTensorCheckpoint, DataParallelRestoresIntoTensorParallelAndBack) {
     double next_into = into.step(adam_into, ix, iy);
     EXPECT_NEAR(next_into, next_from, 1e-6 * std::abs(next_from)) << data_first;
   }
+}
+
+// A checkpoint that one process wrote, of a data-parallel model on a mesh of its own 4 devices,
+// restores into a tensor-parallel model on {"model": 4}: across 2 processes under `weft launch`
+// (DTensorCheckpointAcross2Clients), each holding 2 of its devices.
+TEST_F(DTensorCheckpoint, OneProcessWritesAndTheClientsOfAMeshRestore) {
+  const std::string u = dtensor::kUnsharded;
+  const std::vector<std::string> first4{"CPU:0", "CPU:1", "CPU:2", "CPU:3"};
+  Mesh own = dtensor::create_mesh({{"batch", 4}}, first4);  // this process's devices only
+  Mesh model = weft::testing::test_mesh({{"model", 4}});
+  Tensor x = stateless_random_uniform({16, 12}, {9, 6}, -1, 1);
+  Tensor y = cast(mul(add(stateless_random_uniform({16}, {9, 8}), 1.0), 1.99), kInt64);
+  // Every client trains the same model alone (seeded); client 0 alone saves it.
+  LaidOutMlp from(own, {{u, u}, {u}, {u, u}, {u}}, 3);
+  optim::Adam adam_from(optim::AdamOptions{.learning_rate = 0.01});
+  Tensor fx = dtensor::copy_to_mesh(x, Layout({"batch", u}, own));
+  Tensor fy = dtensor::copy_to_mesh(y, Layout({"batch"}, own));
+  for (int s = 0; s < 2; ++s) from.step(adam_from, fx, fy);
+  const std::string saved = dir_ + "/ckpt-2";
+  if (dtensor::client_id() == 0) {
+    train::Checkpoint saver({{"model", &from}, {"optimizer", &adam_from}}, dir_);
+    ASSERT_EQ(saver.save(2), saved);
+  }
+  dtensor::barrier(model);
+
+  LaidOutMlp into(model, {{u, "model"}, {"model"}, {"model", u}, {u}}, 4);
+  optim::Adam adam_into(optim::AdamOptions{.learning_rate = 0.01});
+  adam_into.build(into.vars());
+  train::Checkpoint({{"model", &into}, {"optimizer", &adam_into}}, dir_).restore(saved);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(global_values(into.vars()[i].value()), global_values(from.vars()[i].value())) << i;
+  }
+  const double next_from = from.step(adam_from, fx, fy);
+  const double next_into =
+      into.step(adam_into, dtensor::copy_to_mesh(x, Layout::replicated(model, 2)),
+                dtensor::copy_to_mesh(y, Layout::replicated(model, 1)));
+  EXPECT_NEAR(next_into, next_from, 1e-6 * std::abs(next_from));
 }
 
 }  // namespace
