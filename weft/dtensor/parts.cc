@@ -6,9 +6,11 @@
 #include "weft/dtensor/internal/parts.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
 
+#include "weft/autodiff/tape.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/updates.h"
 #include "weft/dtensor/internal/across.h"
@@ -47,6 +49,22 @@ Tensor combine(const std::vector<Tensor>& values, SpmdRule::Reduce r) {
   return level[0];
 }
 
+std::atomic<int64_t> g_collectives{0}, g_bytes{0};
+
+enum class Collective { kAllReduce, kAllGather };
+
+// Counts one collective of each of `groups` groups of n devices, each device holding `bytes`.
+void count(Collective kind, size_t groups, int64_t n, int64_t bytes, bool backward) {
+  if (n <= 1) return;
+  const int64_t per_group =
+      kind == Collective::kAllReduce ? 2 * (n - 1) * bytes : n * (n - 1) * bytes;
+  const auto times = static_cast<int64_t>(groups) * (backward ? 2 : 1);
+  g_collectives += times;
+  g_bytes += times * per_group;
+}
+
+int64_t bytes_of(const Tensor& t) { return t.numel() * dtype_size(t.dtype()); }
+
 std::vector<uint64_t> ids_of(const std::vector<Tensor>& ts) {
   std::vector<uint64_t> ids;
   for (const Tensor& t : ts) ids.push_back(t.defined() ? t.id() : 0);
@@ -70,12 +88,14 @@ std::vector<uint64_t> key_of(const Mesh& mesh, size_t i, const std::string& dim,
 // clients, once for groups of the same values (`varying`: the mesh dimensions over which the
 // components differ), so that every client makes the same collectives.
 template <typename Fn>
-std::vector<Tensor> over_groups(const Mesh& mesh, const std::string& dim,
+std::vector<Tensor> over_groups(const Mesh& mesh, const std::string& dim, Collective kind,
                                 const std::set<std::string>& varying,
                                 const std::vector<Tensor>& components, Fn fn) {
   std::vector<Tensor> out(components.size());
   std::map<std::vector<uint64_t>, Tensor> done;
   const Groups groups = groups_along(mesh, dim);
+  count(kind, groups.local.size(), mesh.dim_size(dim), bytes_of(components[0]),
+        autodiff::is_recording());
   for (const std::vector<size_t>& group : groups.local) {
     std::vector<Tensor> members;
     for (size_t i : group) members.push_back(components[i]);
@@ -218,10 +238,13 @@ Tensor Parts::gradient(const std::vector<Tensor>& component_gradients) const {
   for (int d = 0; d < mesh.rank(); ++d) {
     const std::string& dim = mesh.dims()[static_cast<size_t>(d)].name;
     if (axis_of(layout_, dim) >= 0 || pending_.count(dim)) continue;
+    const Groups groups = groups_along(mesh, dim);
+    count(Collective::kAllReduce, groups.local.size(), mesh.dim_size(dim), bytes_of(grads[0]),
+          false);
     std::vector<Tensor> summed(grads.size());
     std::vector<uint64_t> summed_ids(grads.size());  // which sum each device holds
     std::map<std::vector<uint64_t>, std::pair<Tensor, uint64_t>> done;
-    for (const std::vector<size_t>& group : groups_along(mesh, dim).local) {
+    for (const std::vector<size_t>& group : groups.local) {
       std::vector<Tensor> terms;
       std::vector<uint64_t> key;
       for (size_t i : group) {
@@ -282,6 +305,8 @@ std::vector<TensorBlock> Parts::blocks() const {
   return out;
 }
 
+Traffic traffic() { return {g_collectives.load(), g_bytes.load()}; }
+
 Tensor make(Layout layout, Pending pending, std::vector<Tensor> components) {
   WEFT_ASSERT(!components.empty() && components[0].defined());
   auto impl = std::make_shared<TensorImpl>();
@@ -332,9 +357,10 @@ Tensor resolve(const Tensor& t) {
   std::vector<Tensor> components = p->components();
   Pending left = p->pending();
   for (const auto& [dim, r] : p->pending()) {
-    components = over_groups(
-        p->layout().mesh(), dim, varying_dims(p->layout().sharding_specs(), left), components,
-        [r = r](const std::vector<Tensor>& terms) { return combine(terms, r); });
+    components =
+        over_groups(p->layout().mesh(), dim, Collective::kAllReduce,
+                    varying_dims(p->layout().sharding_specs(), left), components,
+                    [r = r](const std::vector<Tensor>& terms) { return combine(terms, r); });
     left.erase(dim);
   }
   return make(p->layout(), {}, std::move(components));
@@ -353,7 +379,8 @@ Tensor move(const Tensor& t, const Layout& target) {
     const std::string dim = specs[axis];
     if (dim == kUnsharded || target.sharding_specs()[axis] == dim) continue;
     components = over_groups(
-        mesh, dim, varying_dims(specs, {}), components, [axis](const std::vector<Tensor>& blocks) {
+        mesh, dim, Collective::kAllGather, varying_dims(specs, {}), components,
+        [axis](const std::vector<Tensor>& blocks) {
           return blocks.size() == 1 ? blocks[0] : concat(blocks, static_cast<int64_t>(axis));
         });
     specs[axis] = kUnsharded;

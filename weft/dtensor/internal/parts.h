@@ -61,6 +61,18 @@ struct Groups {
 };
 Groups groups_along(const Mesh& mesh, const std::string& dim);
 
+// What the moves between layouts in this process have carried, counted as ring collectives on
+// separate devices would carry it: bytes received, summed over the devices of each group (an
+// all-reduce of B bytes over n devices 2(n - 1)B, an all-gather of n blocks of b bytes n(n - 1)b),
+// a move made while a tape records counted again for its backward (all-reduce's is an all-reduce,
+// all-gather's a reduce-scatter of the same volume), and the sums of gradient terms over the mesh
+// dimensions a variable is replicated on. What benchmarks compare with the analytic count.
+struct Traffic {
+  int64_t collectives = 0;  // one per group of devices
+  int64_t bytes = 0;
+};
+Traffic traffic();
+
 // t (a DTensor) with its pending sums resolved: each combined in a fixed tree over its devices.
 Tensor resolve(const Tensor& t);
 // t (a DTensor without pending sums) laid out as `target` (same mesh and rank; no kMatch).
