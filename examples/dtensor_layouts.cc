@@ -79,4 +79,19 @@ int main() {
   double err = weft::max(weft::abs(weft::sub(grad, grad1))).item<double>();
   std::cout << "loss " << loss.item<float>() << " on 8 devices, " << loss1.item<float>()
             << " on one; gradients differ by at most " << (err < 1e-6 ? "1e-6" : "more") << "\n";
+
+  // Input: DTensorDataset batches a dataset and lays each batch out, each device keeping its rows.
+  weft::Tensor labels =
+      weft::cast(weft::stateless_random_uniform({128}, {3, 4}, 0, 10), weft::kInt64);
+  dtensor::DTensorDataset train(weft::data::Dataset::from_tensor_slices({images, labels}).repeat(2),
+                                mesh, {x_layout, y_layout}, /*global_batch_size=*/128);
+  int batches = 0;
+  for (const weft::data::Element& batch : train) {
+    if (batches++ == 0) {
+      std::cout << "DTensorDataset: batches of " << weft::shape_str(batch[0].shape()) << ", "
+                << specs(batch[0]) << ", device 0 holds "
+                << weft::shape_str(dtensor::unpack(batch[0])[0].shape());
+    }
+  }
+  std::cout << ", " << batches << " batches\n";
 }

@@ -40,6 +40,7 @@
 #include "weft/distribute/updates.h"
 #include "weft/distribute/values.h"
 #include "weft/dtensor/clients.h"
+#include "weft/dtensor/dataset.h"
 #include "weft/dtensor/dtensor.h"
 #include "weft/dtensor/layout.h"
 #include "weft/dtensor/mesh.h"

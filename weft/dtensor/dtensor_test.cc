@@ -13,6 +13,7 @@
 #include "weft/autodiff/tape.h"
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
+#include "weft/dtensor/dataset.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
@@ -340,6 +341,66 @@ TEST_F(DTensorValues, ADVariableKeepsItsLayout) {
   EXPECT_EQ(fetch_layout(g[0]), cols);
   EXPECT_EQ(global_values(g[0]), mul(init, 2.0).to_vector<float>());
   EXPECT_EQ(tape.watched_variables().size(), 1u);
+}
+
+TEST_F(DTensorValues, ADTensorDatasetYieldsGlobalBatchesLaidOut) {
+  Mesh mesh = test_mesh({{"batch", 2}, {"model", 4}});
+  Layout images({"batch", kUnsharded}, mesh), labels({"batch"}, mesh);
+  Tensor x = uniform({40, 3}, 30);
+  Tensor y = cast(mul(add(uniform({40}, 31), 1.0), 4.9), kInt64);
+  DTensorDataset ds(data::Dataset::from_tensor_slices({x, y}), mesh, {images, labels}, 16);
+  int batches = 0;
+  for (const data::Element& batch : ds) {
+    ASSERT_EQ(batch.size(), 2u);
+    EXPECT_EQ(fetch_layout(batch[0]), images);
+    EXPECT_EQ(fetch_layout(batch[1]), labels);
+    // Global batch b is rows 16b.. of the dataset, whatever the mesh; the last 8 rows dropped.
+    Slice rows{16 * batches, 16 * batches + 16};
+    EXPECT_EQ(global_values(batch[0]), slice(x, {rows}).to_vector<float>()) << batches;
+    EXPECT_EQ(relayout(batch[1], Layout::replicated(mesh, 1)).to_vector<int64_t>(),
+              slice(y, {rows}).to_vector<int64_t>());
+    // This client's devices hold their blocks: 8 rows each, by batch coordinate.
+    std::vector<Tensor> local = unpack(batch[0]);
+    ASSERT_EQ(local.size(), static_cast<size_t>(mesh.num_local_devices()));
+    const int64_t at = images.offsets(batch[0].shape(), mesh.local_device_ids()[0])[0];
+    EXPECT_EQ(local[0].to_vector<float>(),
+              slice(x, {Slice{16 * batches + at, 16 * batches + at + 8}}).to_vector<float>());
+    ++batches;
+  }
+  EXPECT_EQ(batches, 2);
+  // Its iterators save and restore their position, as any dataset's.
+  auto it = ds.begin();
+  it.next();
+  auto again = ds.begin();
+  again.restore_state(it.save_state());
+  EXPECT_EQ(global_values((*again.next())[0]), global_values((*it.next())[0]));
+  // Already batched: each element must be one global batch.
+  DTensorDataset batched(data::Dataset::from_tensor_slices({x, y}).batch(16, true), mesh,
+                         {images, labels}, 16, /*dataset_already_batched=*/true);
+  EXPECT_EQ(global_values((*batched.begin().next())[0]),
+            slice(x, {Slice{0, 16}}).to_vector<float>());
+  EXPECT_THAT(
+      [&] {
+        DTensorDataset(data::Dataset::from_tensor_slices({x, y}).batch(8), mesh, {images, labels},
+                       16, true)
+            .begin()
+            .next();
+      },
+      ThrowsMessage<InvalidArgument>(HasSubstr("not a batch of global_batch_size 16")));
+  EXPECT_THAT(
+      [&] {
+        DTensorDataset(data::Dataset::from_tensor_slices({x, y}), mesh, {images}, 16)
+            .begin()
+            .next();
+      },
+      ThrowsMessage<InvalidArgument>(HasSubstr("2 components, but 1 layouts")));
+  EXPECT_THAT(
+      [&] {
+        DTensorDataset(data::Dataset::from_tensor_slices({x, y}), mesh, {images, labels}, 16, false,
+                       "model");
+      },
+      ThrowsMessage<InvalidArgument>(
+          AllOf(HasSubstr("not over batch_dim \"model\""), HasSubstr(images.to_string()))));
 }
 
 }  // namespace
