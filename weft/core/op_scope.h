@@ -31,6 +31,13 @@ struct SpmdRule {
     kReshape,             // to `shape`: a sharded axis that survives keeps its sharding
     kTranspose,           // result axis i is operand axis axes[i]
     kAssign,              // assign_into(dst, src): src laid out as dst
+    kConcat,              // along axes[0]: every operand laid out as the first, that axis whole
+    kNewAxis,             // a new unsharded axis at axes[0] of the result (one_hot, stack);
+                          // further operands laid out as the first
+    kGather,              // gather(params, indices) along axes[0]: that axis of params whole;
+                          // the result's axes there are the indices'
+    kBatch,               // per example (convolutions, pooling): the first operand's axis 0
+                          // keeps its sharding, its other axes and every other operand whole
   };
   enum class Reduce { kSum, kMax, kMin };
   Kind kind = Kind::kReplicated;

@@ -15,14 +15,18 @@
 #include "weft/core/errors.h"
 #include "weft/dtensor/dataset.h"
 #include "weft/ops/cast.h"
+#include "weft/ops/conv.h"
 #include "weft/ops/creation.h"
+#include "weft/ops/cumulative.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/linalg.h"
 #include "weft/ops/math.h"
 #include "weft/ops/nn.h"
 #include "weft/ops/random.h"
 #include "weft/ops/reduce.h"
+#include "weft/ops/scatter.h"
 #include "weft/ops/shape_ops.h"
+#include "weft/ops/sort.h"
 #include "weft/optim/adam.h"
 #include "weft/testing/dtensor_clients.h"
 
@@ -216,6 +220,91 @@ TEST_F(DTensorValues, ReductionsSoftmaxReshapeAndTransposeOnEveryLayout) {
       EXPECT_EQ(global_values(squeeze(expand_dims(d, 1), {1})), squeezed) << what;
       EXPECT_EQ(fetch_layout(squeeze(expand_dims(d, 1), {1})), lx) << what;
       EXPECT_EQ(global_values(hypot(d, reciprocal(add(abs(d), 1.0)))), hyp) << what;
+    }
+  }
+}
+
+TEST_F(DTensorValues, ShapeOpsScansAndSortsOnEveryLayout) {
+  Tensor x = uniform({8, 16}, 40), y = uniform({8, 16}, 41);
+  Tensor idx = Tensor::from_vector(std::vector<int64_t>{5, 0, 15, 3}, {2, 2});
+  Tensor labels = cast(mul(add(uniform({8}, 42), 1.0), 4.9), kInt64);
+  auto values = [](const Tensor& t) { return t.to_vector<float>(); };
+  const std::vector<float> sliced = values(slice(x, {Slice{2, 6}, Slice{1, 16, 3}}));
+  const std::vector<float> rows = values(slice(x, {Slice{}, Slice{4, 12}}));
+  const std::vector<float> joined0 = values(concat({x, y}, 0)), joined1 = values(concat({x, y}, 1));
+  const std::vector<float> stacked = values(stack({x, y}, 1));
+  const std::vector<float> gathered = values(gather(x, idx, 1));
+  const std::vector<float> hot = values(one_hot(labels, 6));
+  const std::vector<float> padded = values(pad(x, {{1, 0}, {0, 2}}, 0.5));
+  const std::vector<float> summed = values(cumsum(x, 1)), product = values(cumprod(x, 0));
+  const std::vector<float> sorted = values(sort(x, 0));
+  const std::vector<int64_t> order = argsort(x, 1).to_vector<int64_t>();
+  const std::vector<float> picked = values(select(x, 0, 3));
+  for (const Mesh& mesh : meshes()) {
+    for (const Layout& lx : all_layouts(mesh, 2)) {
+      Tensor d = copy_to_mesh(x, lx);
+      Tensor e = copy_to_mesh(y, all_layouts(mesh, 2).back());
+      const std::string what = lx.to_string();
+      EXPECT_EQ(global_values(slice(d, {Slice{2, 6}, Slice{1, 16, 3}})), sliced) << what;
+      // An axis taken whole keeps its sharding.
+      Tensor r = slice(d, {Slice{}, Slice{4, 12}});
+      EXPECT_EQ(fetch_layout(r).sharding_specs()[0], lx.sharding_specs()[0]) << what;
+      EXPECT_EQ(global_values(r), rows) << what;
+      EXPECT_EQ(global_values(concat({d, e}, 0)), joined0) << what;
+      EXPECT_EQ(global_values(concat({d, y}, 1)), joined1) << what;
+      EXPECT_EQ(global_values(stack({d, e}, 1)), stacked) << what;
+      EXPECT_EQ(global_values(gather(d, idx, 1)), gathered) << what;
+      EXPECT_EQ(global_values(pad(d, {{1, 0}, {0, 2}}, 0.5)), padded) << what;
+      expect_near(global_values(cumsum(d, 1)), summed, 0, "cumsum " + what);
+      expect_near(global_values(cumprod(d, 0)), product, 0, "cumprod " + what);
+      EXPECT_EQ(global_values(sort(d, 0)), sorted) << what;
+      EXPECT_EQ(relayout(argsort(d, 1), Layout::replicated(mesh, 2)).to_vector<int64_t>(), order)
+          << what;
+      EXPECT_EQ(global_values(select(d, 0, 3)), picked) << what;
+    }
+    for (const Layout& ll : all_layouts(mesh, 1)) {
+      Tensor dl = copy_to_mesh(labels, ll);
+      Tensor h = one_hot(dl, 6);
+      EXPECT_EQ(fetch_layout(h).sharding_specs()[0], ll.sharding_specs()[0]);
+      EXPECT_EQ(global_values(h), hot) << ll.to_string();
+    }
+    // broadcast_to and the scatters take replicated operands; a sharded one is named.
+    Tensor b = copy_to_mesh(slice(x, {Slice{0, 1}}), Layout::replicated(mesh, 2));
+    EXPECT_EQ(global_values(broadcast_to(b, {8, 16})),
+              values(broadcast_to(slice(x, {Slice{0, 1}}), {8, 16})));
+    Tensor sharded = copy_to_mesh(x, Layout::batch_sharded(mesh, mesh.dim_names()[0], 2));
+    EXPECT_THAT(
+        [&] {
+          scatter_flat_add(sharded, idx, ones({2, 2}));
+        },
+        ThrowsMessage<InvalidArgument>(
+            AllOf(HasSubstr("scatter_flat_add"), HasSubstr(fetch_layout(sharded).to_string()))));
+  }
+}
+
+TEST_F(DTensorValues, ConvolutionsAndPoolingPerExampleOnEveryLayout) {
+  Tensor x = uniform({8, 6, 6, 8}, 50), f = uniform({3, 3, 8, 8}, 51),
+         ft = uniform({3, 3, 5, 8}, 52);
+  const std::vector<float> conv = conv2d(x, f, {1, 1}, "SAME").to_vector<float>();
+  const std::vector<float> up = conv2d_transpose(x, ft, {2, 2}, "SAME").to_vector<float>();
+  const std::vector<float> maxed = max_pool2d(x, {2, 2}, {2, 2}, "VALID").to_vector<float>();
+  const std::vector<float> averaged = avg_pool2d(x, {3, 3}, {1, 1}, "SAME").to_vector<float>();
+  const std::string u = kUnsharded;
+  for (const Mesh& mesh : meshes()) {
+    for (const Layout& l2 : all_layouts(mesh, 2)) {
+      // The batch and the channels laid out as l2's two axes.
+      Layout lx({l2.sharding_specs()[0], u, u, l2.sharding_specs()[1]}, mesh);
+      Tensor d = copy_to_mesh(x, lx);
+      Tensor df = copy_to_mesh(f, Layout({u, u, u, l2.sharding_specs()[1]}, mesh));
+      const std::string what = lx.to_string();
+      Tensor y = conv2d(d, df, {1, 1}, "SAME");
+      EXPECT_EQ(fetch_layout(y).sharding_specs()[0], lx.sharding_specs()[0]) << what;
+      expect_near(global_values(y), conv, 1e-6, "conv2d " + what);
+      expect_near(global_values(conv2d_transpose(d, ft, {2, 2}, "SAME")), up, 1e-6,
+                  "conv2d_transpose " + what);
+      EXPECT_EQ(global_values(max_pool2d(d, {2, 2}, {2, 2}, "VALID")), maxed) << what;
+      expect_near(global_values(avg_pool2d(d, {3, 3}, {1, 1}, "SAME")), averaged, 1e-6,
+                  "avg_pool2d " + what);
     }
   }
 }

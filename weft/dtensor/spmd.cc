@@ -200,6 +200,49 @@ Plan reshape(const SpmdRule& rule, const Tensor& x) {
   return plan;
 }
 
+// concat along `axis`: every operand laid out as the first, with that axis whole.
+Plan concat(const SpmdRule& rule, const std::vector<Tensor>& operands) {
+  Specs specs = parts_of(operands[0])->layout().sharding_specs();
+  specs[static_cast<size_t>(rule.axes[0])] = kUnsharded;
+  return Plan{std::vector<Specs>(operands.size(), specs), specs, {}, {}};
+}
+
+// A new unsharded axis at rule.axes[0] of the result; the operands lie as the first.
+Plan new_axis(const SpmdRule& rule, const std::vector<Tensor>& operands) {
+  const Specs& specs = parts_of(operands[0])->layout().sharding_specs();
+  Specs out = specs;
+  out.insert(out.begin() + rule.axes[0], kUnsharded);
+  return Plan{std::vector<Specs>(operands.size(), specs), out, {}, {}};
+}
+
+// gather(params, indices, axis): params' axis whole on each device, the indices as they lie; the
+// result is params' axes before and after `axis` around the indices' (a mesh dimension that both
+// would use stays with params).
+Plan gather(const SpmdRule& rule, const std::vector<Tensor>& operands) {
+  const auto axis = static_cast<size_t>(rule.axes[0]);
+  Specs params = parts_of(operands[0])->layout().sharding_specs();
+  params[axis] = kUnsharded;
+  Specs indices = parts_of(operands[1])->layout().sharding_specs();
+  for (std::string& d : indices) {
+    if (std::find(params.begin(), params.end(), d) != params.end()) d = kUnsharded;
+  }
+  Specs out(params.begin(), params.begin() + static_cast<std::ptrdiff_t>(axis));
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.insert(out.end(), params.begin() + static_cast<std::ptrdiff_t>(axis) + 1, params.end());
+  return Plan{{params, indices}, out, {}, {}};
+}
+
+// Per example: the first operand's batch axis keeps its sharding, everything else whole.
+Plan batch(const std::vector<Tensor>& operands) {
+  Plan plan;
+  for (const Tensor& t : operands) {
+    plan.operands.emplace_back(t.defined() ? static_cast<size_t>(t.rank()) : 0, kUnsharded);
+  }
+  plan.operands[0][0] = parts_of(operands[0])->layout().sharding_specs()[0];
+  plan.result = {plan.operands[0][0]};  // the rest of the result's axes follow from its rank
+  return plan;
+}
+
 Plan plan_for(const char* op, const SpmdRule& rule, const std::vector<Tensor>& operands) {
   using Kind = SpmdRule::Kind;
   switch (rule.kind) {
@@ -225,6 +268,14 @@ Plan plan_for(const char* op, const SpmdRule& rule, const std::vector<Tensor>& o
       const Specs& dst = parts_of(operands[0])->layout().sharding_specs();
       return Plan{{dst, dst}, dst, {}, {}};
     }
+    case Kind::kConcat:
+      return concat(rule, operands);
+    case Kind::kNewAxis:
+      return new_axis(rule, operands);
+    case Kind::kGather:
+      return gather(rule, operands);
+    case Kind::kBatch:
+      return batch(operands);
     case Kind::kReplicated:
       break;
   }
@@ -297,6 +348,8 @@ Tensor handle(const char* op, const SpmdRule& rule, const std::vector<Tensor>& o
   if (!results[0].defined()) return Tensor();  // an op that writes (assign_into)
   if (rule.kind == SpmdRule::Kind::kReplicated) {
     plan.result = Specs(static_cast<size_t>(results[0].rank()), kUnsharded);
+  } else if (rule.kind == SpmdRule::Kind::kBatch) {
+    plan.result.resize(static_cast<size_t>(results[0].rank()), kUnsharded);
   }
   return make(Layout(plan.result, *mesh), plan.pending, std::move(results));
 }

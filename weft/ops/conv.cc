@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/op_scope.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/internal/conv_reference.h"
 #include "weft/ops/internal/max_pool.h"
@@ -185,6 +186,12 @@ Tensor conv3d(const Tensor& x_in, const Tensor& f_in, Size3 strides, std::string
               Size3 dilations) {
   check_rank("conv3d", "input", x_in, 5);
   check_rank("conv3d", "filters", f_in, 5);
+  OpScope op("conv3d", x_in, f_in);
+  if (op.spmd()) {  // per example: the batch as the input's, the filters whole
+    return op.run(SpmdRule{SpmdRule::Kind::kBatch}, {x_in, f_in}, [=](const SpmdArgs& c) {
+      return conv3d(c[0], c[1], strides, padding, dilations);
+    });
+  }
   const int64_t groups = f_in.dim(3) > 0 ? x_in.dim(4) / f_in.dim(3) : 0;
   WEFT_CHECK(groups >= 1 && x_in.dim(4) == groups * f_in.dim(3) && f_in.dim(4) % groups == 0,
              InvalidArgument)
@@ -208,6 +215,12 @@ Tensor conv2d(const Tensor& x_in, const Tensor& f_in, Size2 strides, std::string
               Size2 dilations) {
   check_rank("conv2d", "input", x_in, 4);
   check_rank("conv2d", "filters", f_in, 4);
+  OpScope op("conv2d", x_in, f_in);
+  if (op.spmd()) {  // per example: the batch as the input's, the filters whole
+    return op.run(SpmdRule{SpmdRule::Kind::kBatch}, {x_in, f_in}, [=](const SpmdArgs& c) {
+      return conv2d(c[0], c[1], strides, padding, dilations);
+    });
+  }
   const int64_t groups = f_in.dim(2) > 0 ? x_in.dim(3) / f_in.dim(2) : 0;
   WEFT_CHECK(groups >= 1 && x_in.dim(3) == groups * f_in.dim(2) && f_in.dim(3) % groups == 0,
              InvalidArgument)
@@ -249,6 +262,12 @@ Tensor conv2d_transpose(const Tensor& x_in, const Tensor& f_in, Size2 strides,
                         std::string_view padding, Size2 dilations) {
   check_rank("conv2d_transpose", "input", x_in, 4);
   check_rank("conv2d_transpose", "filters", f_in, 4);
+  OpScope op("conv2d_transpose", x_in, f_in);
+  if (op.spmd()) {  // per example: the batch as the input's, the filters whole
+    return op.run(SpmdRule{SpmdRule::Kind::kBatch}, {x_in, f_in}, [=](const SpmdArgs& c) {
+      return conv2d_transpose(c[0], c[1], strides, padding, dilations);
+    });
+  }
   WEFT_CHECK(x_in.dim(3) == f_in.dim(3), InvalidArgument)
       << "conv2d_transpose: input has " << x_in.dim(3) << " channels (shape "
       << shape_str(x_in.shape()) << ") but the filters (kh, kw, out, in) take " << f_in.dim(3)
@@ -315,6 +334,11 @@ Tensor max_positions(const PoolParams& p, const Tensor& argmax) {
 }  // namespace
 
 Tensor max_pool2d(const Tensor& x_in, Size2 ksize, Size2 strides, std::string_view padding) {
+  OpScope op("max_pool2d", x_in);
+  if (op.spmd()) {
+    return op.run(SpmdRule{SpmdRule::Kind::kBatch}, {x_in},
+                  [=](const SpmdArgs& c) { return max_pool2d(c[0], ksize, strides, padding); });
+  }
   PoolParams p = pool_params("max_pool2d", x_in, ksize, strides, padding);
   Tensor x = contiguous(x_in);
   Tensor y = Tensor::empty({p.n, p.oh, p.ow, p.c}, x.dtype());
@@ -352,6 +376,11 @@ Tensor max_pool2d(const Tensor& x_in, Size2 ksize, Size2 strides, std::string_vi
 }
 
 Tensor avg_pool2d(const Tensor& x, Size2 ksize, Size2 strides, std::string_view padding) {
+  OpScope op("avg_pool2d", x);
+  if (op.spmd()) {
+    return op.run(SpmdRule{SpmdRule::Kind::kBatch}, {x},
+                  [=](const SpmdArgs& c) { return avg_pool2d(c[0], ksize, strides, padding); });
+  }
   PoolParams p = pool_params("avg_pool2d", x, ksize, strides, padding);
   if (needs_float32(x.dtype())) {
     return cast(avg_pool2d(cast(x, kFloat32), ksize, strides, padding), x.dtype());
@@ -366,6 +395,11 @@ Tensor avg_pool2d(const Tensor& x, Size2 ksize, Size2 strides, std::string_view 
 // as the 2-D kernel does; padding (SAME is per axis) never wins. The gradient is the passes'.
 Tensor max_pool3d(const Tensor& x, Size3 ksize, Size3 strides, std::string_view padding) {
   check_rank("max_pool3d", "input", x, 5);
+  OpScope op("max_pool3d", x);
+  if (op.spmd()) {
+    return op.run(SpmdRule{SpmdRule::Kind::kBatch}, {x},
+                  [=](const SpmdArgs& c) { return max_pool3d(c[0], ksize, strides, padding); });
+  }
   PoolParams p = ops::internal::make_pool3d_params("max_pool3d", x.dim(0), x.dim(1), x.dim(2),
                                                    x.dim(3), x.dim(4), ksize, strides, padding);
   Tensor planes = max_pool2d(reshape(x, {p.n * p.d, p.h, p.w, p.c}), {ksize[1], ksize[2]},
@@ -377,6 +411,11 @@ Tensor max_pool3d(const Tensor& x, Size3 ksize, Size3 strides, std::string_view 
 
 Tensor avg_pool3d(const Tensor& x, Size3 ksize, Size3 strides, std::string_view padding) {
   check_rank("avg_pool3d", "input", x, 5);
+  OpScope op("avg_pool3d", x);
+  if (op.spmd()) {
+    return op.run(SpmdRule{SpmdRule::Kind::kBatch}, {x},
+                  [=](const SpmdArgs& c) { return avg_pool3d(c[0], ksize, strides, padding); });
+  }
   PoolParams p = ops::internal::make_pool3d_params("avg_pool3d", x.dim(0), x.dim(1), x.dim(2),
                                                    x.dim(3), x.dim(4), ksize, strides, padding);
   if (needs_float32(x.dtype())) {

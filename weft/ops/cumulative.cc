@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/op_scope.h"
 #include "weft/core/parallel.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/elementwise.h"
@@ -70,6 +71,12 @@ Tensor scan_rows(const char* op, const std::vector<Tensor>& inputs, int64_t axis
 
 Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse) {
   WEFT_CHECK(x.defined(), InvalidArgument) << "cumsum: the input is undefined";
+  OpScope op("cumsum", x);
+  if (op.spmd()) {  // that axis whole on each device
+    const int64_t a = normalize_axis("cumsum", axis, x.rank());
+    return op.run(SpmdRule{SpmdRule::Kind::kAlongAxis, false, false, {a}}, {x},
+                  [=](const SpmdArgs& c) { return cumsum(c[0], a, exclusive, reverse); });
+  }
   DType dtype = scan_dtype(x.dtype());
   DType acc = is_half(dtype) ? kFloat32 : dtype;
   Tensor out =
@@ -127,6 +134,12 @@ Tensor cumprod_grad(const Tensor& x, const Tensor& g, int64_t axis) {
 
 Tensor cumprod(const Tensor& x, int64_t axis) {
   WEFT_CHECK(x.defined(), InvalidArgument) << "cumprod: the input is undefined";
+  OpScope op("cumprod", x);
+  if (op.spmd()) {  // that axis whole on each device
+    const int64_t a = normalize_axis("cumprod", axis, x.rank());
+    return op.run(SpmdRule{SpmdRule::Kind::kAlongAxis, false, false, {a}}, {x},
+                  [=](const SpmdArgs& c) { return cumprod(c[0], a); });
+  }
   DType dtype = scan_dtype(x.dtype());
   DType acc = is_half(dtype) ? kFloat32 : dtype;
   Tensor out =

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/op_scope.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
@@ -71,6 +72,11 @@ Tensor updates_grad(const Tensor& g, const Tensor& indices, const Tensor& update
 }  // namespace
 
 Tensor scatter_flat_update(const Tensor& x, const Tensor& indices, const Tensor& updates) {
+  OpScope op("scatter_flat_update", x, indices, updates);
+  if (op.spmd()) {  // flat positions: on replicated operands only
+    return op.run(SpmdRule::replicated(), {x, indices, updates},
+                  [](const SpmdArgs& c) { return scatter_flat_update(c[0], c[1], c[2]); });
+  }
   Scatter s = prepare("scatter_flat_update", x, indices, updates);
   Tensor out = scatter(x, s, false);
   if (autodiff::is_recording() && is_floating(x.dtype())) {
@@ -88,6 +94,11 @@ Tensor scatter_flat_update(const Tensor& x, const Tensor& indices, const Tensor&
 }
 
 Tensor scatter_flat_add(const Tensor& x, const Tensor& indices, const Tensor& updates) {
+  OpScope op("scatter_flat_add", x, indices, updates);
+  if (op.spmd()) {  // flat positions: on replicated operands only
+    return op.run(SpmdRule::replicated(), {x, indices, updates},
+                  [](const SpmdArgs& c) { return scatter_flat_add(c[0], c[1], c[2]); });
+  }
   Scatter s = prepare("scatter_flat_add", x, indices, updates);
   Tensor out = scatter(x, s, true);
   if (autodiff::is_recording() && is_floating(x.dtype())) {

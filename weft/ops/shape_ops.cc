@@ -185,6 +185,19 @@ Tensor slice(const Tensor& x, const std::vector<Slice>& slices) {
   check_defined("slice", x);
   WEFT_CHECK(static_cast<int64_t>(slices.size()) <= x.rank(), InvalidArgument)
       << "slice: " << slices.size() << " slices for a tensor of rank " << x.rank();
+  OpScope op("slice", x);
+  if (op.spmd()) {
+    // The axes it cuts whole on each device; the others are taken whole on each device.
+    SpmdRule rule{SpmdRule::Kind::kAlongAxis};
+    std::vector<Slice> local(slices.size());
+    for (size_t i = 0; i < slices.size(); ++i) {
+      Resolved r = resolve(slices[i], x.shape()[i], static_cast<int64_t>(i));
+      if (r.start == 0 && r.size == x.shape()[i] && r.step == 1) continue;
+      rule.axes.push_back(static_cast<int64_t>(i));
+      local[i] = slices[i];
+    }
+    return op.run(rule, {x}, [local](const SpmdArgs& c) { return slice(c[0], local); });
+  }
   Shape shape = x.shape();
   Strides strides = x.strides();
   int64_t offset = x.offset();
@@ -219,6 +232,11 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
       << "broadcast_to: cannot broadcast shape " << shape_str(x.shape()) << " to "
       << shape_str(shape);
   if (x.shape() == shape) return x;
+  OpScope op("broadcast_to", x);
+  if (op.spmd()) {
+    return op.run(SpmdRule::replicated(), {x},
+                  [shape](const SpmdArgs& c) { return broadcast_to(c[0], shape); });
+  }
   Strides strides(shape.size(), 0);
   size_t lead = shape.size() - x.shape().size();
   for (size_t i = 0; i < x.shape().size(); ++i) {
@@ -280,6 +298,11 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
     dtype = promote_types(dtype, x.dtype());
     sizes.push_back(x.shape()[axis]);
     shape[axis] += x.shape()[axis];
+  }
+  OpScope op("concat", xs);
+  if (op.spmd()) {
+    return op.run(SpmdRule{SpmdRule::Kind::kConcat, false, false, {axis}}, xs,
+                  [axis](const SpmdArgs& c) { return concat(c.components, axis); });
   }
   Tensor out = Tensor::empty(shape, dtype);
   int64_t at = 0;
@@ -401,6 +424,11 @@ Tensor gather(const Tensor& params, const Tensor& indices, int64_t axis) {
   WEFT_CHECK(indices.dtype() == kInt32 || indices.dtype() == kInt64, InvalidArgument)
       << "gather: indices must be int32 or int64, got " << indices.dtype();
   axis = normalize_axis("gather", axis, params.rank());
+  OpScope op("gather", params, indices);
+  if (op.spmd()) {
+    return op.run(SpmdRule{SpmdRule::Kind::kGather, false, false, {axis}}, {params, indices},
+                  [axis](const SpmdArgs& c) { return gather(c[0], c[1], axis); });
+  }
   int64_t n = params.shape()[axis];
   std::vector<int64_t> idx = indices.to_vector<int64_t>();
   for (size_t i = 0; i < idx.size(); ++i) {
@@ -431,6 +459,11 @@ Tensor one_hot(const Tensor& indices, int64_t depth, Scalar on, Scalar off, DTyp
   WEFT_CHECK(!is_floating(indices.dtype()), InvalidArgument)
       << "one_hot: indices must be integers, got " << indices.dtype();
   WEFT_CHECK(depth >= 0, InvalidArgument) << "one_hot: depth must be >= 0, got " << depth;
+  OpScope op("one_hot", indices);
+  if (op.spmd()) {
+    return op.run(SpmdRule{SpmdRule::Kind::kNewAxis, false, false, {indices.rank()}}, {indices},
+                  [=](const SpmdArgs& c) { return one_hot(c[0], depth, on, off, dtype); });
+  }
   Shape shape = indices.shape();
   shape.push_back(depth);
   Tensor out = full(shape, off, dtype);
@@ -449,6 +482,14 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& padd
   WEFT_CHECK(static_cast<int64_t>(paddings.size()) == x.rank(), InvalidArgument)
       << "pad: " << paddings.size() << " paddings for a tensor of rank " << x.rank()
       << "; expected one {before, after} pair per axis";
+  OpScope op("pad", x);
+  if (op.spmd()) {
+    SpmdRule rule{SpmdRule::Kind::kAlongAxis};  // the padded axes whole on each device
+    for (int64_t i = 0; i < x.rank(); ++i) {
+      if (paddings[i].first != 0 || paddings[i].second != 0) rule.axes.push_back(i);
+    }
+    return op.run(rule, {x}, [=](const SpmdArgs& c) { return pad(c[0], paddings, value); });
+  }
   Shape shape = x.shape();
   std::vector<Slice> inner(x.rank());
   for (int64_t i = 0; i < x.rank(); ++i) {

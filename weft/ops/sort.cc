@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/op_scope.h"
 #include "weft/core/parallel.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
@@ -257,6 +258,12 @@ Tensor permute_rows(const Tensor& x, const Tensor& perm) {
 }  // namespace
 
 Tensor sort(const Tensor& x, int64_t axis) {
+  OpScope op("sort", x);
+  if (op.spmd()) {  // that axis whole on each device
+    const int64_t a = normalize_axis("sort", axis, x.rank());
+    return op.run(SpmdRule{SpmdRule::Kind::kAlongAxis, false, false, {a}}, {x},
+                  [a](const SpmdArgs& c) { return sort(c[0], a); });
+  }
   Rows r = rows_of("sort", x, axis);
   if (autodiff::is_recording() && is_floating(x.dtype())) {
     // The gradient needs the permutation: gather through it (its backward scatters back).
@@ -278,6 +285,12 @@ Tensor sort(const Tensor& x, int64_t axis) {
 }
 
 Tensor argsort(const Tensor& x, int64_t axis) {
+  OpScope op("argsort", x);
+  if (op.spmd()) {
+    const int64_t a = normalize_axis("argsort", axis, x.rank());
+    return op.run(SpmdRule{SpmdRule::Kind::kAlongAxis, false, false, {a}}, {x},
+                  [a](const SpmdArgs& c) { return argsort(c[0], a); });
+  }
   Rows r = rows_of("argsort", x, axis);
   return in_layout(row_order(r), x, r);
 }
