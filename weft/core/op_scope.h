@@ -37,7 +37,8 @@ struct SpmdRule {
     kGather,              // gather(params, indices) along axes[0]: that axis of params whole;
                           // the result's axes there are the indices'
     kBatch,               // per example (convolutions, pooling): the first operand's axis 0
-                          // keeps its sharding, its other axes and every other operand whole
+                          // keeps its sharding (so do the operands `axes` lists), its other
+                          // axes and every other operand whole
   };
   enum class Reduce { kSum, kMax, kMin };
   Kind kind = Kind::kReplicated;
@@ -60,6 +61,8 @@ struct SpmdArgs {
   const Tensor& operator[](size_t i) const { return components[i]; }
 };
 using SpmdFn = std::function<Tensor(const SpmdArgs& args)>;
+// An op of several results (top_k, rnn): each lies as the rule says of one result.
+using SpmdResultsFn = std::function<std::vector<Tensor>(const SpmdArgs& args)>;
 
 class OpScope {
  public:
@@ -74,13 +77,16 @@ class OpScope {
   // The rule's result: `fn` runs once for each distinct set of components (devices that hold the
   // same blocks share one result).
   Tensor run(const SpmdRule& rule, const std::vector<Tensor>& operands, const SpmdFn& fn) const;
+  std::vector<Tensor> run_all(const SpmdRule& rule, const std::vector<Tensor>& operands,
+                              const SpmdResultsFn& fn) const;
   Tensor elementwise(const std::vector<Tensor>& operands, const SpmdFn& fn) const {
     return run(SpmdRule::elementwise(), operands, fn);
   }
 
   // Where run() goes: set by weft/dtensor when the library loads.
-  using Handler = Tensor (*)(const char* op, const SpmdRule& rule,
-                             const std::vector<Tensor>& operands, const SpmdFn& fn);
+  using Handler = std::vector<Tensor> (*)(const char* op, const SpmdRule& rule,
+                                          const std::vector<Tensor>& operands,
+                                          const SpmdResultsFn& fn);
   static void set_handler(Handler handler);
 
  private:

@@ -24,6 +24,7 @@
 #include "weft/ops/nn.h"
 #include "weft/ops/random.h"
 #include "weft/ops/reduce.h"
+#include "weft/ops/rnn.h"
 #include "weft/ops/scatter.h"
 #include "weft/ops/shape_ops.h"
 #include "weft/ops/sort.h"
@@ -240,6 +241,9 @@ TEST_F(DTensorValues, ShapeOpsScansAndSortsOnEveryLayout) {
   const std::vector<float> sorted = values(sort(x, 0));
   const std::vector<int64_t> order = argsort(x, 1).to_vector<int64_t>();
   const std::vector<float> picked = values(select(x, 0, 3));
+  const std::vector<float> angles = values(atan2(x, heaviside(y, round(x, 1))));
+  const std::vector<float> best = values(top_k(x, 3).values);
+  const std::vector<int64_t> best_at = top_k(x, 3).indices.to_vector<int64_t>();
   for (const Mesh& mesh : meshes()) {
     for (const Layout& lx : all_layouts(mesh, 2)) {
       Tensor d = copy_to_mesh(x, lx);
@@ -261,6 +265,11 @@ TEST_F(DTensorValues, ShapeOpsScansAndSortsOnEveryLayout) {
       EXPECT_EQ(relayout(argsort(d, 1), Layout::replicated(mesh, 2)).to_vector<int64_t>(), order)
           << what;
       EXPECT_EQ(global_values(select(d, 0, 3)), picked) << what;
+      EXPECT_EQ(global_values(atan2(d, heaviside(e, round(d, 1)))), angles) << what;
+      TopK top = top_k(d, 3);
+      EXPECT_EQ(global_values(top.values), best) << what;
+      EXPECT_EQ(relayout(top.indices, Layout::replicated(mesh, 2)).to_vector<int64_t>(), best_at)
+          << what;
     }
     for (const Layout& ll : all_layouts(mesh, 1)) {
       Tensor dl = copy_to_mesh(labels, ll);
@@ -282,15 +291,29 @@ TEST_F(DTensorValues, ShapeOpsScansAndSortsOnEveryLayout) {
   }
 }
 
-TEST_F(DTensorValues, ConvolutionsAndPoolingPerExampleOnEveryLayout) {
+TEST_F(DTensorValues, ConvolutionsPoolingAndRnnsPerExampleOnEveryLayout) {
   Tensor x = uniform({8, 6, 6, 8}, 50), f = uniform({3, 3, 8, 8}, 51),
          ft = uniform({3, 3, 5, 8}, 52);
   const std::vector<float> conv = conv2d(x, f, {1, 1}, "SAME").to_vector<float>();
   const std::vector<float> up = conv2d_transpose(x, ft, {2, 2}, "SAME").to_vector<float>();
   const std::vector<float> maxed = max_pool2d(x, {2, 2}, {2, 2}, "VALID").to_vector<float>();
   const std::vector<float> averaged = avg_pool2d(x, {3, 3}, {1, 1}, "SAME").to_vector<float>();
+  // An LSTM over (batch 8, 3 steps, 4 features), 5 units.
+  Tensor seq = uniform({8, 3, 4}, 53), h0 = uniform({8, 5}, 54), c0 = uniform({8, 5}, 55);
+  Tensor kernel = uniform({4, 20}, 56), recurrent = uniform({5, 20}, 57), bias = uniform({20}, 58);
+  std::vector<Tensor> lstm = rnn(RnnCell::kLSTM, seq, h0, c0, kernel, recurrent, bias);
   const std::string u = kUnsharded;
   for (const Mesh& mesh : meshes()) {
+    for (const std::string& b : mesh.dim_names()) {
+      Tensor ds = copy_to_mesh(seq, Layout({b, u, u}, mesh));
+      std::vector<Tensor> got = rnn(RnnCell::kLSTM, ds, h0, c0, kernel, recurrent, bias);
+      ASSERT_EQ(got.size(), lstm.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        EXPECT_EQ(fetch_layout(got[k]).sharding_specs()[0], b);
+        expect_near(global_values(got[k]), lstm[k].to_vector<float>(), 1e-6,
+                    "rnn result " + std::to_string(k) + " on " + mesh.to_string());
+      }
+    }
     for (const Layout& l2 : all_layouts(mesh, 2)) {
       // The batch and the channels laid out as l2's two axes.
       Layout lx({l2.sharding_specs()[0], u, u, l2.sharding_specs()[1]}, mesh);

@@ -232,13 +232,19 @@ Plan gather(const SpmdRule& rule, const std::vector<Tensor>& operands) {
   return Plan{{params, indices}, out, {}, {}};
 }
 
-// Per example: the first operand's batch axis keeps its sharding, everything else whole.
-Plan batch(const std::vector<Tensor>& operands) {
+// Per example: the first operand's batch axis keeps its sharding (and the batch axes of the
+// operands rule.axes lists: an RNN's initial states), everything else whole.
+Plan batch(const SpmdRule& rule, const std::vector<Tensor>& operands) {
   Plan plan;
   for (const Tensor& t : operands) {
     plan.operands.emplace_back(t.defined() ? static_cast<size_t>(t.rank()) : 0, kUnsharded);
   }
   plan.operands[0][0] = parts_of(operands[0])->layout().sharding_specs()[0];
+  for (int64_t j : rule.axes) {
+    if (operands[static_cast<size_t>(j)].defined()) {
+      plan.operands[static_cast<size_t>(j)][0] = plan.operands[0][0];
+    }
+  }
   plan.result = {plan.operands[0][0]};  // the rest of the result's axes follow from its rank
   return plan;
 }
@@ -275,7 +281,7 @@ Plan plan_for(const char* op, const SpmdRule& rule, const std::vector<Tensor>& o
     case Kind::kGather:
       return gather(rule, operands);
     case Kind::kBatch:
-      return batch(operands);
+      return batch(rule, operands);
     case Kind::kReplicated:
       break;
   }
@@ -290,8 +296,8 @@ Plan plan_for(const char* op, const SpmdRule& rule, const std::vector<Tensor>& o
   return plan;  // the result's specs follow from its rank
 }
 
-Tensor handle(const char* op, const SpmdRule& rule, const std::vector<Tensor>& operands,
-              const SpmdFn& fn) {
+std::vector<Tensor> handle(const char* op, const SpmdRule& rule,
+                           const std::vector<Tensor>& operands, const SpmdResultsFn& fn) {
   // One mesh for all: DTensor operands must share it; local tensors join it replicated.
   const Mesh* mesh = nullptr;
   for (const Tensor& t : operands) {
@@ -336,22 +342,31 @@ Tensor handle(const char* op, const SpmdRule& rule, const std::vector<Tensor>& o
   if (rule.kind == SpmdRule::Kind::kReshape) {
     local_shape = Layout(plan.result, *mesh).local_shape(plan.result_global_shape);
   }
-  std::vector<Tensor> results;
-  std::map<std::vector<uint64_t>, Tensor> done;  // devices with the same components share
+  std::vector<std::vector<Tensor>> per_result;                // [result][device]
+  std::map<std::vector<uint64_t>, std::vector<Tensor>> done;  // devices with the same components
   for (const std::vector<Tensor>& components : per_device) {
     std::vector<uint64_t> key;
     for (const Tensor& c : components) key.push_back(c.defined() ? c.id() : 0);
     auto [it, fresh] = done.try_emplace(std::move(key));
     if (fresh) it->second = fn(SpmdArgs{components, local_shape});
-    results.push_back(it->second);
+    per_result.resize(it->second.size());
+    for (size_t k = 0; k < it->second.size(); ++k) per_result[k].push_back(it->second[k]);
   }
-  if (!results[0].defined()) return Tensor();  // an op that writes (assign_into)
-  if (rule.kind == SpmdRule::Kind::kReplicated) {
-    plan.result = Specs(static_cast<size_t>(results[0].rank()), kUnsharded);
-  } else if (rule.kind == SpmdRule::Kind::kBatch) {
-    plan.result.resize(static_cast<size_t>(results[0].rank()), kUnsharded);
+  std::vector<Tensor> out;
+  for (std::vector<Tensor>& results : per_result) {
+    if (!results[0].defined()) {  // an op that writes (assign_into), or a result it lacks
+      out.emplace_back();
+      continue;
+    }
+    Specs specs = plan.result;
+    if (rule.kind == SpmdRule::Kind::kReplicated) {
+      specs = Specs(static_cast<size_t>(results[0].rank()), kUnsharded);
+    } else if (rule.kind == SpmdRule::Kind::kBatch) {
+      specs.resize(static_cast<size_t>(results[0].rank()), kUnsharded);
+    }
+    out.push_back(make(Layout(specs, *mesh), plan.pending, std::move(results)));
   }
-  return make(Layout(plan.result, *mesh), plan.pending, std::move(results));
+  return out;
 }
 
 const bool registered = [] {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/op_scope.h"
 #include "weft/core/parallel.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/shape_ops.h"
@@ -182,6 +183,15 @@ BatchNormResult batch_norm_training(const Tensor& x_in, const Tensor& gamma_in,
   WEFT_CHECK(x_in.rank() >= 2, InvalidArgument)
       << op << ": expected an input of rank >= 2, got shape " << shape_str(x_in.shape());
   axis = normalize_axis(op, axis, x_in.rank());
+  OpScope scope(op, x_in, gamma_in, beta_in);
+  if (scope.spmd()) {  // statistics over the batch: on replicated operands only
+    std::vector<Tensor> r =
+        scope.run_all(SpmdRule::replicated(), {x_in, gamma_in, beta_in}, [=](const SpmdArgs& c) {
+          BatchNormResult b = batch_norm_training(c[0], c[1], c[2], axis, epsilon, relu);
+          return std::vector<Tensor>{b.y, b.mean, b.variance};
+        });
+    return {r[0], r[1], r[2]};
+  }
   View v;
   for (int64_t i = 0; i < x_in.rank(); ++i) {
     (i < axis ? v.outer : i == axis ? v.features : v.inner) *= x_in.shape()[i];

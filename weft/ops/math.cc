@@ -145,6 +145,10 @@ Tensor trunc(const Tensor& x) {
 
 Tensor round(const Tensor& x, int64_t decimals) {
   check_defined("round", x);
+  OpScope op("round", x);
+  if (op.spmd()) {
+    return op.elementwise({x}, [decimals](const SpmdArgs& c) { return round(c[0], decimals); });
+  }
   if (!is_floating(x.dtype()) && (decimals >= 0 || x.dtype() == kBool)) return contiguous(x);
   // As NumPy: scale by 10^decimals, round half to even, scale back.
   double scale = std::pow(10.0, static_cast<double>(std::abs(decimals)));
@@ -351,6 +355,8 @@ Tensor atanh(const Tensor& x) {
 }
 
 Tensor atan2(const Tensor& y, const Tensor& x) {
+  OpScope op("atan2", y, x);
+  if (op.spmd()) return op.elementwise({y, x}, [](const SpmdArgs& c) { return atan2(c[0], c[1]); });
   DType t = float_binary_dtype("atan2", y, x);
   Tensor out = binary_kernel<Dtypes::kFloats>("atan2", y, x, t,
                                               [](auto u, auto v) { return std::atan2(u, v); });
@@ -459,6 +465,10 @@ Tensor nextafter(const Tensor& a, const Tensor& b) {
 }
 
 Tensor heaviside(const Tensor& x, const Tensor& h0) {
+  OpScope op("heaviside", x, h0);
+  if (op.spmd()) {
+    return op.elementwise({x, h0}, [](const SpmdArgs& c) { return heaviside(c[0], c[1]); });
+  }
   DType t = float_binary_dtype("heaviside", x, h0);
   Tensor out = binary_kernel<Dtypes::kFloats>("heaviside", x, h0, t, [](auto u, auto v) {
     using C = decltype(u);

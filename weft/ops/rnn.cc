@@ -1,6 +1,7 @@
 #include "weft/ops/rnn.h"
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/op_scope.h"
 #include "weft/core/storage.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
@@ -95,6 +96,14 @@ std::vector<Tensor> rnn(RnnCell cell, const Tensor& x_in, const Tensor& h0_in, c
   check_shape("bias", bias_in, {rnn_bias_gates(cell) * p.units});
   WEFT_CHECK(p.steps > 0, InvalidArgument)
       << "rnn: the input " << shape_str(x_in.shape()) << " has no steps";
+  OpScope op("rnn", x_in, h0_in, c0_in, kernel_in, recurrent_in, bias_in);
+  if (op.spmd()) {  // per example: x, h0 and c0 cut along the batch alike, the weights whole
+    SpmdRule rule{SpmdRule::Kind::kBatch};
+    rule.axes = {1, 2};
+    return op.run_all(
+        rule, {x_in, h0_in, c0_in, kernel_in, recurrent_in, bias_in},
+        [cell](const SpmdArgs& c) { return rnn(cell, c[0], c[1], c[2], c[3], c[4], c[5]); });
+  }
   if (p.batch == 0) {
     // No examples (a replica's share of a short last batch): empty outputs, and gradients of
     // zeros for the weights.

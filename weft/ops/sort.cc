@@ -303,6 +303,16 @@ TopK top_k(const Tensor& x, int64_t k, bool sorted) {
   WEFT_CHECK(k >= 0 && k <= n, InvalidArgument)
       << "top_k: k must be in [0, " << n << "] (the last axis of " << shape_str(x.shape())
       << "), got " << k;
+  OpScope op("top_k", x);
+  if (op.spmd()) {  // the last axis whole on each device
+    std::vector<Tensor> r =
+        op.run_all(SpmdRule{SpmdRule::Kind::kAlongAxis, false, false, {x.rank() - 1}}, {x},
+                   [=](const SpmdArgs& c) {
+                     TopK t = top_k(c[0], k, sorted);
+                     return std::vector<Tensor>{t.values, t.indices};
+                   });
+    return {r[0], r[1]};
+  }
   Tensor rows = contiguous(reshape(x, {-1, n}));
   const int64_t count = rows.dim(0);
   Tensor positions = Tensor::empty({count, k}, kInt64);
