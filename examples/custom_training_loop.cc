@@ -28,29 +28,9 @@ int main(int argc, char** argv) {
 
     tutorial::Mlp mlp_model;
     tutorial::Adam optimizer(mlp_model.trainable_variables());
-    for (int epoch = 0; epoch < epochs; ++epoch) {
-      tutorial::Mean train_loss, train_acc, test_loss, test_acc;
-      for (int64_t start = 0; start < train_x.dim(0); start += batch_size) {
-        weft::Slice rows{start, start + batch_size};
-        weft::Tensor x_batch = weft::slice(train_x, {rows}), y_batch = weft::slice(train_y, {rows});
-        auto [batch_loss, batch_acc] = tutorial::train_step(mlp_model, x_batch, y_batch, optimizer);
-        train_loss.add(batch_loss);
-        train_acc.add(batch_acc);
-      }
-      for (int64_t start = 0; start < test_x.dim(0); start += batch_size) {
-        weft::Slice rows{start, start + batch_size};
-        weft::Tensor x_batch = weft::slice(test_x, {rows}), y_batch = weft::slice(test_y, {rows});
-        weft::Tensor y_pred = mlp_model(x_batch);
-        test_loss.add(tutorial::cross_entropy_loss(y_pred, y_batch));
-        test_acc.add(tutorial::accuracy(y_pred, y_batch));
-      }
-      std::printf("Epoch: %d\n", epoch);
-      std::printf("Training loss: %.3f, Training accuracy: %.3f\n", train_loss.result(),
-                  train_acc.result());
-      std::printf("Testing loss: %.3f, Testing accuracy: %.3f\n", test_loss.result(),
-                  test_acc.result());
-      std::fflush(stdout);
-    }
+    auto as_is = [](const weft::Tensor& x, const weft::Tensor& y) { return std::pair{x, y}; };
+    tutorial::run_epochs(epochs, mlp_model, optimizer, {train_x, train_y}, {test_x, test_y},
+                         batch_size, as_is);
   } catch (const weft::Error& e) {
     std::fprintf(stderr, "custom_training_loop: %s\n", e.what());
     return 1;

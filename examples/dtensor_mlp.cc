@@ -54,34 +54,12 @@ class DenseLayer {
 
 using Mlp = tutorial::Sequential<DenseLayer>;
 
-// The tutorial's Adam: its slots are DVariables laid out as their variables.
-class Adam {
- public:
-  explicit Adam(std::vector<dtensor::DVariable> vars, double learning_rate = 1e-3,
-                double beta_1 = 0.9, double beta_2 = 0.999, double ep = 1e-7)
-      : vars_(std::move(vars)), lr_(learning_rate), beta_1_(beta_1), beta_2_(beta_2), ep_(ep) {
-    for (const dtensor::DVariable& var : vars_) {
-      auto zeros = [&] { return weft::zeros(var.shape()); };
-      v_.emplace_back(dtensor::call_with_layout(zeros, var.layout()));
-      s_.emplace_back(dtensor::call_with_layout(zeros, var.layout()));
-    }
-  }
-  void apply_gradients(const std::vector<weft::Tensor>& grads) {
-    for (size_t i = 0; i < vars_.size(); ++i) {
-      const weft::Tensor& d_var = grads[i];
-      v_[i].assign(beta_1_ * v_[i] + (1 - beta_1_) * d_var);
-      s_[i].assign(beta_2_ * s_[i] + (1 - beta_2_) * weft::square(d_var));
-      weft::Tensor v_bc = v_[i] / (1 - std::pow(beta_1_, t_));
-      weft::Tensor s_bc = s_[i] / (1 - std::pow(beta_2_, t_));
-      vars_[i].assign_sub(lr_ * (v_bc / (weft::sqrt(s_bc) + ep_)));
-    }
-    t_ += 1;
-  }
-
- private:
-  std::vector<dtensor::DVariable> vars_, v_, s_;
-  double lr_, beta_1_, beta_2_, ep_, t_ = 1;
-};
+// The tutorial's Adam, its slots DVariables laid out as their variables.
+using Adam = tutorial::Adam<dtensor::DVariable>;
+dtensor::DVariable zeros_slot(const dtensor::DVariable& var, const std::string&) {
+  auto zeros = [&] { return weft::zeros(var.shape()); };
+  return dtensor::DVariable(dtensor::call_with_layout(zeros, var.layout()));
+}
 
 // repack_batch: the images and labels cut along "batch" (replicated on a mesh without one).
 std::pair<weft::Tensor, weft::Tensor> repack_batch(const weft::Tensor& x, const weft::Tensor& y,
@@ -89,20 +67,6 @@ std::pair<weft::Tensor, weft::Tensor> repack_batch(const weft::Tensor& x, const 
   std::string batch = mesh.contains_dim("batch") ? "batch" : dtensor::kUnsharded;
   return {dtensor::copy_to_mesh(x, dtensor::Layout({batch, dtensor::kUnsharded}, mesh)),
           dtensor::copy_to_mesh(y, dtensor::Layout({batch}, mesh))};
-}
-
-std::vector<weft::Tensor> gradients(weft::GradientTape& tape, const weft::Tensor& loss,
-                                    const std::vector<dtensor::DVariable>& vars) {
-  return tape.gradient(loss, std::vector<weft::Variable>(vars.begin(), vars.end()));
-}
-
-std::pair<weft::Tensor, weft::Tensor> train_step(const Mlp& model, const weft::Tensor& x_batch,
-                                                 const weft::Tensor& y_batch, Adam& optimizer) {
-  weft::GradientTape tape;
-  weft::Tensor y_pred = model(x_batch);
-  weft::Tensor batch_loss = tutorial::cross_entropy_loss(y_pred, y_batch);
-  optimizer.apply_gradients(gradients(tape, batch_loss, model.trainable_variables()));
-  return {batch_loss, tutorial::accuracy(y_pred, y_batch)};
 }
 
 struct Run {
@@ -122,7 +86,9 @@ double first_step_difference(const Mlp& model, const weft::Tensor& x, const weft
   auto [dx, dy] = repack_batch(x, y, mesh);
   weft::GradientTape dtape;
   weft::Tensor dloss = tutorial::cross_entropy_loss(model(dx), dy);
-  std::vector<weft::Tensor> got = gradients(dtape, dloss, model.trainable_variables());
+  const std::vector<dtensor::DVariable> vars = model.trainable_variables();
+  std::vector<weft::Tensor> got =
+      dtape.gradient(dloss, std::vector<weft::Variable>(vars.begin(), vars.end()));
   auto relative = [](const weft::Tensor& a, const weft::Tensor& b) {
     double scale = std::max(1e-12, weft::max(weft::abs(b)).item<double>());
     return weft::max(weft::abs(weft::sub(a, b))).item<double>() / scale;
@@ -184,35 +150,13 @@ int main(int argc, char** argv) {
                       diff <= 1e-6 ? "equal to 1e-6" : "DIFFERENT", diff);
         }
       }
-      Adam optimizer(mlp_model.trainable_variables());
-      double test_accuracy = 0;
-      for (int epoch = 0; epoch < epochs; ++epoch) {
-        tutorial::Mean train_loss, train_acc, test_loss, test_acc;
-        for (int64_t start = 0; start < train_x.dim(0); start += batch_size) {
-          weft::Slice rows{start, start + batch_size};
-          auto [x_batch, y_batch] =
-              repack_batch(weft::slice(train_x, {rows}), weft::slice(train_y, {rows}), run.mesh);
-          auto [batch_loss, batch_acc] = train_step(mlp_model, x_batch, y_batch, optimizer);
-          train_loss.add(batch_loss);
-          train_acc.add(batch_acc);
-        }
-        for (int64_t start = 0; start < test_x.dim(0); start += batch_size) {
-          weft::Slice rows{start, start + batch_size};
-          auto [x_batch, y_batch] =
-              repack_batch(weft::slice(test_x, {rows}), weft::slice(test_y, {rows}), run.mesh);
-          weft::Tensor y_pred = mlp_model(x_batch);
-          test_loss.add(tutorial::cross_entropy_loss(y_pred, y_batch));
-          test_acc.add(tutorial::accuracy(y_pred, y_batch));
-        }
-        test_accuracy = test_acc.result();
-        if (!chief) continue;
-        std::printf("Epoch: %d\n", epoch);
-        std::printf("Training loss: %.3f, Training accuracy: %.3f\n", train_loss.result(),
-                    train_acc.result());
-        std::printf("Testing loss: %.3f, Testing accuracy: %.3f\n", test_loss.result(),
-                    test_acc.result());
-        std::fflush(stdout);
-      }
+      Adam optimizer(mlp_model.trainable_variables(), zeros_slot);
+      auto repack = [&](const weft::Tensor& x, const weft::Tensor& y) {
+        return repack_batch(x, y, run.mesh);
+      };
+      const double test_accuracy =
+          tutorial::run_epochs(epochs, mlp_model, optimizer, {train_x, train_y}, {test_x, test_y},
+                               batch_size, repack, /*print=*/chief);
       std::printf("%s: test accuracy %.4f\n", run.name.c_str(), test_accuracy);  // every client
       std::fflush(stdout);
     }

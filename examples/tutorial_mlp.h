@@ -1,12 +1,16 @@
 // The DTensor tutorial's model and optimizer (seed 002) written with weft's eager API: a Dense
 // layer with Xavier-uniform weights drawn by stateless_random_uniform from seed (22, 23), the MLP
-// 784-700-500-10, the tutorial's hand-written Adam, its loss, accuracy and training step.
-// Shared by examples/custom_training_loop.cc and bench/train_step_bench.cc.
+// 784-700-500-10, the tutorial's hand-written Adam, its loss, accuracy, training step and
+// epochs. Shared by examples/custom_training_loop.cc, examples/dtensor_mlp.cc and
+// bench/train_step_bench.cc.
 #pragma once
 
 #include <weft/weft.h>
 
 #include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -59,15 +63,20 @@ class Mlp : public Sequential<DenseLayer> {
   Mlp() : Sequential({{784, 700, true}, {700, 500, true}, {500, 10, false}}) {}
 };
 
-// The tutorial's Adam, line for line.
+// The tutorial's Adam, line for line, on variables of type Var (weft::Variable, or
+// dtensor::DVariable); `make_slot` makes a zero slot like a variable (by default a local one of
+// its shape).
+template <typename Var = weft::Variable>
 class Adam {
  public:
-  explicit Adam(std::vector<weft::Variable> vars, double learning_rate = 1e-3, double beta_1 = 0.9,
-                double beta_2 = 0.999, double ep = 1e-7)
+  using SlotFn = std::function<Var(const Var& var, const std::string& name)>;
+  explicit Adam(std::vector<Var> vars, SlotFn make_slot = zeros_like_variable,
+                double learning_rate = 1e-3, double beta_1 = 0.9, double beta_2 = 0.999,
+                double ep = 1e-7)
       : vars_(std::move(vars)), lr_(learning_rate), beta_1_(beta_1), beta_2_(beta_2), ep_(ep) {
-    for (const weft::Variable& var : vars_) {
-      v_.emplace_back(weft::zeros(var.shape()), var.name() + "/v", false);
-      s_.emplace_back(weft::zeros(var.shape()), var.name() + "/s", false);
+    for (const Var& var : vars_) {
+      v_.push_back(make_slot(var, var.name() + "/v"));
+      s_.push_back(make_slot(var, var.name() + "/s"));
     }
   }
   void apply_gradients(const std::vector<weft::Tensor>& grads) {
@@ -83,7 +92,10 @@ class Adam {
   }
 
  private:
-  std::vector<weft::Variable> vars_, v_, s_;
+  static Var zeros_like_variable(const Var& var, const std::string& name) {
+    return Var(weft::zeros(var.shape()), name, false);
+  }
+  std::vector<Var> vars_, v_, s_;
   double lr_, beta_1_, beta_2_, ep_, t_ = 1;
 };
 
@@ -115,15 +127,55 @@ inline weft::Tensor accuracy(const weft::Tensor& y_pred, const weft::Tensor& y) 
 }
 
 // One training step: forward, loss, gradients on a tape, the optimizer's update.
-inline std::pair<weft::Tensor, weft::Tensor> train_step(const Mlp& model,
-                                                        const weft::Tensor& x_batch,
-                                                        const weft::Tensor& y_batch,
-                                                        Adam& optimizer) {
+template <typename Model, typename Optimizer>
+std::pair<weft::Tensor, weft::Tensor> train_step(const Model& model, const weft::Tensor& x_batch,
+                                                 const weft::Tensor& y_batch,
+                                                 Optimizer& optimizer) {
   weft::GradientTape tape;
   weft::Tensor y_pred = model(x_batch);
   weft::Tensor batch_loss = cross_entropy_loss(y_pred, y_batch);
-  optimizer.apply_gradients(tape.gradient(batch_loss, model.trainable_variables()));
+  const auto vars = model.trainable_variables();
+  optimizer.apply_gradients(
+      tape.gradient(batch_loss, std::vector<weft::Variable>(vars.begin(), vars.end())));
   return {batch_loss, accuracy(y_pred, y_batch)};
+}
+
+// The tutorial's epochs: train on every batch of batch_size rows of `train` (the last one
+// shorter), then measure the test set, printing its three lines per epoch when `print`. `repack`
+// lays a batch out for the model (the identity on one device). Returns the last test accuracy.
+using Data = std::pair<weft::Tensor, weft::Tensor>;
+template <typename Model, typename Optimizer, typename Repack>
+double run_epochs(int epochs, const Model& model, Optimizer& optimizer, const Data& train,
+                  const Data& test, int64_t batch_size, Repack repack, bool print = true) {
+  double test_accuracy = 0;
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    Mean train_loss, train_acc, test_loss, test_acc;
+    for (int64_t start = 0; start < train.first.dim(0); start += batch_size) {
+      weft::Slice rows{start, start + batch_size};
+      auto [x_batch, y_batch] =
+          repack(weft::slice(train.first, {rows}), weft::slice(train.second, {rows}));
+      auto [batch_loss, batch_acc] = train_step(model, x_batch, y_batch, optimizer);
+      train_loss.add(batch_loss);
+      train_acc.add(batch_acc);
+    }
+    for (int64_t start = 0; start < test.first.dim(0); start += batch_size) {
+      weft::Slice rows{start, start + batch_size};
+      auto [x_batch, y_batch] =
+          repack(weft::slice(test.first, {rows}), weft::slice(test.second, {rows}));
+      weft::Tensor y_pred = model(x_batch);
+      test_loss.add(cross_entropy_loss(y_pred, y_batch));
+      test_acc.add(accuracy(y_pred, y_batch));
+    }
+    test_accuracy = test_acc.result();
+    if (!print) continue;
+    std::printf("Epoch: %d\n", epoch);
+    std::printf("Training loss: %.3f, Training accuracy: %.3f\n", train_loss.result(),
+                train_acc.result());
+    std::printf("Testing loss: %.3f, Testing accuracy: %.3f\n", test_loss.result(),
+                test_acc.result());
+    std::fflush(stdout);
+  }
+  return test_accuracy;
 }
 
 }  // namespace tutorial
