@@ -1,6 +1,8 @@
 #include "weft/distribute/collective/communicator.h"
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "weft/core/errors.h"
 #include "weft/distribute/collective/internal/reduce.h"
@@ -146,6 +148,32 @@ Tensor reduce_scatter(Communicator& comm, const Tensor& value, Reduction op,
   Tensor out = Tensor::empty(shape, value.dtype());
   comm.reduce_scatter(in.raw_data(), out.raw_data(), shape, value.dtype(), op, options);
   return out;
+}
+
+Tensor all_to_all(Communicator& comm, const Tensor& value, const CommunicationOptions& options) {
+  WEFT_CHECK(value.rank() >= 1 && value.dim(0) % comm.size() == 0, InvalidArgument)
+      << "all_to_all: axis 0 of " << shape_str(value.shape()) << " must divide among "
+      << comm.size() << " ranks";
+  Tensor in = contiguous(value);
+  Shape block = value.shape();
+  block[0] /= comm.size();
+  Tensor out = Tensor::empty(value.shape(), value.dtype());
+  comm.all_to_all(in.raw_data(), out.raw_data(), block, value.dtype(), options);
+  return out;
+}
+
+void Communicator::all_to_all(const void* in, void* out, const Shape& shape, DType dtype,
+                              const CommunicationOptions& options) {
+  const std::size_t bytes = static_cast<std::size_t>(num_elements(shape)) * dtype_size(dtype);
+  const auto n = static_cast<std::size_t>(size());
+  Shape all = shape;
+  all.insert(all.begin(), static_cast<int64_t>(n));
+  std::vector<char> gathered(n * n * bytes);  // rank r's n blocks at r
+  all_gather(in, gathered.data(), all, dtype, options);
+  for (std::size_t r = 0; r < n; ++r) {
+    std::memcpy(static_cast<char*>(out) + r * bytes,
+                gathered.data() + (r * n + static_cast<std::size_t>(rank())) * bytes, bytes);
+  }
 }
 
 void barrier(Communicator& comm, const CommunicationOptions& options) { comm.barrier(options); }

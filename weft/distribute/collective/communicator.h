@@ -91,6 +91,11 @@ class Communicator {
   // `in` holds size() blocks of `shape`; `out` gets this rank's block of their reduction.
   virtual void reduce_scatter(const void* in, void* out, const Shape& shape, DType dtype,
                               Reduction op, const CommunicationOptions& options) = 0;
+  // `in` holds size() blocks of `shape`, block r for rank r; `out` gets size() blocks, block r
+  // from rank r (MPI_Alltoall). The default gathers every rank's `in` and keeps what is this
+  // rank's: (P - 1) times the data; TCP and MPI exchange the blocks pairwise.
+  virtual void all_to_all(const void* in, void* out, const Shape& shape, DType dtype,
+                          const CommunicationOptions& options);
   virtual void barrier(const CommunicationOptions& options) = 0;
   // The collective calls this rank has made so far (every rank makes the same ones): what a
   // step costs in messages, which on a network is latency more than bytes.
@@ -110,6 +115,10 @@ Tensor broadcast(Communicator& comm, const Tensor& value, int root,
 // is undefined). `rows_of_rank`, when given, gets each rank's length.
 Tensor all_gather(Communicator& comm, const Tensor& value, const CommunicationOptions& options = {},
                   std::vector<int64_t>* rows_of_rank = nullptr);
+// value's axis 0 is cut into size() equal blocks, block r sent to rank r; the result holds the
+// blocks every rank sent this one, in rank order along axis 0.
+Tensor all_to_all(Communicator& comm, const Tensor& value,
+                  const CommunicationOptions& options = {});
 // value's axis 0 is cut into size() equal blocks; rank r gets block r of the reduction.
 Tensor reduce_scatter(Communicator& comm, const Tensor& value, Reduction op = Reduction::SUM,
                       const CommunicationOptions& options = {});

@@ -207,6 +207,32 @@ class MpiCommunicator::Impl {
     });
   }
 
+  void all_to_all(const void* in, void* out, const Shape& shape, DType dtype) {
+    internal::check_collective_dtype(dtype, "all_to_all");
+    check(Kind::kAllToAll, shape, dtype, 0);
+    const std::size_t n = static_cast<std::size_t>(num_elements(shape)), es = dtype_size(dtype);
+    if (n <= max_count()) {
+      MPI_Alltoall(in, static_cast<int>(n), mpi_type(dtype), out, static_cast<int>(n),
+                   mpi_type(dtype), MPI_COMM_WORLD);
+      return;
+    }
+    // Piece by piece: the same piece of every block laid side by side, then exchanged.
+    std::vector<char> send(static_cast<std::size_t>(size_) * max_count() * es), got(send.size());
+    in_pieces(n, [&](std::size_t at, int count) {
+      for (int r = 0; r < size_; ++r) {
+        std::memcpy(send.data() + static_cast<std::size_t>(r) * count * es,
+                    static_cast<const char*>(in) + (static_cast<std::size_t>(r) * n + at) * es,
+                    count * es);
+      }
+      MPI_Alltoall(send.data(), count, mpi_type(dtype), got.data(), count, mpi_type(dtype),
+                   MPI_COMM_WORLD);
+      for (int r = 0; r < size_; ++r) {
+        std::memcpy(static_cast<char*>(out) + (static_cast<std::size_t>(r) * n + at) * es,
+                    got.data() + static_cast<std::size_t>(r) * count * es, count * es);
+      }
+    });
+  }
+
   void reduce_scatter(const void* in, void* out, const Shape& shape, DType dtype, Reduction op) {
     internal::check_collective_dtype(dtype, "reduce_scatter");
     check(Kind::kReduceScatter, shape, dtype, static_cast<uint32_t>(op));
@@ -262,6 +288,10 @@ void MpiCommunicator::reduce_scatter(const void* in, void* out, const Shape& sha
                                      Reduction op, const CommunicationOptions&) {
   impl_->reduce_scatter(in, out, shape, dtype, op);
 }
+void MpiCommunicator::all_to_all(const void* in, void* out, const Shape& shape, DType dtype,
+                                 const CommunicationOptions&) {
+  impl_->all_to_all(in, out, shape, dtype);
+}
 void MpiCommunicator::barrier(const CommunicationOptions&) { impl_->barrier(); }
 void MpiCommunicator::raw_all_reduce(void* data, std::size_t n, DType dtype) {
   impl_->raw(data, n, dtype, Reduction::SUM);
@@ -288,6 +318,8 @@ void MpiCommunicator::all_gather(const void*, void*, const Shape&, DType,
                                  const CommunicationOptions&) {}
 void MpiCommunicator::reduce_scatter(const void*, void*, const Shape&, DType, Reduction,
                                      const CommunicationOptions&) {}
+void MpiCommunicator::all_to_all(const void*, void*, const Shape&, DType,
+                                 const CommunicationOptions&) {}
 void MpiCommunicator::barrier(const CommunicationOptions&) {}
 uint64_t MpiCommunicator::calls() const { return 0; }
 void MpiCommunicator::raw_all_reduce(void*, std::size_t, DType) {}

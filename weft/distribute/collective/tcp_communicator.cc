@@ -243,6 +243,29 @@ class TcpCommunicator::Impl {
     });
   }
 
+  // Pairwise: at step k = 1 .. P - 1 each rank sends its block for rank + k and receives the
+  // block of rank - k, so every pair exchanges once and each rank sends (P - 1) / P of `in`.
+  void all_to_all(const void* in, void* out, const Shape& shape, DType dtype,
+                  const CommunicationOptions& options) {
+    internal::check_collective_dtype(dtype, "all_to_all");
+    std::lock_guard lock(mu_);
+    Header h = header(Kind::kAllToAll, shape, dtype, 0);
+    const std::size_t bytes = static_cast<std::size_t>(num_elements(shape)) * dtype_size(dtype);
+    milliseconds timeout = wait_limit(options);
+    guarded(h, [&] {
+      check_agreement(h, timeout);
+      const char* blocks = static_cast<const char*>(in);
+      char* received = static_cast<char*>(out);
+      std::memcpy(received + rank_ * bytes, blocks + rank_ * bytes, bytes);
+      auto deadline = Clock::now() + timeout;
+      for (int k = 1; k < size() && bytes > 0; ++k) {
+        const int to = (rank_ + k) % size(), from = (rank_ - k + size()) % size();
+        transfer(to, blocks + to * bytes, bytes, from, received + from * bytes, bytes, deadline,
+                 h.describe());
+      }
+    });
+  }
+
   // The first half of `ring`: block b of `in` (n elements each) is passed around the ring, each
   // rank combining its own block b into it, and ends, reduced over every rank, at rank b. Each
   // rank sends and combines (P - 1) / P of the data, not an all-reduce of the whole.
@@ -582,6 +605,10 @@ void TcpCommunicator::all_gather(const void* in, void* out, const Shape& shape, 
 void TcpCommunicator::reduce_scatter(const void* in, void* out, const Shape& shape, DType dtype,
                                       Reduction op, const CommunicationOptions& options) {
   impl_->reduce_scatter(in, out, shape, dtype, op, options);
+}
+void TcpCommunicator::all_to_all(const void* in, void* out, const Shape& shape, DType dtype,
+                                 const CommunicationOptions& options) {
+  impl_->all_to_all(in, out, shape, dtype, options);
 }
 void TcpCommunicator::barrier(const CommunicationOptions& options) { impl_->barrier(options); }
 Implementation TcpCommunicator::auto_implementation(std::size_t bytes) const {

@@ -264,6 +264,34 @@ TEST(TcpCommunicator, BroadcastGatherScatterAndBarrier) {
   });
 }
 
+// all_to_all: rank r's block b goes to rank b; on 3 ranks pairwise, and through the default
+// (gathering) implementation every Communicator inherits, which must agree.
+TEST(TcpCommunicator, AllToAllSendsEachRankItsBlock) {
+  Ranks ranks(3);
+  auto blocks_of = [](int r) {  // rank r's block b: 100 b + 10 r + i, i = 0, 1
+    std::vector<float> v;
+    for (int b = 0; b < 3; ++b) {
+      v.insert(v.end(), {100.f * b + 10.f * r, 100.f * b + 10.f * r + 1});
+    }
+    return Tensor::from_vector(v, {6});
+  };
+  auto got = ranks.each(
+      [&](int r, Communicator& c) { return all_to_all(c, blocks_of(r)).to_vector<float>(); });
+  auto gathered = ranks.each([&](int r, Communicator& c) {
+    std::vector<float> out(6);
+    c.Communicator::all_to_all(blocks_of(r).raw_data(), out.data(), {2}, kFloat32, {});
+    return out;
+  });
+  for (int r = 0; r < 3; ++r) {
+    std::vector<float> want;  // from rank s: its block r
+    for (int s = 0; s < 3; ++s) {
+      want.insert(want.end(), {100.f * r + 10.f * s, 100.f * r + 10.f * s + 1});
+    }
+    EXPECT_EQ(got[static_cast<size_t>(r)], want) << "rank " << r;
+    EXPECT_EQ(gathered[static_cast<size_t>(r)], want) << "rank " << r;
+  }
+}
+
 // Three ranks (not a power of two): reduce_scatter around the ring gives rank r block r of the
 // reduction for every op; all_gather takes values of different lengths (one rank has none) and
 // refuses values that differ in another axis, naming both ranks.

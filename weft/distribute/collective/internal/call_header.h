@@ -13,7 +13,14 @@
 
 namespace weft::distribute::collective::internal {
 
-enum class Kind : uint32_t { kAllReduce = 1, kBroadcast, kAllGather, kReduceScatter, kBarrier };
+enum class Kind : uint32_t {
+  kAllReduce = 1,
+  kBroadcast,
+  kAllGather,
+  kReduceScatter,
+  kBarrier,
+  kAllToAll,
+};
 
 inline const char* kind_name(Kind k) {
   switch (k) {
@@ -22,6 +29,7 @@ inline const char* kind_name(Kind k) {
     case Kind::kAllGather: return "all_gather";
     case Kind::kReduceScatter: return "reduce_scatter";
     case Kind::kBarrier: return "barrier";
+    case Kind::kAllToAll: return "all_to_all";
   }
   return "?";
 }
