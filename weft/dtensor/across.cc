@@ -43,6 +43,17 @@ Tensor all_stack(const Tensor& x) {
   return out;
 }
 
+Tensor all_exchange(const Tensor& x) {
+  collective::Communicator& comm = communicator();
+  Tensor out = collective::all_to_all(comm, x);
+  if (autodiff::is_recording()) {
+    autodiff::record("dtensor_all_exchange", {x}, {out}, [&comm](const autodiff::Grads& g) {
+      return std::vector<Tensor>{collective::all_to_all(comm, g[0])};
+    });
+  }
+  return out;
+}
+
 Tensor sum_across(const Tensor& x) { return collective::all_reduce(communicator(), x); }
 
 }  // namespace weft::dtensor::internal

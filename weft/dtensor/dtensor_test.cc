@@ -139,6 +139,28 @@ TEST_F(DTensorValues, RelayoutMovesBetweenEveryPairOfLayouts) {
   }
 }
 
+// A relayout's gradient relayouts back: through gathers, cuts and (across clients) the
+// all-to-all that moves a mesh dimension from one axis to another.
+TEST_F(DTensorValues, TheGradientOfARelayoutLiesAsItsSource) {
+  Tensor x = uniform({8, 16}, 60), c = uniform({8, 16}, 61);
+  for (const Mesh& mesh : meshes()) {
+    const std::string d = mesh.dim_names()[0];
+    for (const auto& [from, to] : std::vector<std::pair<Layout, Layout>>{
+             {Layout({d, kUnsharded}, mesh), Layout({kUnsharded, d}, mesh)},
+             {Layout({kUnsharded, d}, mesh), Layout({d, kUnsharded}, mesh)},
+             {Layout({d, kUnsharded}, mesh), Layout::replicated(mesh, 2)}}) {
+      Tensor dx = copy_to_mesh(x, from);
+      GradientTape tape;
+      tape.watch(dx);
+      Tensor loss = sum(mul(relayout(dx, to), copy_to_mesh(c, to)));
+      Tensor g = tape.gradient(loss, std::vector<Tensor>{dx})[0];
+      EXPECT_EQ(fetch_layout(g), from);
+      EXPECT_EQ(global_values(g), c.to_vector<float>())
+          << from.to_string() << " -> " << to.to_string();
+    }
+  }
+}
+
 TEST_F(DTensorValues, ElementwiseOpsOnEveryLayoutGiveTheOneDeviceResult) {
   Tensor a = uniform({8, 16}, 3), b = uniform({16}, 4);
   std::vector<float> want = relu(sub(mul(a, b), exp(a))).to_vector<float>();

@@ -51,13 +51,14 @@ Tensor combine(const std::vector<Tensor>& values, SpmdRule::Reduce r) {
 
 std::atomic<int64_t> g_collectives{0}, g_bytes{0};
 
-enum class Collective { kAllReduce, kAllGather };
+enum class Collective { kAllReduce, kAllGather, kAllToAll };
 
 // Counts one collective of each of `groups` groups of n devices, each device holding `bytes`.
 void count(Collective kind, size_t groups, int64_t n, int64_t bytes, bool backward) {
   if (n <= 1) return;
-  const int64_t per_group =
-      kind == Collective::kAllReduce ? 2 * (n - 1) * bytes : n * (n - 1) * bytes;
+  const int64_t per_group = kind == Collective::kAllReduce   ? 2 * (n - 1) * bytes
+                            : kind == Collective::kAllGather ? n * (n - 1) * bytes
+                                                             : (n - 1) * bytes;
   const auto times = static_cast<int64_t>(groups) * (backward ? 2 : 1);
   g_collectives += times;
   g_bytes += times * per_group;
@@ -111,6 +112,40 @@ std::vector<Tensor> over_groups(const Mesh& mesh, const std::string& dim, Collec
       }
     }
     for (size_t i : group) out[i] = it->second;
+  }
+  return out;
+}
+
+// Axis `from`, sharded over `dim`, moves to axis `to` over the same `dim`, whose groups span the
+// clients (an all-to-all): each client joins its devices' blocks along `from`, sends every other
+// client the part of axis `to` that client's devices will hold, and joins what it receives
+// along `from`; each device then takes its block of `to` from its client's part.
+std::vector<Tensor> exchange(const Mesh& mesh, const std::string& dim,
+                             const std::set<std::string>& varying,
+                             const std::vector<Tensor>& components, int64_t from, int64_t to) {
+  const Groups groups = groups_along(mesh, dim);
+  const auto held = static_cast<int64_t>(groups.local[0].size());
+  count(Collective::kAllToAll, groups.local.size(), mesh.dim_size(dim), bytes_of(components[0]),
+        autodiff::is_recording());
+  std::vector<Tensor> out(components.size());
+  std::map<std::vector<uint64_t>, Tensor> done;  // by values, as over_groups across clients
+  for (const std::vector<size_t>& group : groups.local) {
+    auto [it, fresh] = done.try_emplace(key_of(mesh, group[0], dim, varying));
+    if (fresh) {
+      std::vector<Tensor> members;
+      for (size_t i : group) members.push_back(components[i]);
+      const Tensor local = members.size() == 1 ? members[0] : concat(members, from);
+      const Tensor received = all_exchange(stack(split(local, mesh.dim_size(dim) / held, to), 0));
+      std::vector<Tensor> parts;
+      for (int64_t c = 0; c < received.dim(0); ++c) parts.push_back(select(received, 0, c));
+      it->second = concat(parts, from);  // all of `from`, this client's part of `to`
+    }
+    const int64_t block = it->second.dim(to) / held;
+    for (size_t k = 0; k < group.size(); ++k) {
+      std::vector<Slice> slices(static_cast<size_t>(to) + 1);
+      slices.back() = Slice{static_cast<int64_t>(k) * block, static_cast<int64_t>(k + 1) * block};
+      out[group[k]] = slice(it->second, slices);
+    }
   }
   return out;
 }
@@ -378,6 +413,14 @@ Tensor move(const Tensor& t, const Layout& target) {
   for (size_t axis = 0; axis < specs.size(); ++axis) {
     const std::string dim = specs[axis];
     if (dim == kUnsharded || target.sharding_specs()[axis] == dim) continue;
+    const int to = axis_of(target, dim);
+    if (to >= 0 && specs[static_cast<size_t>(to)] == kUnsharded && groups_along(mesh, dim).across) {
+      components =
+          exchange(mesh, dim, varying_dims(specs, {}), components, static_cast<int64_t>(axis), to);
+      specs[axis] = kUnsharded;
+      specs[static_cast<size_t>(to)] = dim;
+      continue;
+    }
     components = over_groups(
         mesh, dim, Collective::kAllGather, varying_dims(specs, {}), components,
         [axis](const std::vector<Tensor>& blocks) {

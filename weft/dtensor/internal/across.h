@@ -15,6 +15,10 @@ namespace weft::dtensor::internal {
 // client's x receives the sum over the clients of their gradients of its slice).
 Tensor all_stack(const Tensor& x);
 
+// x [clients, ...]: client c gets x[me] of every client, stacked in client order (an all-to-all).
+// Recorded on the tape: its gradient is the same exchange of the output's gradients.
+Tensor all_exchange(const Tensor& x);
+
 // The clients' sum of `x`, in the communicator's fixed order; not recorded (the tape's last step:
 // the gradient of a source that several clients hold).
 Tensor sum_across(const Tensor& x);
