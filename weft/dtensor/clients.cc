@@ -6,13 +6,13 @@
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/cluster_connection.h"
+#include "weft/distribute/collective/communicator.h"
 
 namespace weft::dtensor {
 namespace {
 
 std::mutex g_mu;
 std::unique_ptr<distribute::ClusterConnection> g_connection;
-int g_meshes = 0;  // distributed meshes made so far: each one's barrier has its own name
 
 std::string device_name(const std::string& task, const std::string& local) {
   // "chief:0" and ".../device:CPU:3" -> "/job:chief/replica:0/task:0/device:CPU:3"
@@ -35,7 +35,6 @@ void initialize_accelerator_system() {
 void shutdown_accelerator_system() {
   std::lock_guard lock(g_mu);
   g_connection.reset();
-  g_meshes = 0;
 }
 
 distribute::ClusterConnection& internal::connection() {
@@ -71,12 +70,9 @@ Mesh create_distributed_mesh(const std::vector<MeshDimension>& dims, const std::
   }
   Mesh mesh(dims, ids, names, mesh_name, global_devices);
   if (cluster.size() == 1) return mesh;
-  // The barrier: every client publishes its mesh (without its own devices), then compares.
-  distribute::coordination::CoordinationClient* client = cluster.client();
-  WEFT_CHECK(client != nullptr, FailedPrecondition)
-      << "create_distributed_mesh: meshes across processes need the coordination service "
-         "(TF_CONFIG), which mpirun's ranks do not have";
-  // What every client must agree on: the name, the dimensions and each client's devices.
+  // The barrier: every client sends the others the mesh it asks for (without its own devices),
+  // then compares, over the cluster's communicator (TCP or MPI). It waits up to 10 minutes for
+  // the last client, which may still be loading its data.
   std::string mine = "\"" + mesh_name + "\" ";
   for (size_t i = 0; i < dims.size(); ++i) {
     mine += (i ? "," : "") + dims[i].name + "=" + std::to_string(dims[i].size);
@@ -84,19 +80,22 @@ Mesh create_distributed_mesh(const std::vector<MeshDimension>& dims, const std::
   mine += " over";
   for (const std::string& d : local) mine += " " + d.substr(d.find("/device:") + 8);
   mine += " on each client";
-  std::string key;
-  {
-    std::lock_guard lock(g_mu);
-    key = "weft/dtensor/mesh/" + std::to_string(g_meshes++);
-  }
-  client->insert_key_value(key + "/" + cluster.task(), mine);
-  const auto timeout = std::chrono::minutes(10);
-  client->wait_at_barrier(key, timeout);
-  for (const std::string& task : cluster.tasks()) {
-    const std::string theirs = client->get_key_value(key + "/" + task, timeout);
+  namespace collective = distribute::collective;
+  collective::CommunicationOptions wait;
+  wait.timeout_seconds = 600;
+  std::vector<int64_t> lengths;
+  const std::vector<int32_t> all =
+      collective::all_gather(*cluster.communicator(),
+                             Tensor::from_vector(std::vector<int32_t>(mine.begin(), mine.end())),
+                             wait, &lengths)
+          .to_vector<int32_t>();
+  auto at = all.begin();
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    const std::string theirs(at, at + lengths[r]);
+    at += lengths[r];
     WEFT_CHECK(theirs == mine, InvalidArgument)
         << "create_distributed_mesh: client " << cluster.task() << " creates mesh " << mine
-        << ", but client " << task << " creates " << theirs
+        << ", but client " << cluster.tasks()[r] << " creates " << theirs
         << "; every client must create the same mesh";
   }
   return mesh;
