@@ -157,8 +157,26 @@ TEST_F(DTensorValues, TheGradientOfARelayoutLiesAsItsSource) {
       EXPECT_EQ(fetch_layout(g), from);
       EXPECT_EQ(global_values(g), c.to_vector<float>())
           << from.to_string() << " -> " << to.to_string();
+      // Given output gradients lie on the target's mesh, or are local (replicated onto it).
+      GradientTape again;
+      again.watch(dx);
+      Tensor y = relayout(dx, to);
+      EXPECT_EQ(global_values(again.gradient(y, std::vector<Tensor>{dx}, c)[0]),
+                c.to_vector<float>());
     }
   }
+}
+
+TEST_F(DTensorValues, AnOutputGradientOnAnotherMeshIsRefusedNamingBoth) {
+  Mesh mesh = test_mesh({{"x", 8}}), other = test_mesh({{"y", 8}});
+  Tensor dx = copy_to_mesh(uniform({8, 16}, 62), Layout({"x", kUnsharded}, mesh));
+  GradientTape tape;
+  tape.watch(dx);
+  Tensor y = mul(dx, 2.0);
+  Tensor elsewhere = copy_to_mesh(uniform({8, 16}, 63), Layout::replicated(other, 2));
+  EXPECT_THAT([&] { tape.gradient(y, std::vector<Tensor>{dx}, elsewhere); },
+              ThrowsMessage<InvalidArgument>(AllOf(HasSubstr(fetch_layout(elsewhere).to_string()),
+                                                   HasSubstr(fetch_layout(y).to_string()))));
 }
 
 TEST_F(DTensorValues, ElementwiseOpsOnEveryLayoutGiveTheOneDeviceResult) {

@@ -230,7 +230,11 @@ std::vector<std::pair<Tensor, Tensor>> Parts::seeds(const Tensor& output_gradien
   const Mesh& mesh = layout_.mesh();
   std::vector<Tensor> grads;
   if (output_gradient.defined()) {
-    Tensor g = output_gradient.parts() ? output_gradient : replicate(output_gradient, mesh);
+    const Parts* given = parts_of(output_gradient);
+    WEFT_CHECK(given == nullptr || given->layout().mesh() == mesh, InvalidArgument)
+        << "GradientTape::gradient: an output gradient laid out as " << given->describe()
+        << " for a target laid out as " << describe() << "; it must lie on the target's mesh";
+    Tensor g = given ? output_gradient : replicate(output_gradient, mesh);
     g = move(resolve(g), layout_);
     grads = g.parts()->components();
   }
