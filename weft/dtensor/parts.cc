@@ -312,8 +312,9 @@ Tensor Parts::gradient(const std::vector<Tensor>& component_gradients) const {
   }
   if (across) {
     std::map<std::vector<uint64_t>, Tensor> totals;
-    for (size_t i = 0; i < grads.size(); ++i)
+    for (size_t i = 0; i < grads.size(); ++i) {
       totals.try_emplace(key_of(mesh, i, "", varying), grads[i]);
+    }
     for (auto& [key, total] : totals) total = sum_across(total);
     for (size_t i = 0; i < grads.size(); ++i) grads[i] = totals.at(key_of(mesh, i, "", varying));
   }
