@@ -3,21 +3,13 @@
 #include "weft/dtensor/internal/across.h"
 
 #include "weft/autodiff/tape.h"
-#include "weft/distribute/cluster_connection.h"
 #include "weft/distribute/collective/communicator.h"
-#include "weft/dtensor/clients.h"
 #include "weft/ops/shape_ops.h"
 
 namespace weft::dtensor::internal {
 namespace {
 
 namespace collective = distribute::collective;
-
-collective::Communicator& communicator() {
-  collective::Communicator* comm = connection().communicator();
-  WEFT_ASSERT(comm != nullptr);
-  return *comm;
-}
 
 Shape stacked_shape(const Shape& shape, int64_t n) {
   Shape out{n};
@@ -27,8 +19,7 @@ Shape stacked_shape(const Shape& shape, int64_t n) {
 
 }  // namespace
 
-Tensor all_stack(const Tensor& x) {
-  collective::Communicator& comm = communicator();
+Tensor all_stack(collective::Communicator& comm, const Tensor& x) {
   Tensor out;
   {
     autodiff::NoRecordScope quiet;  // the reshapes are not the op: all_stack records itself
@@ -43,8 +34,7 @@ Tensor all_stack(const Tensor& x) {
   return out;
 }
 
-Tensor all_exchange(const Tensor& x) {
-  collective::Communicator& comm = communicator();
+Tensor all_exchange(collective::Communicator& comm, const Tensor& x) {
   Tensor out = collective::all_to_all(comm, x);
   if (autodiff::is_recording()) {
     autodiff::record("dtensor_all_exchange", {x}, {out}, [&comm](const autodiff::Grads& g) {
@@ -54,6 +44,8 @@ Tensor all_exchange(const Tensor& x) {
   return out;
 }
 
-Tensor sum_across(const Tensor& x) { return collective::all_reduce(communicator(), x); }
+Tensor sum_across(collective::Communicator& comm, const Tensor& x) {
+  return collective::all_reduce(comm, x);
+}
 
 }  // namespace weft::dtensor::internal

@@ -1,7 +1,9 @@
 #include "weft/dtensor/clients.h"
 
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
@@ -13,6 +15,26 @@ namespace {
 
 std::mutex g_mu;
 std::unique_ptr<distribute::ClusterConnection> g_connection;
+// Sub-communicators of the meshes' dimensions whose groups reach some clients but not all, by
+// mesh and dimension.
+std::map<std::string, std::unique_ptr<distribute::collective::Communicator>> g_along;
+
+// The clients that hold the devices of the group along `dim` of this client's first device.
+std::set<int64_t> clients_along(const Mesh& mesh, const std::string& dim) {
+  const int d = mesh.dim_index(dim);
+  const int64_t per_client = mesh.num_local_devices();
+  std::vector<int64_t> at = mesh.device_location(mesh.local_device_ids()[0]);
+  std::set<int64_t> out;
+  for (int64_t c = 0; c < mesh.dim_size(dim); ++c) {
+    at[static_cast<size_t>(d)] = c;
+    out.insert(mesh.device_id(at) / per_client);
+  }
+  return out;
+}
+
+std::string along_key(const Mesh& mesh, const std::string& dim) {
+  return mesh.to_string() + "/" + dim;
+}
 
 std::string device_name(const std::string& task, const std::string& local) {
   // "chief:0" and ".../device:CPU:3" -> "/job:chief/replica:0/task:0/device:CPU:3"
@@ -34,6 +56,7 @@ void initialize_accelerator_system() {
 
 void shutdown_accelerator_system() {
   std::lock_guard lock(g_mu);
+  g_along.clear();
   g_connection.reset();
 }
 
@@ -98,7 +121,28 @@ Mesh create_distributed_mesh(const std::vector<MeshDimension>& dims, const std::
         << ", but client " << cluster.tasks()[r] << " creates " << theirs
         << "; every client must create the same mesh";
   }
+  // A communicator for each dimension whose groups reach some clients but not all (every
+  // client splits, in the mesh's order of dimensions).
+  for (const MeshDimension& d : dims) {
+    const std::set<int64_t> holders = clients_along(mesh, d.name);
+    if (holders.size() == 1 || static_cast<int>(holders.size()) == cluster.size()) continue;
+    std::lock_guard lock(g_mu);
+    auto [it, fresh] = g_along.try_emplace(along_key(mesh, d.name));
+    if (fresh) it->second = cluster.communicator()->split(static_cast<int>(*holders.begin()), wait);
+  }
   return mesh;
+}
+
+distribute::collective::Communicator& internal::communicator_along(const Mesh& mesh,
+                                                                   const std::string& dim) {
+  std::lock_guard lock(g_mu);
+  auto it = g_along.find(along_key(mesh, dim));
+  distribute::collective::Communicator& comm =
+      it != g_along.end() ? *it->second : *g_connection->communicator();
+  WEFT_ASSERT(static_cast<size_t>(comm.size()) == clients_along(mesh, dim).size())
+      << "the communicator along " << dim << " of " << mesh.to_string() << " has " << comm.size()
+      << " ranks";
+  return comm;
 }
 
 void barrier(const Mesh& mesh) {

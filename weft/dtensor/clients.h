@@ -17,7 +17,10 @@
 
 namespace weft::distribute {
 class ClusterConnection;
+namespace collective {
+class Communicator;
 }
+}  // namespace weft::distribute
 
 namespace weft::dtensor {
 
@@ -46,6 +49,10 @@ void barrier(const Mesh& mesh);
 namespace internal {
 // The cluster this process joined (initialize_accelerator_system).
 distribute::ClusterConnection& connection();
+// The communicator of the clients that hold this client's groups of devices along mesh dimension
+// `dim` of `mesh` (a mesh across processes): the cluster's own when they are all the clients, else
+// the one create_distributed_mesh split off for them.
+distribute::collective::Communicator& communicator_along(const Mesh& mesh, const std::string& dim);
 }  // namespace internal
 
 }  // namespace weft::dtensor

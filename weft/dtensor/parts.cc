@@ -13,6 +13,7 @@
 #include "weft/autodiff/tape.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/updates.h"
+#include "weft/dtensor/clients.h"
 #include "weft/dtensor/internal/across.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
@@ -105,7 +106,7 @@ std::vector<Tensor> over_groups(const Mesh& mesh, const std::string& dim, Collec
     if (fresh) {
       it->second = fn(members);
       if (groups.across) {
-        const Tensor stacked = all_stack(it->second);
+        const Tensor stacked = all_stack(communicator_along(mesh, dim), it->second);
         std::vector<Tensor> results;
         for (int64_t c = 0; c < stacked.dim(0); ++c) results.push_back(select(stacked, 0, c));
         it->second = fn(results);
@@ -135,7 +136,8 @@ std::vector<Tensor> exchange(const Mesh& mesh, const std::string& dim,
       std::vector<Tensor> members;
       for (size_t i : group) members.push_back(components[i]);
       const Tensor local = members.size() == 1 ? members[0] : concat(members, from);
-      const Tensor received = all_exchange(stack(split(local, mesh.dim_size(dim) / held, to), 0));
+      const Tensor received = all_exchange(communicator_along(mesh, dim),
+                                           stack(split(local, mesh.dim_size(dim) / held, to), 0));
       std::vector<Tensor> parts;
       for (int64_t c = 0; c < received.dim(0); ++c) parts.push_back(select(received, 0, c));
       it->second = concat(parts, from);  // all of `from`, this client's part of `to`
@@ -303,19 +305,18 @@ Tensor Parts::gradient(const std::vector<Tensor>& component_gradients) const {
     grads = std::move(summed);
     ids = std::move(summed_ids);
   }
-  // Across clients: each client has added its own devices' terms; the clients holding a block add
-  // theirs, one block after another in the order of their coordinates.
+  // Across clients: each client has added its own devices' terms; over each replicated dimension
+  // whose groups span clients, the clients of a group add theirs, block after block in the order
+  // of their coordinates.
   const std::set<std::string> varying = varying_dims(layout_.sharding_specs(), pending_);
-  bool across = false;
   for (const MeshDimension& dim : mesh.dims()) {
-    across = across || (!varying.count(dim.name) && groups_along(mesh, dim.name).across);
-  }
-  if (across) {
+    if (varying.count(dim.name) || !groups_along(mesh, dim.name).across) continue;
+    distribute::collective::Communicator& comm = communicator_along(mesh, dim.name);
     std::map<std::vector<uint64_t>, Tensor> totals;
     for (size_t i = 0; i < grads.size(); ++i) {
       totals.try_emplace(key_of(mesh, i, "", varying), grads[i]);
     }
-    for (auto& [key, total] : totals) total = sum_across(total);
+    for (auto& [key, total] : totals) total = sum_across(comm, total);
     for (size_t i = 0; i < grads.size(); ++i) grads[i] = totals.at(key_of(mesh, i, "", varying));
   }
   return make(layout_, {}, std::move(grads));
@@ -377,15 +378,13 @@ Groups groups_along(const Mesh& mesh, const std::string& dim) {
     groups[key].push_back(i);  // local ids ascend, so each group is in coordinate order
   }
   Groups out;
-  const int64_t clients = mesh.size() / mesh.num_local_devices();
   for (auto& [key, group] : groups) {
     const auto held = static_cast<int64_t>(group.size());
     out.across = held < mesh.dim_size(dim);
-    WEFT_CHECK(!out.across || held * clients == mesh.dim_size(dim), FailedPrecondition)
-        << "DTensor: mesh dimension \"" << dim << "\" of mesh " << mesh.to_string() << " reaches "
-        << mesh.dim_size(dim) / held << " of the " << clients
-        << " clients; moving data over some clients but not all needs sub-communicators, "
-           "which are not built yet";
+    WEFT_CHECK(mesh.dim_size(dim) % held == 0, FailedPrecondition)
+        << "DTensor: this client holds " << held << " of the " << mesh.dim_size(dim)
+        << " devices of a group along mesh dimension \"" << dim << "\" of mesh " << mesh.to_string()
+        << "; each client of a group must hold as many";
     out.local.push_back(std::move(group));
   }
   return out;

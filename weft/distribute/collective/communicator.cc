@@ -176,6 +176,12 @@ void Communicator::all_to_all(const void* in, void* out, const Shape& shape, DTy
   }
 }
 
+std::unique_ptr<Communicator> Communicator::split(int, const CommunicationOptions&) {
+  WEFT_FAIL(FailedPrecondition) << "Communicator::split: the " << transport()
+                                << " communicator cannot make sub-communicators";
+  return nullptr;
+}
+
 void barrier(Communicator& comm, const CommunicationOptions& options) { comm.barrier(options); }
 
 }  // namespace weft::distribute::collective

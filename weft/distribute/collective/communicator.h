@@ -16,6 +16,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -97,6 +98,10 @@ class Communicator {
   virtual void all_to_all(const void* in, void* out, const Shape& shape, DType dtype,
                           const CommunicationOptions& options);
   virtual void barrier(const CommunicationOptions& options) = 0;
+  // MPI_Comm_split: every rank calls it; the ranks that pass the same `color` get a communicator
+  // of their own, ranked as here (a sub-communicator over one dimension of a mesh). The default
+  // fails (FailedPrecondition); TCP and MPI split.
+  virtual std::unique_ptr<Communicator> split(int color, const CommunicationOptions& options);
   // The collective calls this rank has made so far (every rank makes the same ones): what a
   // step costs in messages, which on a network is latency more than bytes.
   virtual uint64_t calls() const = 0;

@@ -134,8 +134,27 @@ class MpiCommunicator::Impl {
         << (initialized ? "initialise MPI with MPI_Init_thread(MPI_THREAD_SERIALIZED) before "
                           "weft does, or let weft initialise it"
                         : "use an MPI library built with thread support");
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+  // A communicator MPI_Comm_split made, freed with this one.
+  explicit Impl(MPI_Comm comm) : comm_(comm) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+  ~Impl() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (comm_ != MPI_COMM_WORLD && !finalized) MPI_Comm_free(&comm_);
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  std::unique_ptr<Impl> split(int color) {
+    check(Kind::kSplit, {}, kInt32, 0);  // (the colors differ)
+    MPI_Comm sub = MPI_COMM_NULL;
+    MPI_Comm_split(comm_, color, rank_, &sub);
+    return std::make_unique<Impl>(sub);
   }
 
   int rank() const { return rank_; }
@@ -148,7 +167,7 @@ class MpiCommunicator::Impl {
     Header h = internal::make_header(++sequence_, kind, shape, dtype, op, rank_);
     std::vector<Header> all(static_cast<size_t>(size_));
     MPI_Allgather(&h, sizeof(Header), MPI_BYTE, all.data(), sizeof(Header), MPI_BYTE,
-                  MPI_COMM_WORLD);
+                  comm_);
     for (int r = 1; r < size_; ++r) {
       if (!all[r].agrees(all[0])) {
         throw InvalidArgument(
@@ -170,7 +189,7 @@ class MpiCommunicator::Impl {
     const std::size_t es = dtype_size(dtype);
     in_pieces(n, [&](std::size_t at, int count) {
       MPI_Allreduce(MPI_IN_PLACE, bytes + at * es, count, mpi_type(dtype), mpi_op(dtype, op),
-                    MPI_COMM_WORLD);
+                    comm_);
     });
   }
 
@@ -182,7 +201,7 @@ class MpiCommunicator::Impl {
     char* bytes = static_cast<char*>(data);
     const std::size_t es = dtype_size(dtype);
     in_pieces(static_cast<std::size_t>(num_elements(shape)), [&](std::size_t at, int count) {
-      MPI_Bcast(bytes + at * es, count, mpi_type(dtype), root, MPI_COMM_WORLD);
+      MPI_Bcast(bytes + at * es, count, mpi_type(dtype), root, comm_);
     });
   }
 
@@ -192,14 +211,14 @@ class MpiCommunicator::Impl {
     const std::size_t n = static_cast<std::size_t>(num_elements(shape)), es = dtype_size(dtype);
     if (n <= max_count()) {
       MPI_Allgather(in, static_cast<int>(n), mpi_type(dtype), out, static_cast<int>(n),
-                    mpi_type(dtype), MPI_COMM_WORLD);
+                    mpi_type(dtype), comm_);
       return;
     }
     // Piece by piece: every rank's piece gathered, then put where its whole block goes.
     std::vector<char> pieces(static_cast<std::size_t>(size_) * max_count() * es);
     in_pieces(n, [&](std::size_t at, int count) {
       MPI_Allgather(static_cast<const char*>(in) + at * es, count, mpi_type(dtype), pieces.data(),
-                    count, mpi_type(dtype), MPI_COMM_WORLD);
+                    count, mpi_type(dtype), comm_);
       for (int r = 0; r < size_; ++r) {
         std::memcpy(static_cast<char*>(out) + (static_cast<std::size_t>(r) * n + at) * es,
                     pieces.data() + static_cast<std::size_t>(r) * count * es, count * es);
@@ -213,7 +232,7 @@ class MpiCommunicator::Impl {
     const std::size_t n = static_cast<std::size_t>(num_elements(shape)), es = dtype_size(dtype);
     if (n <= max_count()) {
       MPI_Alltoall(in, static_cast<int>(n), mpi_type(dtype), out, static_cast<int>(n),
-                   mpi_type(dtype), MPI_COMM_WORLD);
+                   mpi_type(dtype), comm_);
       return;
     }
     // Piece by piece: the same piece of every block laid side by side, then exchanged.
@@ -225,7 +244,7 @@ class MpiCommunicator::Impl {
                     count * es);
       }
       MPI_Alltoall(send.data(), count, mpi_type(dtype), got.data(), count, mpi_type(dtype),
-                   MPI_COMM_WORLD);
+                   comm_);
       for (int r = 0; r < size_; ++r) {
         std::memcpy(static_cast<char*>(out) + (static_cast<std::size_t>(r) * n + at) * es,
                     got.data() + static_cast<std::size_t>(r) * count * es, count * es);
@@ -239,7 +258,7 @@ class MpiCommunicator::Impl {
     const std::size_t n = static_cast<std::size_t>(num_elements(shape)), es = dtype_size(dtype);
     if (n <= max_count()) {
       MPI_Reduce_scatter_block(in, out, static_cast<int>(n), mpi_type(dtype), mpi_op(dtype, op),
-                               MPI_COMM_WORLD);
+                               comm_);
     } else {
       // Piece by piece: the same piece of every rank's block laid side by side, then scattered.
       std::vector<char> pieces(static_cast<std::size_t>(size_) * max_count() * es);
@@ -250,7 +269,7 @@ class MpiCommunicator::Impl {
                       count * es);
         }
         MPI_Reduce_scatter_block(pieces.data(), static_cast<char*>(out) + at * es, count,
-                                 mpi_type(dtype), mpi_op(dtype, op), MPI_COMM_WORLD);
+                                 mpi_type(dtype), mpi_op(dtype, op), comm_);
       });
     }
     if (op == Reduction::MEAN) internal::divide(out, n, dtype, size_);
@@ -261,13 +280,18 @@ class MpiCommunicator::Impl {
   }
 
  private:
+  MPI_Comm comm_ = MPI_COMM_WORLD;
   int rank_ = 0;
   int size_ = 1;
   std::atomic<uint64_t> sequence_{0};
 };
 
 MpiCommunicator::MpiCommunicator() : impl_(std::make_unique<Impl>()) {}
+MpiCommunicator::MpiCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 MpiCommunicator::~MpiCommunicator() = default;
+std::unique_ptr<Communicator> MpiCommunicator::split(int color, const CommunicationOptions&) {
+  return std::unique_ptr<Communicator>(new MpiCommunicator(impl_->split(color)));
+}
 int MpiCommunicator::rank() const { return impl_->rank(); }
 uint64_t MpiCommunicator::calls() const { return impl_->calls(); }
 int MpiCommunicator::size() const { return impl_->size(); }
@@ -320,6 +344,9 @@ void MpiCommunicator::reduce_scatter(const void*, void*, const Shape&, DType, Re
                                      const CommunicationOptions&) {}
 void MpiCommunicator::all_to_all(const void*, void*, const Shape&, DType,
                                  const CommunicationOptions&) {}
+std::unique_ptr<Communicator> MpiCommunicator::split(int, const CommunicationOptions&) {
+  return nullptr;
+}
 void MpiCommunicator::barrier(const CommunicationOptions&) {}
 uint64_t MpiCommunicator::calls() const { return 0; }
 void MpiCommunicator::raw_all_reduce(void*, std::size_t, DType) {}

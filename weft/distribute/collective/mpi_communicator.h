@@ -49,6 +49,8 @@ class MpiCommunicator : public Communicator {
   void all_to_all(const void* in, void* out, const Shape& shape, DType dtype,
                   const CommunicationOptions& options) override;
   void barrier(const CommunicationOptions& options) override;
+  // MPI_Comm_split.
+  std::unique_ptr<Communicator> split(int color, const CommunicationOptions& options) override;
   uint64_t calls() const override;
   std::string transport() const override { return "mpi"; }
 
@@ -57,6 +59,7 @@ class MpiCommunicator : public Communicator {
 
  private:
   class Impl;
+  explicit MpiCommunicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -73,7 +73,7 @@ class TcpCommunicator::Impl {
   Impl(coordination::CoordinationClient& client, std::vector<std::string> tasks, int rank,
        const std::string& hostname, const std::string& token, const TcpOptions& options)
       : client_(client), tasks_(std::move(tasks)), rank_(rank), hostname_(hostname),
-        name_(options.name), timeout_(options.timeout) {
+        name_(options.name), timeout_(options.timeout), options_(options) {
     WEFT_CHECK(rank_ >= 0 && rank_ < static_cast<int>(tasks_.size()), InvalidArgument)
         << "TcpCommunicator: rank " << rank_ << " is not one of the " << tasks_.size()
         << " ranks";
@@ -119,6 +119,23 @@ class TcpCommunicator::Impl {
 
   int size() const { return static_cast<int>(tasks_.size()); }
   int rank() const { return rank_; }
+
+  // The ranks whose color is this rank's, as a communicator of their own (MPI_Comm_split).
+  std::unique_ptr<Communicator> split(int color, const CommunicationOptions& options) {
+    std::vector<int64_t> colors(tasks_.size());
+    const int64_t mine = color;
+    all_gather(&mine, colors.data(), Shape{1}, kInt64, options);
+    std::vector<std::string> members;
+    int index = 0;
+    for (int r = 0; r < size(); ++r) {
+      if (colors[static_cast<size_t>(r)] != color) continue;
+      if (r == rank_) index = static_cast<int>(members.size());
+      members.push_back(task(r));
+    }
+    TcpOptions sub = options_;
+    sub.name = name_ + "/split" + std::to_string(splits_++) + "/" + std::to_string(color);
+    return std::make_unique<TcpCommunicator>(client_, std::move(members), index, hostname_, sub);
+  }
   uint64_t calls() const { return sequence_.load(); }
   const std::string& task(int r) const { return tasks_[static_cast<size_t>(r)]; }
 
@@ -562,6 +579,8 @@ class TcpCommunicator::Impl {
   std::string hostname_;
   std::string name_;  // the prefix of this communicator's keys
   milliseconds timeout_;
+  TcpOptions options_;  // what split() gives its communicators
+  int splits_ = 0;      // split() calls so far (every rank makes the same)
   std::shared_ptr<gloo::transport::Device> device_;            // Gloo's, once asked for
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::shared_ptr<internal::SocketMesh> mesh_;
@@ -611,6 +630,10 @@ void TcpCommunicator::all_to_all(const void* in, void* out, const Shape& shape, 
   impl_->all_to_all(in, out, shape, dtype, options);
 }
 void TcpCommunicator::barrier(const CommunicationOptions& options) { impl_->barrier(options); }
+std::unique_ptr<Communicator> TcpCommunicator::split(int color,
+                                                     const CommunicationOptions& options) {
+  return impl_->split(color, options);
+}
 Implementation TcpCommunicator::auto_implementation(std::size_t bytes) const {
   return impl_->auto_implementation(bytes);
 }

@@ -63,6 +63,8 @@ class TcpCommunicator : public Communicator {
                       const CommunicationOptions& options) override;
   void all_to_all(const void* in, void* out, const Shape& shape, DType dtype,
                   const CommunicationOptions& options) override;
+  // The new communicator connects its ranks afresh (their keys under this one's name).
+  std::unique_ptr<Communicator> split(int color, const CommunicationOptions& options) override;
   void barrier(const CommunicationOptions& options) override;
   uint64_t calls() const override;
   // "shared_memory" when every rank runs on this host and could map every other's memory, else

@@ -51,10 +51,9 @@ const Parts* parts_of(const Tensor& t);
 // The local devices' places on the mesh: the local device i's coordinate on mesh dimension `dim`.
 int64_t coordinate(const Mesh& mesh, size_t local_device, int dim);
 // The local devices grouped by mesh dimension `dim`: devices that differ only there, each group
-// in the order of its coordinate. On a mesh across clients a group may continue on the other
-// clients (`across`: then every group along `dim` does, each client holding a contiguous run of
-// it). FailedPrecondition, naming the mesh, when a group reaches some clients but not all (that
-// needs sub-communicators, not built yet).
+// in the order of its coordinate. On a mesh across clients a group may continue on other clients
+// (`across`: then every group along `dim` does, each client holding a contiguous run of it, and
+// they meet over communicator_along(mesh, dim)).
 struct Groups {
   std::vector<std::vector<size_t>> local;
   bool across = false;

@@ -20,6 +20,7 @@ enum class Kind : uint32_t {
   kReduceScatter,
   kBarrier,
   kAllToAll,
+  kSplit,
 };
 
 inline const char* kind_name(Kind k) {
@@ -30,6 +31,7 @@ inline const char* kind_name(Kind k) {
     case Kind::kReduceScatter: return "reduce_scatter";
     case Kind::kBarrier: return "barrier";
     case Kind::kAllToAll: return "all_to_all";
+    case Kind::kSplit: return "split";
   }
   return "?";
 }
