@@ -1,5 +1,5 @@
 // Collectives across clients for DTensor moves (internal/across.h), on the communicator of the
-// cluster that initialize_accelerator_system joined.
+// clients a group of devices reaches (dtensor::internal::communicator_along).
 #include "weft/dtensor/internal/across.h"
 
 #include "weft/autodiff/tape.h"
