@@ -83,9 +83,12 @@ void restore_trackables(const std::string& dir,
   for (const TensorEntry& t : index.tensors) stored.try_emplace(t.path, &t);
   std::vector<Region> here;
   std::vector<Variable> assigned_here;
-  std::vector<Variable> laid_out;  // DVariables: one region per distinct block, after `here`
-  std::vector<std::string> laid_keys;
-  std::vector<std::vector<TensorBlock>> laid_blocks;
+  struct LaidOut {  // a DVariable: one region per distinct block, after `here`
+    Variable variable;
+    std::string key;
+    std::vector<TensorBlock> blocks;
+  };
+  std::vector<LaidOut> laid_out;
   std::vector<HeldSlice> held;
   for (const auto& [name, object] : objects) {
     for (const auto& [path, variable] : object->tracked_variables()) {
@@ -103,9 +106,7 @@ void restore_trackables(const std::string& dir,
       if (add_held_slices(variable, key, &held)) continue;
       if (variable.binding() == nullptr && variable.value().parts()) {
         // A DTensor reads only the stored pieces that overlap its blocks, on any layout.
-        laid_out.push_back(variable);
-        laid_keys.push_back(key);
-        laid_blocks.push_back(variable.value().parts()->blocks());
+        laid_out.push_back({variable, key, variable.value().parts()->blocks()});
         continue;
       }
       here.push_back({key, std::vector<int64_t>(variable.shape().size(), 0), variable.shape()});
@@ -113,10 +114,8 @@ void restore_trackables(const std::string& dir,
     }
   }
   const size_t whole = here.size();
-  for (size_t v = 0; v < laid_out.size(); ++v) {
-    for (const TensorBlock& b : laid_blocks[v]) {
-      here.push_back({laid_keys[v], b.offsets, b.value.shape()});
-    }
+  for (const LaidOut& l : laid_out) {
+    for (const TensorBlock& b : l.blocks) here.push_back({l.key, b.offsets, b.value.shape()});
   }
   std::map<std::string, std::string> state;
   std::vector<Tensor> values = read_checkpoint_regions(dir, here, &state);
@@ -125,14 +124,14 @@ void restore_trackables(const std::string& dir,
   });
   for (size_t i = 0; i < whole; ++i) assigned_here[i].assign(values[i]);
   size_t at = whole;
-  for (size_t v = 0; v < laid_out.size(); ++v) {
+  for (LaidOut& l : laid_out) {
     // Each device's component is its block's value, assigned as a DTensor of the same layout.
-    const TensorParts& parts = *laid_out[v].value().parts();
+    const TensorParts& parts = *l.variable.value().parts();
     std::map<uint64_t, Tensor> by_component;
-    for (const TensorBlock& b : laid_blocks[v]) by_component[b.value.id()] = values[at++];
+    for (const TensorBlock& b : l.blocks) by_component[b.value.id()] = values[at++];
     std::vector<Tensor> components;
     for (const Tensor& c : parts.components()) components.push_back(by_component.at(c.id()));
-    laid_out[v].assign(parts.with_components(std::move(components)));
+    l.variable.assign(parts.with_components(std::move(components)));
   }
   for (const auto& [name, object] : objects) {
     if (auto it = state.find(name); it != state.end()) object->restore_state(it->second);
