@@ -23,16 +23,6 @@ namespace {
 
 std::string replica(int r) { return "replica " + std::to_string(r); }
 
-// base holds `parts` buffers of n elements: base[0] becomes their reduction, in the fixed tree.
-void tree_combine(char* base, std::size_t bytes, int parts, std::size_t n, DType dtype,
-                  Reduction op) {
-  for (int d = 1; d < parts; d *= 2) {
-    for (int i = 0; i + d < parts; i += 2 * d) {
-      internal::combine(base + i * bytes, base + i * bytes, base + (i + d) * bytes, n, dtype, op);
-    }
-  }
-}
-
 }  // namespace
 
 class LocalGroup::Rank : public Communicator {
@@ -60,7 +50,7 @@ class LocalGroup::Rank : public Communicator {
         std::memcpy(terms.data() + s * count * es,
                     static_cast<const char*>(group_.posts_[s]->in) + lo * es, count * es);
       }
-      tree_combine(terms.data(), count * es, size(), count, dtype, op);
+      internal::tree_combine(terms.data(), count * es, size(), count, dtype, op);
       if (op == Reduction::MEAN) internal::divide(terms.data(), count, dtype, size());
       std::memcpy(group_.result_.data() + lo * es, terms.data(), count * es);
     }
@@ -100,7 +90,7 @@ class LocalGroup::Rank : public Communicator {
       std::memcpy(terms.data() + s * b, static_cast<const char*>(group_.posts_[s]->in) + rank_ * b,
                   b);
     }
-    tree_combine(terms.data(), b, size(), n, dtype, op);
+    internal::tree_combine(terms.data(), b, size(), n, dtype, op);
     if (op == Reduction::MEAN) internal::divide(terms.data(), n, dtype, size());
     std::memcpy(out, terms.data(), b);
     group_.leave(rank_);

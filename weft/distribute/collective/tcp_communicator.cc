@@ -449,7 +449,7 @@ class TcpCommunicator::Impl {
       check_agreement(h, timeout);
       std::vector<char> all(bytes * size());
       gather_bytes(data, all.data(), bytes, Clock::now() + timeout, h.describe());
-      tree_combine(all.data(), bytes, size(), n, dtype, op);
+      internal::tree_combine(all.data(), bytes, size(), n, dtype, op);
       std::memcpy(data, all.data(), bytes);
       return;
     }
@@ -528,16 +528,6 @@ class TcpCommunicator::Impl {
       auto [recv_at, recv_n] = block(rank_ - k);
       transfer(right, bytes + send_at, send_n * es, left, bytes + recv_at, recv_n * es, deadline,
                h.describe());
-    }
-  }
-
-  // Combines `parts` buffers laid end to end, pairwise in a fixed tree, into the first.
-  static void tree_combine(char* base, std::size_t bytes, int parts, std::size_t n, DType dtype,
-                           Reduction op) {
-    for (int d = 1; d < parts; d *= 2) {
-      for (int i = 0; i + d < parts; i += 2 * d) {
-        internal::combine(base + i * bytes, base + i * bytes, base + (i + d) * bytes, n, dtype, op);
-      }
     }
   }
 

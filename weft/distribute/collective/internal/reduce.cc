@@ -60,6 +60,15 @@ void combine(void* out, const void* a, const void* b, std::size_t n, DType dtype
   }
 }
 
+void tree_combine(char* base, std::size_t bytes, int parts, std::size_t n, DType dtype,
+                  Reduction op) {
+  for (int d = 1; d < parts; d *= 2) {
+    for (int i = 0; i + d < parts; i += 2 * d) {
+      combine(base + i * bytes, base + i * bytes, base + (i + d) * bytes, n, dtype, op);
+    }
+  }
+}
+
 void divide(void* data, std::size_t n, DType dtype, int divisor) {
   switch (dtype) {
     case kFloat32: return divide_as<float, float>(data, n, divisor);

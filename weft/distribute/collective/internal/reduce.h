@@ -13,6 +13,10 @@ namespace weft::distribute::collective::internal {
 // out[i] = a[i] op b[i] (SUM and MEAN add); out may be a or b. Float16 and bfloat16 are combined
 // in float32 and rounded once.
 void combine(void* out, const void* a, const void* b, std::size_t n, DType dtype, Reduction op);
+// base holds `parts` buffers of n elements (`bytes` each): base[0] becomes their reduction in the
+// fixed tree ((b0 op b1) op (b2 op b3)) op ... of DISTRIBUTED.md §2; the others are overwritten.
+void tree_combine(char* base, std::size_t bytes, int parts, std::size_t n, DType dtype,
+                  Reduction op);
 // data[i] /= divisor (integers: truncating, as NumPy's // would not; TF's integer MEAN truncates).
 void divide(void* data, std::size_t n, DType dtype, int divisor);
 // Copies elements [first, first + count) of the concatenation of `pieces` (of `element_bytes`
