@@ -6,6 +6,12 @@
 //   3.   data-parallel on 4 logical devices against the same step without DTensors: what cutting
 //        the step into components costs on one machine, whose cores the components share
 //        (they run one after another on the calling thread, each with the whole thread budget).
+//   4-5. where a DTensor op's components run: on per-device threads (one thread per device, each
+//        with its share of the thread budget, as MirroredStrategy's replicas; one dispatch per
+//        op, as an eager SPMD op would make) against one after another on the calling thread
+//        (each with the whole budget), for the tutorial MLP's forward pass data-parallel on
+//        {"batch": 8} and tensor-parallel on {"model": 4}: the components' own kernels, at
+//        their shapes, without the tape (issue 44: "whichever measures faster").
 // Then, for each run, the bytes its moves carry per step (dtensor's traffic count: ring
 // collectives on separate devices) against the analytic count: data-parallel 2(n - 1) x the
 // parameters' bytes (the gradients' all-reduce), tensor-parallel 2(n - 1) x the [128, 500]
@@ -14,6 +20,7 @@
 #include <optional>
 
 #include "ratio.h"
+#include "weft/distribute/internal/replica_group.h"
 #include "weft/dtensor/internal/parts.h"
 #include "weft/weft.h"
 
@@ -90,6 +97,78 @@ BENCHMARK(dp_4)->UseRealTime()->MinTime(0.5);
 BENCHMARK(tp_4)->UseRealTime()->MinTime(0.5);
 BENCHMARK(no_mesh)->UseRealTime()->MinTime(0.5);
 
+// The forward pass of one component per device: device d's rows of x (data-parallel) or its
+// columns of the first kernel and rows of the second (tensor-parallel, whose partial logits a
+// move would then sum).
+struct Components {
+  std::vector<weft::Tensor> x;
+  std::vector<std::vector<weft::Tensor>> w;  // [device][variable]
+  std::vector<weft::Tensor> h;               // each device's activations between ops
+
+  Components(bool tensor_parallel, int n) {
+    const int64_t rows = tensor_parallel ? kBatch : kBatch / n;
+    for (int d = 0; d < n; ++d) {
+      x.push_back(weft::stateless_random_uniform({rows, 784}, {1, d}));
+      std::vector<weft::Shape> shapes = kShapes;
+      if (tensor_parallel) shapes = {{784, 700 / n}, {700 / n}, {700 / n, 500}, {500}};
+      std::vector<weft::Tensor> vars;
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        vars.push_back(weft::stateless_random_uniform(shapes[i], {5, static_cast<int64_t>(i)}));
+      }
+      w.push_back(std::move(vars));
+    }
+    h.resize(static_cast<size_t>(n));
+  }
+  int size() const { return static_cast<int>(x.size()); }
+  // The forward pass as a list of ops, each run on every device before the next.
+  std::vector<std::function<void(int)>> ops() {
+    std::vector<std::function<void(int)>> list;
+    list.push_back([this](int d) { h[d] = weft::matmul(x[d], w[d][0]); });
+    for (size_t layer = 0; layer < w[0].size() / 2; ++layer) {
+      if (layer > 0) {
+        list.push_back([this, layer](int d) { h[d] = weft::matmul(h[d], w[d][2 * layer]); });
+      }
+      list.push_back([this, layer](int d) { h[d] = weft::add(h[d], w[d][2 * layer + 1]); });
+      if (2 * layer + 2 < w[0].size()) list.push_back([this](int d) { h[d] = weft::relu(h[d]); });
+    }
+    return list;
+  }
+};
+
+void components_calling_thread(benchmark::State& state, bool tensor_parallel, int n) {
+  weft::autodiff::NoRecordScope no_tape;
+  Components c(tensor_parallel, n);
+  const auto ops = c.ops();
+  for (auto _ : state) {
+    for (const auto& op : ops) {
+      for (int d = 0; d < c.size(); ++d) op(d);
+    }
+  }
+}
+
+void components_device_threads(benchmark::State& state, bool tensor_parallel, int n) {
+  Components c(tensor_parallel, n);
+  const auto ops = c.ops();
+  weft::distribute::internal::ReplicaGroup devices(n, weft::config::hardware_threads());
+  for (auto _ : state) {
+    for (const auto& op : ops) {
+      devices.run([&](int d) {
+        weft::autodiff::NoRecordScope no_tape;
+        op(d);
+      });
+    }
+  }
+}
+
+void dp_8_calling(benchmark::State& s) { components_calling_thread(s, false, 8); }
+void dp_8_threads(benchmark::State& s) { components_device_threads(s, false, 8); }
+void tp_4_calling(benchmark::State& s) { components_calling_thread(s, true, 4); }
+void tp_4_threads(benchmark::State& s) { components_device_threads(s, true, 4); }
+BENCHMARK(dp_8_calling)->UseRealTime()->MinTime(0.5);
+BENCHMARK(dp_8_threads)->UseRealTime()->MinTime(0.5);
+BENCHMARK(tp_4_calling)->UseRealTime()->MinTime(0.5);
+BENCHMARK(tp_4_threads)->UseRealTime()->MinTime(0.5);
+
 // The bytes one step's moves carry, against the analytic count.
 void print_traffic(bool tensor_parallel, int n) {
   Step step(tensor_parallel, n);
@@ -127,6 +206,12 @@ int main(int argc, char** argv) {
         "tp_4/min_time:0.500/real_time", "dp_4/min_time:0.500/real_time", batch, batch, "report"},
        {"DTensor MLP step, data-parallel on 4 devices vs no mesh (examples/s)",
         "dp_4/min_time:0.500/real_time", "no_mesh/min_time:0.500/real_time", batch, batch,
-        "report"}},
+        "report"},
+       {"DTensor components on per-device threads vs the calling thread, data-parallel on 8",
+        "dp_8_threads/min_time:0.500/real_time", "dp_8_calling/min_time:0.500/real_time", batch,
+        batch, "report"},
+       {"DTensor components on per-device threads vs the calling thread, tensor-parallel on 4",
+        "tp_4_threads/min_time:0.500/real_time", "tp_4_calling/min_time:0.500/real_time", batch,
+        batch, "report"}},
       /*repetitions=*/5);
 }
