@@ -11,7 +11,8 @@
 //        op, as an eager SPMD op would make) against one after another on the calling thread
 //        (each with the whole budget), for the tutorial MLP's forward pass data-parallel on
 //        {"batch": 8} and tensor-parallel on {"model": 4}: the components' own kernels, at
-//        their shapes, without the tape (issue 44: "whichever measures faster").
+//        their shapes, without the tape (issue 44: "whichever measures faster"); and with one
+//        dispatch for the whole pass, a bound eager ops cannot reach.
 // Then, for each run, the bytes its moves carry per step (dtensor's traffic count: ring
 // collectives on separate devices) against the analytic count: data-parallel 2(n - 1) x the
 // parameters' bytes (the gradients' all-reduce), tensor-parallel 2(n - 1) x the [128, 500]
@@ -146,11 +147,20 @@ void components_calling_thread(benchmark::State& state, bool tensor_parallel, in
   }
 }
 
-void components_device_threads(benchmark::State& state, bool tensor_parallel, int n) {
+// `whole_pass`: one dispatch for the whole forward pass, which eager ops cannot make (a bound).
+void components_device_threads(benchmark::State& state, bool tensor_parallel, int n,
+                               bool whole_pass) {
   Components c(tensor_parallel, n);
   const auto ops = c.ops();
   weft::distribute::internal::ReplicaGroup devices(n, weft::config::hardware_threads());
   for (auto _ : state) {
+    if (whole_pass) {
+      devices.run([&](int d) {
+        weft::autodiff::NoRecordScope no_tape;
+        for (const auto& op : ops) op(d);
+      });
+      continue;
+    }
     for (const auto& op : ops) {
       devices.run([&](int d) {
         weft::autodiff::NoRecordScope no_tape;
@@ -161,13 +171,17 @@ void components_device_threads(benchmark::State& state, bool tensor_parallel, in
 }
 
 void dp_8_calling(benchmark::State& s) { components_calling_thread(s, false, 8); }
-void dp_8_threads(benchmark::State& s) { components_device_threads(s, false, 8); }
+void dp_8_threads(benchmark::State& s) { components_device_threads(s, false, 8, false); }
+void dp_8_threads_pass(benchmark::State& s) { components_device_threads(s, false, 8, true); }
 void tp_4_calling(benchmark::State& s) { components_calling_thread(s, true, 4); }
-void tp_4_threads(benchmark::State& s) { components_device_threads(s, true, 4); }
+void tp_4_threads(benchmark::State& s) { components_device_threads(s, true, 4, false); }
+void tp_4_threads_pass(benchmark::State& s) { components_device_threads(s, true, 4, true); }
 BENCHMARK(dp_8_calling)->UseRealTime()->MinTime(0.5);
 BENCHMARK(dp_8_threads)->UseRealTime()->MinTime(0.5);
 BENCHMARK(tp_4_calling)->UseRealTime()->MinTime(0.5);
 BENCHMARK(tp_4_threads)->UseRealTime()->MinTime(0.5);
+BENCHMARK(dp_8_threads_pass)->UseRealTime()->MinTime(0.5);
+BENCHMARK(tp_4_threads_pass)->UseRealTime()->MinTime(0.5);
 
 // The bytes one step's moves carry, against the analytic count.
 void print_traffic(bool tensor_parallel, int n) {
@@ -212,6 +226,12 @@ int main(int argc, char** argv) {
         batch, "report"},
        {"DTensor components on per-device threads vs the calling thread, tensor-parallel on 4",
         "tp_4_threads/min_time:0.500/real_time", "tp_4_calling/min_time:0.500/real_time", batch,
-        batch, "report"}},
+        batch, "report"},
+       {"the same, one dispatch per forward pass (a bound), data-parallel on 8",
+        "dp_8_threads_pass/min_time:0.500/real_time", "dp_8_calling/min_time:0.500/real_time",
+        batch, batch, "report"},
+       {"the same, one dispatch per forward pass (a bound), tensor-parallel on 4",
+        "tp_4_threads_pass/min_time:0.500/real_time", "tp_4_calling/min_time:0.500/real_time",
+        batch, batch, "report"}},
       /*repetitions=*/5);
 }

@@ -1,9 +1,8 @@
 #include "weft/distribute/updates.h"
 
-#include <type_traits>
-
 #include "weft/autodiff/tape.h"
 #include "weft/core/parallel.h"
+#include "weft/distribute/collective/internal/reduce.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
@@ -16,42 +15,6 @@ Tensor tree(const std::vector<Tensor>& v, size_t lo, size_t hi) {
   size_t mid = lo + (hi - lo) / 2;
   return add(tree(v, lo, mid), tree(v, mid, hi));
 }
-
-// The same tree, one block of elements at a time: every input is read once and the result written
-// once, instead of a tensor written and read again per addition. Each addition rounds to T as
-// add() does, so the bits are add()'s. The output may be one of the inputs (each element is read
-// before it is written), but must not overlap one partly.
-template <typename T>
-class BlockTree {
- public:
-  static constexpr int64_t kBlock = 1024;
-  explicit BlockTree(std::vector<const T*> leaves) : leaves_(std::move(leaves)) {
-    size_t depth = 1;
-    for (size_t n = leaves_.size(); n > 1; n = (n + 1) / 2) ++depth;
-    scratch_.resize(2 * depth * kBlock);
-  }
-  // out[0, n) = the tree over leaves[.][at, at + n), n <= kBlock.
-  void sum(int64_t at, int64_t n, T* out) { node(0, leaves_.size(), 0, at, n, out); }
-
- private:
-  const T* child(size_t lo, size_t hi, size_t depth, int side, int64_t at, int64_t n) {
-    if (hi - lo == 1) return leaves_[lo] + at;
-    T* buf = scratch_.data() + (2 * depth + static_cast<size_t>(side)) * kBlock;
-    node(lo, hi, depth + 1, at, n, buf);
-    return buf;
-  }
-  void node(size_t lo, size_t hi, size_t depth, int64_t at, int64_t n, T* out) {
-    size_t mid = lo + (hi - lo) / 2;
-    const T* a = child(lo, mid, depth, 0, at, n);
-    const T* b = child(mid, hi, depth, 1, at, n);
-    using C = compute_t<T>;
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = static_cast<T>(static_cast<C>(a[i]) + static_cast<C>(b[i]));
-  }
-
-  std::vector<const T*> leaves_;
-  std::vector<T> scratch_;
-};
 
 // Contiguous floating-point tensors of one shape and dtype, outside a recording tape.
 bool fusable(const std::vector<Tensor>& values) {
@@ -82,21 +45,18 @@ void tree_sum_into(const std::vector<Tensor>& values, const Tensor& out) {
     assign_into(out, values.size() == 1 ? values[0] : tree(values, 0, values.size()));
     return;
   }
-  dispatch_dtype(out.dtype(), [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<compute_t<T>>) {
-      std::vector<const T*> leaves;
-      for (const Tensor& v : values) leaves.push_back(v.data<T>());
-      T* dst = out.data<T>();
-      constexpr int64_t kBlock = BlockTree<T>::kBlock;
-      int64_t blocks = (out.numel() + kBlock - 1) / kBlock;
-      parallel_for(blocks, 16, [&](int64_t begin, int64_t end) {
-        BlockTree<T> tree(leaves);
-        for (int64_t b = begin; b < end; ++b) {
-          int64_t at = b * kBlock;
-          tree.sum(at, std::min(kBlock, out.numel() - at), dst + at);
-        }
-      });
-    }
+  // A block of elements at a time (each value read once, out written once), each addition
+  // rounded to the dtype as add() rounds it: add()'s bits; blocks shared among the threads.
+  constexpr int64_t kBlock = 1024;
+  const std::size_t es = dtype_size(out.dtype());
+  parallel_for((out.numel() + kBlock - 1) / kBlock, 16, [&](int64_t begin, int64_t end) {
+    const int64_t at = begin * kBlock, n = std::min(end * kBlock, out.numel()) - at;
+    std::vector<const void*> sources;
+    for (const Tensor& v : values)
+      sources.push_back(static_cast<const char*>(v.raw_data()) + at * es);
+    collective::internal::tree_combine_from(sources, static_cast<char*>(out.raw_data()) + at * es,
+                                            static_cast<std::size_t>(n), out.dtype(),
+                                            collective::Reduction::SUM);
   });
 }
 

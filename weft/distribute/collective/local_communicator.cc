@@ -1,5 +1,7 @@
 #include "weft/distribute/collective/local_communicator.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -13,10 +15,13 @@ namespace weft::distribute::collective {
 using internal::Header;
 using internal::Kind;
 
-// What a rank brings to a call: its header and its input (it lives until the rank leaves).
+// What a rank brings to a call: its header and its input (it lives until the rank leaves); an
+// all-reduce's pieces and result.
 struct LocalGroup::Post {
   Header header;
   const void* in = nullptr;
+  std::span<const Piece> pieces{};
+  void* out = nullptr;
 };
 
 namespace {
@@ -35,27 +40,54 @@ class LocalGroup::Rank : public Communicator {
   std::string transport() const override { return "in_process"; }
 
   void all_reduce(void* data, const Shape& shape, DType dtype, Reduction op,
-                  const CommunicationOptions&) override {
+                  const CommunicationOptions& options) override {
+    const Piece whole{data, static_cast<std::size_t>(num_elements(shape))};
+    all_reduce_gathered({&whole, 1}, data, shape, dtype, op, options);
+  }
+  void all_reduce_gathered(std::span<const Piece> pieces, void* out, const Shape& shape,
+                           DType dtype, Reduction op, const CommunicationOptions&) override {
     internal::check_collective_dtype(dtype, "all_reduce");
-    const Post post = make(Kind::kAllReduce, shape, dtype, static_cast<uint32_t>(op), data);
+    Post post = make(Kind::kAllReduce, shape, dtype, static_cast<uint32_t>(op), nullptr);
+    post.pieces = pieces;
+    post.out = out;
+    group_.meet(rank_, post);
+    // This rank reduces its chunk of the elements, reading every rank's pieces where they lie
+    // (runs where every rank's pieces are contiguous), into the first rank's result, then copies
+    // it into the other results: every chunk in the same tree, each read only by its rank.
     const std::size_t n = static_cast<std::size_t>(num_elements(shape)), es = dtype_size(dtype);
-    group_.meet(rank_, post, n * es);
-    // This rank reduces its chunk of the elements into the group's result, every chunk in the
-    // same tree; then each rank copies the whole result.
     const std::size_t chunk = (n + size() - 1) / size();
-    const std::size_t lo = std::min(n, rank_ * chunk), count = std::min(n, lo + chunk) - lo;
-    if (count > 0) {
-      std::vector<char> terms(static_cast<std::size_t>(size()) * count * es);
-      for (int s = 0; s < size(); ++s) {
-        std::memcpy(terms.data() + s * count * es,
-                    static_cast<const char*>(group_.posts_[s]->in) + lo * es, count * es);
-      }
-      internal::tree_combine(terms.data(), count * es, size(), count, dtype, op);
-      if (op == Reduction::MEAN) internal::divide(terms.data(), count, dtype, size());
-      std::memcpy(group_.result_.data() + lo * es, terms.data(), count * es);
+    const std::size_t lo = std::min(n, rank_ * chunk), hi = std::min(n, lo + chunk);
+    std::vector<void*> outs;
+    for (const Post* p : group_.posts_) {
+      if (std::find(outs.begin(), outs.end(), p->out) == outs.end()) outs.push_back(p->out);
     }
-    group_.leave(rank_);
-    std::memcpy(data, group_.result_.data(), n * es);
+    std::vector<std::vector<Piece>> cut;
+    for (const Post* p : group_.posts_) {
+      cut.push_back(internal::cut_pieces(p->pieces, lo, hi - lo, es));
+    }
+    std::vector<std::size_t> piece(cut.size(), 0), used(cut.size(), 0);
+    std::vector<const void*> sources(cut.size());
+    for (std::size_t at = lo; at < hi;) {
+      std::size_t run = hi - at;
+      for (std::size_t s = 0; s < cut.size(); ++s) {
+        const Piece& p = cut[s][piece[s]];
+        run = std::min(run, p.count - used[s]);
+        sources[s] = p.data ? static_cast<const char*>(p.data) + used[s] * es : nullptr;
+      }
+      char* first = static_cast<char*>(outs[0]) + at * es;
+      internal::tree_combine_from(sources, first, run, dtype, op);
+      if (op == Reduction::MEAN) internal::divide(first, run, dtype, size());
+      for (std::size_t o = 1; o < outs.size(); ++o) {
+        std::memcpy(static_cast<char*>(outs[o]) + at * es, first, run * es);
+      }
+      for (std::size_t s = 0; s < cut.size(); ++s) {
+        if ((used[s] += run) == cut[s][piece[s]].count) {
+          ++piece[s];
+          used[s] = 0;
+        }
+      }
+      at += run;
+    }
     group_.leave(rank_);
   }
   void broadcast(void* data, const Shape& shape, DType dtype, int root,
@@ -64,7 +96,7 @@ class LocalGroup::Rank : public Communicator {
     WEFT_CHECK(root >= 0 && root < size(), InvalidArgument)
         << "broadcast: root " << root << " is not one of the " << size() << " ranks";
     const Post post = make(Kind::kBroadcast, shape, dtype, static_cast<uint32_t>(root), data);
-    group_.meet(rank_, post, 0);
+    group_.meet(rank_, post);
     if (rank_ != root) std::memcpy(data, group_.posts_[root]->in, bytes(shape, dtype));
     group_.leave(rank_);
   }
@@ -72,7 +104,7 @@ class LocalGroup::Rank : public Communicator {
                   const CommunicationOptions&) override {
     internal::check_collective_dtype(dtype, "all_gather");
     const Post post = make(Kind::kAllGather, shape, dtype, 0, in);
-    group_.meet(rank_, post, 0);
+    group_.meet(rank_, post);
     const std::size_t b = bytes(shape, dtype);
     for (int s = 0; s < size(); ++s) {
       std::memcpy(static_cast<char*>(out) + s * b, group_.posts_[s]->in, b);
@@ -83,7 +115,7 @@ class LocalGroup::Rank : public Communicator {
                       const CommunicationOptions&) override {
     internal::check_collective_dtype(dtype, "reduce_scatter");
     const Post post = make(Kind::kReduceScatter, shape, dtype, static_cast<uint32_t>(op), in);
-    group_.meet(rank_, post, 0);
+    group_.meet(rank_, post);
     const std::size_t n = static_cast<std::size_t>(num_elements(shape)), b = bytes(shape, dtype);
     std::vector<char> terms(static_cast<std::size_t>(size()) * b);
     for (int s = 0; s < size(); ++s) {
@@ -99,7 +131,7 @@ class LocalGroup::Rank : public Communicator {
                   const CommunicationOptions&) override {
     internal::check_collective_dtype(dtype, "all_to_all");
     const Post post = make(Kind::kAllToAll, shape, dtype, 0, in);
-    group_.meet(rank_, post, 0);
+    group_.meet(rank_, post);
     const std::size_t b = bytes(shape, dtype);
     for (int s = 0; s < size(); ++s) {
       std::memcpy(static_cast<char*>(out) + s * b,
@@ -109,7 +141,7 @@ class LocalGroup::Rank : public Communicator {
   }
   void barrier(const CommunicationOptions&) override {
     const Post post = make(Kind::kBarrier, {}, kFloat32, 0, nullptr);
-    group_.meet(rank_, post, 0);
+    group_.meet(rank_, post);
     group_.leave(rank_);
   }
 
@@ -125,8 +157,8 @@ class LocalGroup::Rank : public Communicator {
   uint64_t calls_ = 0;
 };
 
-LocalGroup::LocalGroup(int ranks, std::chrono::milliseconds timeout)
-    : timeout_(timeout), posts_(static_cast<std::size_t>(std::max(ranks, 0))) {
+LocalGroup::LocalGroup(int ranks, std::chrono::milliseconds timeout, bool spin)
+    : timeout_(timeout), spin_(spin), posts_(static_cast<std::size_t>(std::max(ranks, 0))) {
   WEFT_CHECK(ranks >= 1, InvalidArgument) << "LocalGroup: " << ranks << " ranks; at least 1";
   for (int r = 0; r < ranks; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r));
 }
@@ -138,12 +170,11 @@ Communicator& LocalGroup::rank(int r) {
   return *ranks_[static_cast<std::size_t>(r)];
 }
 
-void LocalGroup::meet(int rank, const Post& post, std::size_t result_bytes) {
+void LocalGroup::meet(int rank, const Post& post) {
   std::unique_lock lock(mu_);
   posts_[static_cast<std::size_t>(rank)] = &post;
   wait_for_all(lock, rank, post.header.describe().c_str(), [&] {
-    // The last rank to come: size the result, then judge whether the calls agree.
-    if (result_.size() < result_bytes) result_.resize(result_bytes);
+    // The last rank to come judges whether the calls agree.
     verdict_.clear();
     for (int r = 1; r < size(); ++r) {
       if (!posts_[static_cast<std::size_t>(r)]->header.agrees(posts_[0]->header)) {
@@ -175,6 +206,17 @@ void LocalGroup::wait_for_all(std::unique_lock<std::mutex>& lock, int rank, cons
     return;
   }
   const uint64_t generation = generation_;
+  if (spin_) {
+    // Spinning, but yielding the core to any other thread that wants it, until the wait ends or
+    // kSpinBeforeSleep passes; then the condition variable as usual.
+    lock.unlock();
+    const auto until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+    while (generation_.load(std::memory_order_acquire) == generation &&
+           std::chrono::steady_clock::now() < until) {
+      sched_yield();
+    }
+    lock.lock();
+  }
   if (cv_.wait_for(lock, timeout_, [&] { return generation_ != generation || !failed_.empty(); })) {
     WEFT_CHECK(failed_.empty(), FailedPrecondition) << failed_;
     return;

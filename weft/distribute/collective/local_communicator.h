@@ -3,7 +3,9 @@
 // for its own thread. Values meet in memory: each call waits for every rank, each rank then
 // reads the others' buffers directly, and a second wait keeps every buffer alive until all have
 // read it. Sums run in the fixed tree ((r0+r1)+(r2+r3))+... (DISTRIBUTED.md §2): every rank gets
-// the same bits. Ranks that disagree on a call (kind, shape, dtype, reduction, root) fail alike,
+// the same bits; each rank reduces its chunk reading the others' values where they lie and
+// writes it into every rank's result (ranks may share one result: all_reduce_gathered with one
+// `out`, as MirroredStrategy's replicas do). Ranks that disagree on a call (kind, shape, dtype, reduction, root) fail alike,
 // naming both; every wait is bounded by the group's timeout (DeadlineExceeded, naming the ranks
 // that did not come).
 //
@@ -11,6 +13,7 @@
 //   // on thread r: collective::all_reduce(group.rank(r), partial)
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -23,9 +26,17 @@
 
 namespace weft::distribute::collective {
 
+// How long a rank of a group with `spin` spins (yielding its core to any thread that wants it)
+// before it sleeps in a wait: on a virtual machine, waking a thread whose vCPU went idle costs
+// enough to slow a mirrored step by a tenth or more (docs/benchmarks.md, "Replicas that spin
+// before they sleep").
+inline constexpr std::chrono::microseconds kSpinBeforeSleep{1000};
+
 class LocalGroup {
  public:
-  explicit LocalGroup(int ranks, std::chrono::milliseconds timeout = kDefaultTimeout);
+  // `spin`: waits spin for kSpinBeforeSleep before they sleep (for ranks with a core each).
+  explicit LocalGroup(int ranks, std::chrono::milliseconds timeout = kDefaultTimeout,
+                      bool spin = false);
   ~LocalGroup();
   LocalGroup(const LocalGroup&) = delete;
   LocalGroup& operator=(const LocalGroup&) = delete;
@@ -39,8 +50,8 @@ class LocalGroup {
   friend class Rank;
   struct Post;
   // Waits until every rank has posted this call; InvalidArgument on every rank when they
-  // disagree. `result_bytes`: what result_ must hold for this call.
-  void meet(int rank, const Post& post, std::size_t result_bytes);
+  // disagree.
+  void meet(int rank, const Post& post);
   // Waits until every rank is past reading the others' buffers.
   void leave(int rank);
   // The barrier both use: the last rank to come runs `last`, under the lock.
@@ -48,15 +59,15 @@ class LocalGroup {
                     const std::function<void()>& last);
 
   std::chrono::milliseconds timeout_;
+  const bool spin_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<const Post*> posts_;  // this call's, by rank
   std::vector<bool> here_;          // who has come to the current wait
   int arrived_ = 0;
-  uint64_t generation_ = 0;
-  std::string verdict_;       // why this call's ranks disagree (empty: they agree)
-  std::string failed_;        // set when a wait timed out: every later call fails with it
-  std::vector<char> result_;  // an all-reduce's result, each rank reducing its own chunk
+  std::atomic<uint64_t> generation_{0};  // waits that ended (read unlocked by spinning ranks)
+  std::string verdict_;  // why this call's ranks disagree (empty: they agree)
+  std::string failed_;   // set when a wait timed out: every later call fails with it
   std::vector<std::unique_ptr<Rank>> ranks_;
 };
 

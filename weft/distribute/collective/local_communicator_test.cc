@@ -1,5 +1,6 @@
 // The in-process communicator: every collective on 3 replica threads, the fixed summation tree,
-// calls that disagree, and a replica that never comes.
+// an all-reduce of pieces into one shared result, calls that disagree, and a replica that never
+// comes.
 #include "weft/distribute/collective/local_communicator.h"
 
 #include <gmock/gmock.h>
@@ -33,12 +34,13 @@ std::vector<R> each(LocalGroup& group, const std::function<R(int, Communicator&)
 
 TEST(LocalCommunicator, EveryCollectiveOnThreeReplicaThreads) {
   LocalGroup group(3);
-  // Sums in the fixed tree, (r0 + r1) + r2, the same bits on every rank.
-  const std::vector<float> terms{0.1f, 1e8f, -1e8f};
+  // Sums in the fixed tree, r0 + (r1 + r2) (tree_sum's), the same bits on every rank.
+  const std::vector<float> terms{1e8f, -1e8f, 0.1f};
   auto sums = each<std::vector<float>>(group, [&](int r, Communicator& c) {
     return all_reduce(c, Tensor::from_vector(std::vector<float>(7, terms[r]))).to_vector<float>();
   });
-  const float tree = (terms[0] + terms[1]) + terms[2];
+  const float tree = terms[0] + (terms[1] + terms[2]);
+  ASSERT_NE(tree, (terms[0] + terms[1]) + terms[2]);
   for (const auto& s : sums) EXPECT_EQ(s, std::vector<float>(7, tree));
   auto means = each<std::vector<double>>(group, [](int r, Communicator& c) {
     return all_reduce(c, Tensor::from_vector(std::vector<double>{1.0 * r, 3.0}), Reduction::MEAN)
@@ -70,6 +72,38 @@ TEST(LocalCommunicator, EveryCollectiveOnThreeReplicaThreads) {
   for (const auto& b : broadcast_) EXPECT_EQ(b, (std::vector<float>{2.f}));
   EXPECT_EQ(group.rank(1).calls(), 8u);  // all_gather's tensor form calls twice (shapes, data)
   EXPECT_EQ(group.rank(0).transport(), "in_process");
+}
+
+TEST(LocalCommunicator, AllReduceGatheredReadsPiecesWhereTheyLieIntoOneSharedResult) {
+  // MirroredStrategy's use: 4 replicas (spinning waits), each passing its values as pieces cut
+  // its own way (a null piece: zeros), all writing one result; more than one block of elements.
+  LocalGroup group(4, kDefaultTimeout, /*spin=*/true);
+  constexpr std::size_t n = 2500;
+  const std::vector<float> base{1e8f, -1e8f, 0.1f, 0.3f};
+  std::vector<std::vector<float>> values(4);
+  for (std::size_t r = 0; r < 4; ++r) {
+    for (std::size_t i = 0; i < n; ++i)
+      values[r].push_back(base[r] + 1e-3f * static_cast<float>(i));
+  }
+  const std::vector<std::vector<std::size_t>> cuts{{}, {1000}, {500, 501}, {1}};
+  std::vector<float> out(n, -1.f);
+  each<int>(group, [&](int r, Communicator& c) {
+    std::vector<Piece> pieces;
+    std::size_t at = 0;
+    for (std::size_t cut : cuts[static_cast<std::size_t>(r)]) {
+      // Rank 2's first 500 elements are not there: zeros.
+      pieces.push_back({r == 2 && at == 0 ? nullptr : values[r].data() + at, cut - at});
+      at = cut;
+    }
+    pieces.push_back({values[r].data() + at, n - at});
+    c.all_reduce_gathered(pieces, out.data(), {static_cast<int64_t>(n)}, kFloat32, Reduction::SUM,
+                          {});
+    return 0;
+  });
+  for (std::size_t i = 0; i < n; ++i) {
+    const float third = i < 500 ? 0.f : values[2][i];
+    ASSERT_EQ(out[i], (values[0][i] + values[1][i]) + (third + values[3][i])) << "element " << i;
+  }
 }
 
 TEST(LocalCommunicator, RanksThatDisagreeFailAlikeNamingBoth) {

@@ -142,7 +142,8 @@ ReplicaGroup::ReplicaGroup(int replicas, int total_threads, std::optional<Worker
       calls_(static_cast<size_t>(replicas)),
       updates_(static_cast<size_t>(replicas)),
       sequence_(static_cast<size_t>(replicas)),
-      spin_(replicas >= 2 && replicas <= config::hardware_threads()) {
+      spin_(replicas >= 2 && replicas <= config::hardware_threads()),
+      local_(replicas, collective::kDefaultTimeout, spin_) {
   WEFT_ASSERT(replicas >= 1) << replicas;
   for (int r = 0; r < replicas; ++r) contexts_.push_back(std::make_unique<Context>(this, r));
   for (int r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { worker(r); });
@@ -353,7 +354,8 @@ std::vector<int64_t> layout_of(const std::vector<std::vector<Tensor>>& values_of
       const Tensor& t = values[i];
       if (!t.defined()) continue;
       WEFT_CHECK(t.rank() <= 8, InvalidArgument)
-          << "all_reduce across workers: values of rank " << t.rank() << " (at most 8)";
+          << "all_reduce: value " << i << " has rank " << t.rank()
+          << "; replicas all-reduce values of rank at most 8 (reshape it first)";
       meta[i * kFields] = static_cast<int64_t>(t.dtype()) + 1;
       meta[i * kFields + 1] = t.rank();
       for (int64_t d = 0; d < t.rank(); ++d) meta[i * kFields + 2 + d] = t.dim(d);
@@ -438,9 +440,9 @@ void ReplicaGroup::lay_out(const std::vector<int64_t>& meta, bool contribute, Ro
     if (!here)
       std::memset(view.raw_data(), 0, static_cast<size_t>(view.numel()) * dtype_size(dtype));
     round.outputs[i] = view;
-    // One replica: its value is this group's sum as it stands.
+    // One replica of a worker: its value is this group's sum as it stands.
     const Tensor& in = round.inputs[0][i];
-    round.from_input[i] = round.inputs.size() == 1 && here && in.dtype() == dtype &&
+    round.from_input[i] = workers_ && round.inputs.size() == 1 && here && in.dtype() == dtype &&
                           in.numel() == view.numel() && in.is_contiguous();
     round.pieces[k].push_back({round.from_input[i] ? in.raw_data() : view.raw_data(),
                                static_cast<size_t>(view.numel())});
@@ -463,6 +465,51 @@ Tensor ReplicaGroup::pack(DType dtype, int64_t numel) {
   return packs_.back();
 }
 
+void ReplicaGroup::sum_replicas(int replica, ReduceOp op, const Round& round) {
+  // Pack k's values in order, each as every replica passed it (null: nothing, zeros).
+  const size_t ranks = round.inputs.size();
+  for (size_t k = 0; k < round.packs.size(); ++k) {
+    const Tensor& pack = round.packs[k];
+    std::vector<std::vector<collective::Piece>> pieces(ranks);
+    size_t count = 0;
+    for (size_t i = 0; i < round.outputs.size(); ++i) {
+      const Tensor& out = round.outputs[i];
+      if (!out.defined() || out.dtype() != pack.dtype()) continue;
+      const size_t n = static_cast<size_t>(out.numel());
+      for (size_t r = 0; r < ranks; ++r) {
+        const Tensor& in = round.inputs[r][i];
+        // One replica whose value is read where it is: the pack's view stands for it.
+        const void* data = round.from_input[i] ? out.raw_data() : in.defined() ? in.raw_data() : nullptr;
+        pieces[r].push_back({data, n});
+      }
+      count += n;
+    }
+    if (count == 0) continue;
+    const Shape shape{static_cast<int64_t>(count)};
+    const collective::Reduction reduction =
+        op == ReduceOp::SUM ? collective::Reduction::SUM : collective::Reduction::MEAN;
+    if (replica >= 0) {
+      local_.rank(replica).all_reduce_gathered(pieces[static_cast<size_t>(replica)],
+                                               pack.raw_data(), shape, pack.dtype(), reduction,
+                                               {});
+      continue;
+    }
+    // On this thread: every replica's pieces hold the same values in the same runs.
+    const size_t es = dtype_size(pack.dtype());
+    char* to = static_cast<char*>(pack.raw_data());
+    std::vector<const void*> sources(ranks);
+    for (size_t j = 0; j < pieces[0].size(); ++j) {
+      for (size_t r = 0; r < ranks; ++r) sources[r] = pieces[r][j].data;
+      collective::internal::tree_combine_from(sources, to, pieces[0][j].count, pack.dtype(),
+                                              reduction);
+      if (reduction == collective::Reduction::MEAN) {
+        collective::internal::divide(to, pieces[0][j].count, pack.dtype(), static_cast<int>(ranks));
+      }
+      to += pieces[0][j].count * es;
+    }
+  }
+}
+
 void ReplicaGroup::reduce_across_workers(ReduceOp op, Round& round,
                                          collective::Communicator& comm) {
   reduce_packs(round, comm);
@@ -480,14 +527,7 @@ void ReplicaGroup::reduce_across_workers(ReduceOp op, Round& round,
       round.site.clear();
       round.flag = Tensor();
       lay_out(meta, /*contribute=*/true, round);
-      for (size_t i = 0; i < round.outputs.size(); ++i) {
-        if (!round.outputs[i].defined() || round.from_input[i]) continue;
-        std::vector<Tensor> parts;
-        for (const std::vector<Tensor>& in : round.inputs) {
-          if (in[i].defined()) parts.push_back(in[i]);
-        }
-        if (!parts.empty()) tree_sum_into(parts, reshape(round.outputs[i], {-1}));
-      }
+      sum_replicas(/*replica=*/-1, ReduceOp::SUM, round);
       reduce_packs(round, comm);
     }
   }
@@ -533,7 +573,7 @@ void ReplicaGroup::wait(std::unique_lock<std::mutex>& lock, std::condition_varia
     // signalled or kSpinBeforeSleep passes; then the condition variable as usual.
     uint64_t seen = signals_.load(std::memory_order_relaxed);
     lock.unlock();
-    auto until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+    auto until = std::chrono::steady_clock::now() + collective::kSpinBeforeSleep;
     while (signals_.load(std::memory_order_acquire) == seen &&
            std::chrono::steady_clock::now() < until) {
       sched_yield();
@@ -659,7 +699,10 @@ ReplicaGroup::Round ReplicaGroup::reduce_replicas(int replica, ReduceOp op,
     round_ = Round{};
     for (const Call& c : calls) {
       std::vector<Tensor> flat;
-      for (const Tensor& v : c.values) flat.push_back(v.defined() ? reshape(v, {-1}) : Tensor());
+      for (const Tensor& v : c.values) {
+        Tensor f = v.defined() ? reshape(v, {-1}) : Tensor();
+        flat.push_back(f.defined() && !f.is_contiguous() ? copy(f) : f);
+      }
       round_.inputs.push_back(std::move(flat));
     }
     if (workers_) {
@@ -670,15 +713,12 @@ ReplicaGroup::Round ReplicaGroup::reduce_replicas(int replica, ReduceOp op,
       }
       return;
     }
-    for (size_t i = 0; i < calls[0].values.size(); ++i) {
-      Tensor out;  // shaped as value i of the first replica that passed it
-      for (const Call& c : calls) {
-        if (c.values[i].defined()) {
-          out = Tensor::empty(c.values[i].shape(), c.values[i].dtype());
-          break;
-        }
-      }
-      round_.outputs.push_back(out);
+    try {
+      std::vector<std::vector<Tensor>> values_of_calls;
+      for (const Call& c : calls) values_of_calls.push_back(c.values);
+      lay_out(layout_of(values_of_calls, calls[0].values.size()), /*contribute=*/true, round_);
+    } catch (...) {
+      fail_in(replica, kind);
     }
   });
   Round round;
@@ -686,36 +726,16 @@ ReplicaGroup::Round ReplicaGroup::reduce_replicas(int replica, ReduceOp op,
     std::lock_guard lock(mu_);
     round = round_;
   }
-  // Each replica reduces its own share of every value's elements into the shared outputs,
-  // summing the replicas in one fixed tree: the result does not depend on the share. They meet
-  // again before any returns.
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (!round.outputs[i].defined()) continue;
-    if (!round.from_input.empty() && round.from_input[i]) continue;  // read where it is
-    auto [lo, hi] = element_part(round.outputs[i].numel(), size(), replica);
-    if (lo == hi) continue;
-    std::vector<Tensor> parts;  // an undefined input adds nothing
-    for (const std::vector<Tensor>& in : round.inputs) {
-      if (in[i].defined()) parts.push_back(slice(in[i], {Slice{lo, hi}}));
+  // Across workers the mean is taken at the end.
+  sum_replicas(replica, workers_ ? ReduceOp::SUM : op, round);
+  if (!then) return round;
+  auto last = [&](std::vector<Call>&) {  // on the last replica to arrive, under the lock
+    try {
+      then(round_);
+    } catch (...) {
+      fail_in(replica, kind + " across workers");
     }
-    if (parts.empty()) continue;  // only other workers have it: this group's part is zeros
-    Tensor share = slice(reshape(round.outputs[i], {-1}), {Slice{lo, hi}});
-    if (op == ReduceOp::SUM || workers_) {  // across workers: the mean is taken at the end
-      tree_sum_into(parts, share);
-    } else {
-      assign_into(share, div(tree_sum(parts), static_cast<double>(size())));
-    }
-  }
-  std::function<void(std::vector<Call>&)> last;
-  if (then) {
-    last = [&](std::vector<Call>&) {  // on the last replica to arrive, under the lock
-      try {
-        then(round_);
-      } catch (...) {
-        fail_in(replica, kind + " across workers");
-      }
-    };
-  }
+  };
   meet(replica, Call{kind + " (end)", sequence, {}}, last);
   std::lock_guard lock(mu_);
   round.outputs = round_.outputs;  // laid out again when a worker's values did not fit

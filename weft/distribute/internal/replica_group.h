@@ -25,6 +25,7 @@
 #include "weft/autodiff/variable.h"
 #include "weft/core/replica_context.h"
 #include "weft/distribute/collective/communicator.h"
+#include "weft/distribute/collective/local_communicator.h"
 
 namespace weft::distribute::internal {
 
@@ -43,10 +44,6 @@ struct Workers {
 // The pack size of overlapped gradient all-reduces when CommunicationOptions leave it at 0
 // (docs/benchmarks.md, "Gradient packs during the backward pass").
 inline constexpr std::size_t kDefaultGradientPackBytes = 256 << 10;
-
-// How long a replica of a group with a core per replica spins (yielding its core to any thread
-// that wants it) before it sleeps in a wait.
-inline constexpr std::chrono::microseconds kSpinBeforeSleep{1000};
 
 class ReplicaGroup {
  public:
@@ -106,11 +103,11 @@ class ReplicaGroup {
   void wait(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, Ready ready,
             bool may_spin = true);
   // An all_reduce's round: every replica's values, flattened ([replica][value]), and the outputs
-  // every replica fills a share of (undefined for a value no replica passed).
+  // (undefined for a value no replica passed), views into one flat tensor per dtype (across
+  // workers, all-reduced at once).
   struct Round {
     std::vector<std::vector<Tensor>> inputs;
     std::vector<Tensor> outputs;
-    // Across workers: the outputs are views into one flat tensor per dtype, all-reduced at once.
     std::vector<Tensor> packs;
     // Where pack k's elements are read from, value by value: the pack's own view, or, when the
     // group has one replica, the value itself (the communicator reads it directly: one copy
@@ -126,11 +123,12 @@ class ReplicaGroup {
     std::vector<int64_t> layout;
     Tensor flag;
   };
-  // The replicas' part of an all_reduce: they meet, each sums its share of every value into the
-  // round's outputs, and they meet again; `then` runs on the last to arrive, under the lock,
-  // with the shared round. Returns the round as every replica sees it after the second meeting.
-  // Across workers, the outputs are views into packs laid out from the values themselves
-  // (`as_given`: every value is defined everywhere) or from what every worker has.
+  // The replicas' part of an all_reduce: they meet and lay the values out in one flat pack per
+  // dtype (the outputs are views into them), every replica all-reduces its values into the packs
+  // on its rank of `local_` (the fixed tree), and with `then` they meet again; `then` runs on the
+  // last to arrive, under the lock, with the shared round. Returns the round as every replica
+  // sees it after the last meeting. Across workers, the packs are laid out from the values
+  // themselves (`as_given`: every value is defined everywhere) or from what every worker has.
   Round reduce_replicas(int replica, ReduceOp op, const std::vector<Tensor>& values,
                         const std::string& kind, bool as_given,
                         const std::function<void(Round&)>& then);
@@ -149,6 +147,9 @@ class ReplicaGroup {
   // The round's packs, outputs and pieces as `meta` lays the values out (with `contribute`
   // false: zeros, and no outputs).
   void lay_out(const std::vector<int64_t>& meta, bool contribute, Round& round);
+  // The round's values as this group's replicas pass them, summed into its outputs: on every
+  // replica's rank of `local_` at once, or (replica < 0) on this thread alone, in the same tree.
+  void sum_replicas(int replica, ReduceOp op, const Round& round);
   void reduce_packs(Round& round, collective::Communicator& comm);
   // A step's combined variable updates summed across the workers, values and counts, in one
   // all-reduce per dtype (weft/distribute/updates.h).
@@ -197,6 +198,8 @@ class ReplicaGroup {
   // every notification a waiter may be waiting for (a job, a meeting, a failure, stop).
   const bool spin_;
   std::atomic<uint64_t> signals_{0};
+  // The replicas as ranks of a Communicator: an all_reduce's sums.
+  collective::LocalGroup local_;
   // The reduction in progress.
   Round round_;
   // The all_gather in progress: the whole, its gather axis first, and where each replica's rows

@@ -35,7 +35,58 @@ void divide_as(void* data, std::size_t n, int divisor) {
   for (std::size_t i = 0; i < n; ++i) d[i] = T(Acc(d[i]) / Acc(divisor));
 }
 
+// The fixed tree over sources [lo, hi), split at half their number rounded down (so
+// ((s0 + s1) + (s2 + s3)) for four, s0 + (s1 + s2) for three: distribute::tree_sum's tree), over
+// one block of elements; scratch holds two blocks per level.
+class BlockTree {
+ public:
+  static constexpr std::size_t kBlock = 1024;
+  BlockTree(std::span<const void* const> sources, DType dtype, Reduction op)
+      : sources_(sources), dtype_(dtype), op_(op), es_(dtype_size(dtype)), zeros_(kBlock * es_) {
+    std::size_t depth = 1;
+    for (std::size_t n = sources.size(); n > 1; n = (n + 1) / 2) ++depth;
+    scratch_.resize(2 * depth * kBlock * es_);
+  }
+  // Elements [at, at + len) of the reduction, len <= kBlock, into out (which is where they go).
+  void sum(std::size_t at, std::size_t len, char* out) {
+    const char* result = node(0, sources_.size(), 0, at, len, out);
+    if (result != out) std::memcpy(out, result, len * es_);
+  }
+
+ private:
+  // Where the node's result lies: a source itself when it is one, else `out`.
+  const char* node(std::size_t lo, std::size_t hi, std::size_t depth, std::size_t at,
+                   std::size_t len, char* out) {
+    if (hi - lo == 1) {
+      return sources_[lo] ? static_cast<const char*>(sources_[lo]) + at * es_ : zeros_.data();
+    }
+    const std::size_t mid = lo + (hi - lo) / 2;
+    char* scratch = scratch_.data() + 2 * depth * kBlock * es_;
+    const char* a = node(lo, mid, depth + 1, at, len, scratch);
+    const char* b = node(mid, hi, depth + 1, at, len, scratch + kBlock * es_);
+    combine(out, a, b, len, dtype_, op_);
+    return out;
+  }
+
+  std::span<const void* const> sources_;
+  DType dtype_;
+  Reduction op_;
+  std::size_t es_;
+  std::vector<char> zeros_;
+  std::vector<char> scratch_;
+};
+
 }  // namespace
+
+void tree_combine_from(std::span<const void* const> sources, void* out, std::size_t n,
+                       DType dtype, Reduction op) {
+  WEFT_ASSERT(!sources.empty()) << "tree_combine_from of no sources";
+  constexpr std::size_t kBlock = BlockTree::kBlock;
+  BlockTree tree(sources, dtype, op);
+  for (std::size_t at = 0; at < n; at += kBlock) {
+    tree.sum(at, std::min(kBlock, n - at), static_cast<char*>(out) + at * dtype_size(dtype));
+  }
+}
 
 void check_collective_dtype(DType dtype, const char* what) {
   switch (dtype) {
@@ -62,11 +113,9 @@ void combine(void* out, const void* a, const void* b, std::size_t n, DType dtype
 
 void tree_combine(char* base, std::size_t bytes, int parts, std::size_t n, DType dtype,
                   Reduction op) {
-  for (int d = 1; d < parts; d *= 2) {
-    for (int i = 0; i + d < parts; i += 2 * d) {
-      combine(base + i * bytes, base + i * bytes, base + (i + d) * bytes, n, dtype, op);
-    }
-  }
+  std::vector<const void*> sources;
+  for (int i = 0; i < parts; ++i) sources.push_back(base + i * bytes);
+  tree_combine_from(sources, base, n, dtype, op);
 }
 
 void divide(void* data, std::size_t n, DType dtype, int divisor) {

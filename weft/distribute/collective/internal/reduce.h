@@ -14,9 +14,15 @@ namespace weft::distribute::collective::internal {
 // in float32 and rounded once.
 void combine(void* out, const void* a, const void* b, std::size_t n, DType dtype, Reduction op);
 // base holds `parts` buffers of n elements (`bytes` each): base[0] becomes their reduction in the
-// fixed tree ((b0 op b1) op (b2 op b3)) op ... of DISTRIBUTED.md §2; the others are overwritten.
+// fixed tree ((b0 op b1) op (b2 op b3)) of DISTRIBUTED.md §2, each part split at half its count
+// rounded down (b0 op (b1 op b2) for three: distribute::tree_sum's tree at any count).
 void tree_combine(char* base, std::size_t bytes, int parts, std::size_t n, DType dtype,
                   Reduction op);
+// out[0, n) = the reduction of n elements at each of `sources` (null: zeros) in that tree, read
+// where they lie a block at a time (each source read once, out written once), on this thread.
+// out may be one of the sources, not overlap one partly.
+void tree_combine_from(std::span<const void* const> sources, void* out, std::size_t n,
+                       DType dtype, Reduction op);
 // data[i] /= divisor (integers: truncating, as NumPy's // would not; TF's integer MEAN truncates).
 void divide(void* data, std::size_t n, DType dtype, int divisor);
 // Copies elements [first, first + count) of the concatenation of `pieces` (of `element_bytes`

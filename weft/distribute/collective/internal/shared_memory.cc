@@ -160,30 +160,6 @@ SharedMemory::Stalled SharedMemory::wait_for(int peer, const std::atomic<uint64_
   }
 }
 
-// The fixed tree over ranks: pairs at distance 1, then 2, ...; the last level writes `out`.
-void SharedMemory::reduce_tree(std::vector<const char*> level, char* out, std::size_t count,
-                               DType dtype, Reduction op) {
-  const std::size_t es = dtype_size(dtype);
-  if (level.size() > 2 && scratch_.size() < level.size() * count * es) {
-    scratch_.resize(level.size() * kChunkBytes);
-  }
-  int slot = 0;
-  while (level.size() > 1) {
-    std::vector<const char*> next;
-    for (std::size_t i = 0; i < level.size(); i += 2) {
-      if (i + 1 == level.size()) {
-        next.push_back(level[i]);
-        continue;
-      }
-      char* dst = level.size() == 2 ? out : scratch_.data() + (slot++) * count * es;
-      combine(dst, level[i], level[i + 1], count, dtype, op);
-      next.push_back(dst);
-    }
-    level.swap(next);
-  }
-  if (level[0] != out) std::memcpy(out, level[0], count * es);
-}
-
 SharedMemory::Stalled SharedMemory::all_reduce(std::span<const Piece> in, void* data,
                                                std::size_t n, DType dtype, Reduction op,
                                                const void* header, int* mismatched_rank,
@@ -241,10 +217,10 @@ SharedMemory::Stalled SharedMemory::all_reduce(std::span<const Piece> in, void* 
         }
       }
     }
-    std::vector<const char*> level(static_cast<std::size_t>(size_));
+    std::vector<const void*> level(static_cast<std::size_t>(size_));
     if (!split) {
       for (int r = 0; r < size_; ++r) level[static_cast<std::size_t>(r)] = buffer(r, parity);
-      reduce_tree(level, out + offset * es, count, dtype, op);
+      tree_combine_from(level, out + offset * es, count, dtype, op);
     } else {
       // This rank's slice, run by run of its pieces (a null run is zeros, put where the slice's
       // result will go), into `out` and then into the buffer for the others.
@@ -259,7 +235,7 @@ SharedMemory::Stalled SharedMemory::all_reduce(std::span<const Piece> in, void* 
         for (int r = 0; r < size_; ++r) {
           level[static_cast<std::size_t>(r)] = r == rank_ ? own : buffer(r, parity) + at * es;
         }
-        reduce_tree(level, out + (offset + at) * es, piece.count, dtype, op);
+        tree_combine_from(level, out + (offset + at) * es, piece.count, dtype, op);
         at += piece.count;
       }
       std::memcpy(mine + lo * es, out + (offset + lo) * es, (hi - lo) * es);

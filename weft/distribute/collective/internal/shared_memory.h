@@ -67,9 +67,6 @@ class SharedMemory {
   struct Control;
   Control* control(int rank) const;
   char* buffer(int rank, int parity) const;
-  // Combines the ranks' `count` elements at level[r] in the fixed tree into `out`.
-  void reduce_tree(std::vector<const char*> level, char* out, std::size_t count, DType dtype,
-                   Reduction op);
   Stalled wait_for(int peer, const std::atomic<uint64_t>& counter, uint64_t value,
                    Clock::time_point deadline);
 
@@ -80,7 +77,6 @@ class SharedMemory {
   std::vector<char*> segments_;    // every rank's segment, mapped
   std::size_t segment_bytes_;
   uint64_t step_ = 0;              // chunks this rank has reduced
-  std::vector<char> scratch_;
   std::atomic<bool> aborted_{false};
 };
 
