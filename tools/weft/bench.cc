@@ -25,8 +25,8 @@
 #include "tools/weft/flags.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/cluster/tf_config.h"
-#include "weft/distribute/collective/mpi_communicator.h"
-#include "weft/distribute/collective/tcp_communicator.h"
+#include "weft/distribute/collective/mpi/communicator.h"
+#include "weft/distribute/collective/tcp/communicator.h"
 #include "weft/distribute/coordination/client.h"
 #include "weft/distribute/coordination/service.h"
 

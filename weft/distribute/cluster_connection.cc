@@ -7,8 +7,8 @@
 #include "weft/core/errors.h"
 #include "weft/distribute/cluster/slurm.h"
 #include "weft/distribute/cluster/tf_config.h"
-#include "weft/distribute/collective/mpi_communicator.h"
-#include "weft/distribute/collective/tcp_communicator.h"
+#include "weft/distribute/collective/mpi/communicator.h"
+#include "weft/distribute/collective/tcp/communicator.h"
 
 namespace weft::distribute {
 namespace {

@@ -9,7 +9,7 @@
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
 #include "weft/distribute/cluster_connection.h"
-#include "weft/distribute/collective/mpi_communicator.h"
+#include "weft/distribute/collective/mpi/communicator.h"
 #include "weft/distribute/internal/replica_group.h"
 
 namespace weft::distribute {

@@ -1,7 +1,7 @@
 // Collectives between processes (DISTRIBUTED.md §3): a small Communicator interface and free
 // functions with an options object, in the style of Gloo's allreduce(opts).
 //
-//   auto& comm = ...;  // e.g. TcpCommunicator (tcp_communicator.h), one per process
+//   auto& comm = ...;  // e.g. TcpCommunicator (tcp/communicator.h), one per process
 //   weft::Tensor total = collective::all_reduce(comm, partial, collective::Reduction::SUM);
 //   weft::Tensor w0 = collective::broadcast(comm, w, /*root=*/0);
 //

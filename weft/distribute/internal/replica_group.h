@@ -25,7 +25,7 @@
 #include "weft/autodiff/variable.h"
 #include "weft/core/replica_context.h"
 #include "weft/distribute/collective/communicator.h"
-#include "weft/distribute/collective/local_communicator.h"
+#include "weft/distribute/collective/local/communicator.h"
 
 namespace weft::distribute::internal {
 

@@ -1,4 +1,4 @@
-#include "weft/distribute/collective/internal/shared_memory.h"
+#include "weft/distribute/collective/tcp/internal/shared_memory.h"
 
 #include <fcntl.h>
 #include <immintrin.h>

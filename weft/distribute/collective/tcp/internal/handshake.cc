@@ -1,4 +1,4 @@
-#include "weft/distribute/collective/internal/handshake.h"
+#include "weft/distribute/collective/tcp/internal/handshake.h"
 
 #include <openssl/crypto.h>
 #include <openssl/hmac.h>

@@ -1,4 +1,4 @@
-#include "weft/distribute/collective/internal/socket_mesh.h"
+#include "weft/distribute/collective/tcp/internal/socket_mesh.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "weft/core/errors.h"
-#include "weft/distribute/collective/internal/handshake.h"
+#include "weft/distribute/collective/tcp/internal/handshake.h"
 
 namespace weft::distribute::collective::internal {
 namespace {

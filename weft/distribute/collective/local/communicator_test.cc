@@ -1,7 +1,7 @@
 // The in-process communicator: every collective on 3 replica threads, the fixed summation tree,
 // an all-reduce of pieces into one shared result, calls that disagree, and a replica that never
 // comes.
-#include "weft/distribute/collective/local_communicator.h"
+#include "weft/distribute/collective/local/communicator.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "weft/distribute/collective/local_communicator.h"
+#include "weft/distribute/collective/local/communicator.h"
 
 #include <sched.h>
 

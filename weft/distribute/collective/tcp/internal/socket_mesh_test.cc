@@ -1,7 +1,7 @@
 // The mesh's handshake, played against real SocketMesh ranks over 127.0.0.1 by the test itself:
 // a connection that proves no token, or replays a proof made for another exchange, is refused;
 // a silent one does not hold up the ranks; a listener that cannot prove the token is not trusted.
-#include "weft/distribute/collective/internal/socket_mesh.h"
+#include "weft/distribute/collective/tcp/internal/socket_mesh.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "weft/core/errors.h"
-#include "weft/distribute/collective/internal/handshake.h"
+#include "weft/distribute/collective/tcp/internal/handshake.h"
 #include "weft/distribute/coordination/service.h"
 
 namespace weft::distribute::collective::internal {

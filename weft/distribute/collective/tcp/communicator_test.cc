@@ -1,7 +1,7 @@
 // TcpCommunicator with its ranks on threads of one process: each rank has its own coordination
 // client and its own Gloo device, and they meet over real TCP on 127.0.0.1. (Ranks in separate
 // processes, killed or stopped, are the multi-worker command tests' subject.)
-#include "weft/distribute/collective/tcp_communicator.h"
+#include "weft/distribute/collective/tcp/communicator.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "weft/distribute/collective/mpi_communicator.h"
+#include "weft/distribute/collective/mpi/communicator.h"
 
 #include <algorithm>
 #include <atomic>
