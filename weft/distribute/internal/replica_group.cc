@@ -479,7 +479,9 @@ void ReplicaGroup::sum_replicas(int replica, ReduceOp op, const Round& round) {
       for (size_t r = 0; r < ranks; ++r) {
         const Tensor& in = round.inputs[r][i];
         // One replica whose value is read where it is: the pack's view stands for it.
-        const void* data = round.from_input[i] ? out.raw_data() : in.defined() ? in.raw_data() : nullptr;
+        const void* data = round.from_input[i] ? out.raw_data()
+                           : in.defined()      ? in.raw_data()
+                                               : nullptr;
         pieces[r].push_back({data, n});
       }
       count += n;
@@ -494,18 +496,16 @@ void ReplicaGroup::sum_replicas(int replica, ReduceOp op, const Round& round) {
                                                {});
       continue;
     }
-    // On this thread: every replica's pieces hold the same values in the same runs.
-    const size_t es = dtype_size(pack.dtype());
+    // On this thread (a sum: across workers the mean is taken at the end), value by value:
+    // every replica's pieces hold the same values.
+    WEFT_ASSERT(op == ReduceOp::SUM);
     char* to = static_cast<char*>(pack.raw_data());
     std::vector<const void*> sources(ranks);
     for (size_t j = 0; j < pieces[0].size(); ++j) {
       for (size_t r = 0; r < ranks; ++r) sources[r] = pieces[r][j].data;
       collective::internal::tree_combine_from(sources, to, pieces[0][j].count, pack.dtype(),
-                                              reduction);
-      if (reduction == collective::Reduction::MEAN) {
-        collective::internal::divide(to, pieces[0][j].count, pack.dtype(), static_cast<int>(ranks));
-      }
-      to += pieces[0][j].count * es;
+                                              collective::Reduction::SUM);
+      to += pieces[0][j].count * dtype_size(pack.dtype());
     }
   }
 }
