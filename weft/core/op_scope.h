@@ -2,7 +2,7 @@
 // DTensor operand (weft/dtensor/dtensor.h) returns what its SPMD rule makes of it: the rule lays
 // the operands out so that each device's block can be computed alone, runs the op itself on the
 // components, and describes how the results lie on the mesh. Other calls pay one test of each
-// operand.
+// operand, and one of the profiler's level (an op is an event at host level 2).
 //
 //   Tensor relu(const Tensor& x) {
 //     OpScope op("relu", x);
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "weft/core/tensor.h"
+#include "weft/core/trace_me.h"
 
 namespace weft {
 
@@ -68,7 +69,7 @@ class OpScope {
  public:
   template <typename... Operands>
   explicit OpScope(const char* op, const Operands&... operands)
-      : op_(op), spmd_((is_distributed(operands) || ...)) {}
+      : op_(op), spmd_((is_distributed(operands) || ...)), trace_(op, 2) {}
   OpScope(const OpScope&) = delete;
   OpScope& operator=(const OpScope&) = delete;
 
@@ -99,6 +100,7 @@ class OpScope {
   }
   const char* op_;
   bool spmd_;
+  TraceMe trace_;  // the op's event for the profiler, at host level 2 (weft/core/trace_me.h)
 };
 
 }  // namespace weft

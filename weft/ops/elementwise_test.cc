@@ -12,6 +12,7 @@
 #include "weft/autodiff/tape.h"
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
+#include "weft/core/trace_me.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/linalg.h"
@@ -683,6 +684,28 @@ TEST(Denormals, KernelsFlushThemToZero) {
     EXPECT_EQ(max(m).item<float>(), 0.0f) << threads << " threads";  // oneDNN: 64 x 1e-40
   }
   EXPECT_GT(a * b, 0.0f);  // this thread's own flags are back
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+// Every op passes OpScope, which makes it a profiler event at host level 2 (weft/core/trace_me.h):
+// nested as the ops nest, and not recorded at level 1.
+TEST(OpEvents, OpsAreEventsAtLevelTwoOnly) {
+  Tensor a = Tensor::from_vector(std::vector<float>{1, -2, 3});
+  start_tracing(2);
+  Tensor r = relu(add(a, a));
+  std::vector<TraceEvent> events = stop_tracing();
+  std::vector<std::string> names;
+  for (const TraceEvent& e : events) names.push_back(e.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("add", "relu"));
+  EXPECT_EQ(r.to_vector<float>(), (std::vector<float>{2, 0, 6}));
+  start_tracing(1);
+  relu(add(a, a));
+  EXPECT_TRUE(stop_tracing().empty());
 }
 
 }  // namespace
