@@ -57,17 +57,17 @@ int64_t trace_now_ns() {
 }
 
 void TraceMe::begin(std::string name) {
-  recording_ = true;
-  event_.name = std::move(name);
-  event_.start_ns = trace_now_ns();
+  event_.emplace();
+  event_->name = std::move(name);
+  event_->start_ns = trace_now_ns();
 }
 
 void TraceMe::end() {
-  event_.end_ns = trace_now_ns();
+  event_->end_ns = trace_now_ns();
   ThreadBuffer& buffer = this_threads_buffer();
-  event_.thread = buffer.thread;
+  event_->thread = buffer.thread;
   std::lock_guard lock(buffer.mu);
-  buffer.events.push_back(std::move(event_));
+  buffer.events.push_back(std::move(*event_));
 }
 
 void start_tracing(int level) {

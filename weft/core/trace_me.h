@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,22 +47,22 @@ class TraceMe {
     if (trace_active(level)) begin(name);
   }
   ~TraceMe() {
-    if (recording_) end();
+    if (event_) end();
   }
   TraceMe(const TraceMe&) = delete;
   TraceMe& operator=(const TraceMe&) = delete;
 
-  bool recording() const { return recording_; }
+  bool recording() const { return event_.has_value(); }
   // A stat of the event (kept only while recording).
   void stat(std::string key, std::string value) {
-    if (recording_) event_.stats.emplace_back(std::move(key), std::move(value));
+    if (event_) event_->stats.emplace_back(std::move(key), std::move(value));
   }
 
  private:
   void begin(std::string name);
   void end();
-  bool recording_ = false;
-  TraceEvent event_;
+  // Made only while recording: off, an op's TraceMe constructs and destroys nothing but a flag.
+  std::optional<TraceEvent> event_;
 };
 
 // Starts recording at `level` (1-3): events of every thread from now on. FailedPrecondition if
