@@ -4,6 +4,7 @@
 #include "weft/core/replica_context.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/elementwise.h"
+#include "weft/ops/shape_ops.h"
 
 namespace weft {
 namespace {
@@ -136,6 +137,15 @@ const VariableBinding* Variable::binding() const {
 void Variable::written() const {
   if (state_->binding != nullptr) state_->binding->write(state_->value);
 }
+
+// In a closure a ClusterCoordinator scheduled, an addition to a variable on a parameter server is
+// staged as one, so that closures running at once each add theirs (TensorFlow's
+// AssignAddVariableOp, which runs where the variable lives); elsewhere the new value is written.
+void Variable::added(const Tensor& delta) const {
+  if (state_->binding == nullptr) return;
+  if (state_->binding->stage_add(broadcast_to(cast(delta, dtype()), shape()))) return;
+  written();
+}
 const std::string& Variable::name() const { return initialised(state_).name; }
 bool Variable::trainable() const { return initialised(state_).trainable; }
 VariableAggregation Variable::aggregation() const { return initialised(state_).aggregation; }
@@ -191,7 +201,7 @@ void Variable::assign_add(const Tensor& delta) {
   Tensor sum = add(value(), delta);
   if (deferred(cast(sum, dtype()))) return;
   assign_into(state_->value, sum);
-  written();
+  added(delta);
 }
 
 void Variable::assign_sub(const Tensor& delta) {
@@ -200,7 +210,7 @@ void Variable::assign_sub(const Tensor& delta) {
   Tensor difference = sub(value(), delta);
   if (deferred(cast(difference, dtype()))) return;
   assign_into(state_->value, difference);
-  written();
+  added(neg(delta));
 }
 
 }  // namespace weft

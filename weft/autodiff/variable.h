@@ -103,7 +103,9 @@ class Variable {
   // In-place updates; shapes must match (the update may broadcast), values are cast to dtype().
   // On a replica with an autodiff::UpdateCollector in scope (a strategy's step), an aggregated
   // variable is not written: the new value is recorded, and the strategy writes the combination
-  // of its replicas' values once, when the step ends.
+  // of its replicas' values once, when the step ends. In a closure on a parameter-server worker,
+  // assign_add and assign_sub of a variable on a ps task are staged there as additions, applied
+  // at the closure's commit onto what other closures applied meanwhile.
   void assign(const Tensor& value);
   void assign_add(const Tensor& delta);
   void assign_sub(const Tensor& delta);
@@ -128,6 +130,9 @@ class Variable {
   bool records_change(const Tensor& change) const;
   // After an assignment: writes the new value where a bound variable lives.
   void written() const;
+  // After an assign_add of `delta` (an assign_sub: its negation): stages the addition where a
+  // bound variable lives when a closure runs (VariableBinding::stage_add), else written().
+  void added(const Tensor& delta) const;
   std::shared_ptr<State> state_;
 };
 

@@ -1,6 +1,7 @@
 #include "weft/distribute/parameter_server/cluster_coordinator.h"
 
 #include <grpcpp/grpcpp.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -153,9 +154,17 @@ class ClusterCoordinator::Impl {
                                                                               options_.service));
     }
     for (size_t i = 0; i < workers_.size(); ++i) {
-      workers_[i]->dispatcher = std::thread([this, i] { dispatch(i); });
+      workers_[i]->dispatcher = std::thread([this, i] {
+        pthread_setname_np(pthread_self(), "weft-dispatch");  // TF's WorkerClosureProcessingLoop
+        dispatch(i);
+      });
     }
-    if (options_.task_states) watcher_ = std::thread([this] { watch(); });
+    if (options_.task_states) {
+      watcher_ = std::thread([this] {
+        pthread_setname_np(pthread_self(), "weft-task-watch");
+        watch();
+      });
+    }
   }
 
   ~Impl() {

@@ -8,16 +8,17 @@
 //   {iter})); coordinator.join();                                  // every closure has run
 //   weft::Tensor last = losses.back().fetch()[0];
 //
-// schedule() puts a closure on a bounded queue and returns at once; one dispatcher per worker
-// takes the next closure and runs it there, so each worker runs one closure at a time. A closure
-// whose worker is lost (it cannot be reached, or restarted) goes back to the front of the queue
-// and runs on another worker; the lost worker's dispatcher waits for it to come back (its
-// per-worker datasets are made again). A closure whose function throws fails: the first such error
-// is raised by join(), done() or the next schedule(), after the closures still queued are cancelled
-// (their fetch() throws Cancelled) and those running have ended; then it is cleared. When join()
-// or done() returns or throws, no closure is running (a backup run given up may be, below). The
-// optimizer updates a closure makes (apply_gradients on variables that live on the ps tasks) are
-// staged there under an id of its run and applied when it has returned (committed in the order
+// schedule() puts a closure on a bounded queue and returns at once; one dispatcher per worker (a
+// thread named weft-dispatch; weft-task-watch follows the task states; both end with the
+// coordinator) takes the next closure and runs it there, so each worker runs one closure at a
+// time. A closure whose worker is lost (it cannot be reached, or restarted) goes back to the front
+// of the queue and runs on another worker; the lost worker's dispatcher waits for it to come back
+// (its per-worker datasets are made again). A closure whose function throws fails: the first such
+// error is raised by join(), done() or the next schedule(), after the closures still queued are
+// cancelled (their fetch() throws Cancelled) and those running have ended; then it is cleared. When
+// join() or done() returns or throws, no closure is running (a backup run given up may be, below).
+// The optimizer updates a closure makes (apply_gradients on variables that live on the ps tasks)
+// are staged there under an id of its run and applied when it has returned (committed in the order
 // closures finish); a run that failed, or whose worker was lost, has them dropped (aborted), and
 // its retry stages its own. A closure scheduled with backup_runs may also run on a worker that
 // would otherwise idle while it runs elsewhere (a backup run: the backup workers of synchronous

@@ -159,7 +159,7 @@ class ParameterServerImpl : public StrategyImpl {
             made_.push_back(binding);
           } else {
             // Its first read (building a model reads its variables) waits for the chief's value.
-            binding->wait_until_readable(options_.startup_timeout);
+            binding->wait_until_readable(options_.startup_timeout, [this] { return chief_gone(); });
           }
           v.bind(binding);
           return v;
@@ -170,6 +170,15 @@ class ParameterServerImpl : public StrategyImpl {
   std::string failed_peer() const override {
     std::string failed = client_->failed_task();
     return failed == task_ ? "" : failed;
+  }
+
+  // Whether the chief has finished (its done key is set) or cannot be reached.
+  bool chief_gone() const {
+    try {
+      return client_->try_get_key_value(kDoneKey).has_value();
+    } catch (const Unavailable&) {
+      return true;
+    }
   }
 
   void join() const {

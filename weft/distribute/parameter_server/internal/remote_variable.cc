@@ -104,14 +104,18 @@ std::vector<checkpoint::HeldSlice> RemoteVariable::held_slices() const {
   return out;
 }
 
-void RemoteVariable::wait_until_readable(std::chrono::milliseconds timeout) const {
+void RemoteVariable::wait_until_readable(std::chrono::milliseconds timeout,
+                                         const std::function<bool()>& chief_gone) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (const Shard& s : shards_) {
-    while (!s.ps->readable({s.spec})) {
+    for (int tries = 1; !s.ps->readable({s.spec}); ++tries) {
       WEFT_CHECK(std::chrono::steady_clock::now() < deadline, DeadlineExceeded)
           << "variable " << s.spec.name << " (id " << s.spec.id << ") was not created on "
           << s.ps->task() << " within " << timeout.count()
           << " ms: does the chief make the same variables, in the same order, as this task?";
+      WEFT_CHECK(tries % 25 != 0 || !chief_gone(), Unavailable)
+          << "variable " << s.spec.name << " (id " << s.spec.id << ") on " << s.ps->task()
+          << " cannot be read: the chief finished or failed before it was created there";
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,8 +54,11 @@ class RemoteVariable final : public VariableBinding, public checkpoint::HeldElse
   // after `ps` restarted (they hold no value until written).
   void create_on(ParameterServerClient& ps) const;
   // Waits until every shard is readable (another task creates and writes them), at most
-  // `timeout`: DeadlineExceeded naming the variable when it is not.
-  void wait_until_readable(std::chrono::milliseconds timeout) const;
+  // `timeout`: DeadlineExceeded naming the variable when it is not; Unavailable once
+  // `chief_gone` (asked every half second) says the chief finished or failed, and with it the
+  // job (a ps task that restarted holds nothing until the chief makes it again).
+  void wait_until_readable(std::chrono::milliseconds timeout,
+                           const std::function<bool()>& chief_gone) const;
   // Pulls `cache` once per closure (outside one, at every read); in a closure, then applies the
   // gradient steps it staged on the variable since its last read, so that its later steps read
   // its own updates (a closure of several steps, compile's steps_per_execution).
