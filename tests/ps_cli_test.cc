@@ -383,6 +383,18 @@ TEST_F(PsCli, APsAndAWorkerKilledTogetherAreRecoveredWithoutRestartingTheJob) {
   EXPECT_THAT(r.output, Not(HasSubstr("not started again"))) << r.output;
 }
 
+// A ps task SIGKILLed alone and started again 2 s later: the chief's fit waits for it, creates
+// its variables there again and rolls every variable back to the newest backup, in the same run;
+// the workers go on, and every example is trained once per epoch.
+TEST_F(PsCli, APsKilledAloneIsRecoveredWithoutRestartingTheJob) {
+  Result r = expect_exactly_once_after_killing({"ps:0"}, "--ps 2 -n 2 --max-restarts 1",
+                                               Recovery::kRollBack);
+  EXPECT_THAT(r.output, HasSubstr("[chief:0] weft: parameter server ps:0 lost; waiting for it"))
+      << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr("not started again"))) << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr(" lost (the coordination service lost it"))) << r.output;
+}
+
 // Without a backup there is nothing to roll a lost ps task's variables back to: the chief stops
 // at once, naming the task, and the job's status is the chief's. ps:1 is killed when the first
 // epoch's line reaches the chief's log (its output is flushed at each epoch's end), so that the
