@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/checkpoint/trackable.h"
 #include "weft/data/dataset.h"
 
 namespace weft::nn {
@@ -83,6 +84,9 @@ class CallbackImpl {
   virtual bool wants_quiet_point() const { return false; }
   // The iterator fit() reads across epochs (null for a dataset of unknown size).
   void set_iterator(data::Dataset::Iterator* it) { iterator_ = it; }
+  // A parameter-server fit's ledger of the rows its committed closures trained (ledger.h), which
+  // a backup saves beside the iterator; null elsewhere.
+  void set_ledger(Trackable* ledger) { ledger_ = ledger; }
 
  protected:
   int64_t batch_examples_ = 0;
@@ -91,6 +95,7 @@ class CallbackImpl {
   int64_t batch_staleness_ = 0;
   int64_t batch_backup_wins_ = 0;
   data::Dataset::Iterator* iterator_ = nullptr;
+  Trackable* ledger_ = nullptr;
   Model* model_ = nullptr;
   int epochs_ = 0;
   std::optional<int64_t> steps_;  // steps per epoch when known

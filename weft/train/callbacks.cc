@@ -403,10 +403,11 @@ class TensorBoardImpl : public CallbackImpl {
 std::atomic<bool> termination_requested{false};
 void on_termination(int) { termination_requested = true; }
 
-// Saves {model, optimizer, iterator, progress} as a weft checkpoint; "progress" is the position
-// (epoch, step within it) training continues from. In a cluster every worker holds the same
-// state (the variables are mirrored and the iterator is global): the chief writes the backups,
-// every worker restores the newest, and the workers check that they restored the same one.
+// Saves {model, optimizer, iterator, progress} (and a parameter-server fit's ledger) as a weft
+// checkpoint; "progress" is the position (epoch, step within it) training continues from. In a
+// cluster every worker holds the same state (the variables are mirrored and the iterator is
+// global): the chief writes the backups, every worker restores the newest, and the workers check
+// that they restored the same one.
 class BackupAndRestoreImpl : public CallbackImpl {
  public:
   BackupAndRestoreImpl(std::string dir, std::optional<int64_t> save_freq)
@@ -558,6 +559,7 @@ class BackupAndRestoreImpl : public CallbackImpl {
       std::vector<std::pair<std::string, Trackable*>> objects = {
           {"model", model_}, {"optimizer", &optimizer_}, {"progress", &progress_}};
       if (iterator_ != nullptr) objects.emplace_back("iterator", iterator_);
+      if (ledger_ != nullptr) objects.emplace_back("ledger", ledger_);
       checkpoint_ = std::make_unique<Checkpoint>(objects, dir_, 2);
       // Number new backups after the newest one present, so a resumed run never reuses a name.
       std::vector<std::string> existing = checkpoint_->checkpoints();

@@ -38,6 +38,7 @@
 #include "weft/train/internal/epoch_reader.h"
 #include "weft/train/internal/fit_callbacks.h"
 #include "weft/train/internal/input_positions.h"
+#include "weft/train/internal/ledger.h"
 
 namespace weft::nn::internal {
 namespace {
@@ -58,6 +59,8 @@ struct Pending {
   int64_t step = 0;  // the first
   int64_t steps = 1;
   int64_t examples = 0;
+  int epoch = 0;
+  int64_t first_row = 0;  // of the epoch's order: its rows are [first_row, first_row + examples)
   bool ends_execution = true;
   std::vector<distribute::RemoteValue> parts;
 };
@@ -335,7 +338,9 @@ train::History fit_on_parameter_servers(
   const std::size_t window = static_cast<std::size_t>(strategy.max_staleness() / per_closure) + 1;
   std::vector<train::Callback> callbacks = options.callbacks;
   if (options.verbose > 0) callbacks.push_back(train::ProgbarLogger(options.verbose));
-  FitCallbacks fit_callbacks(callbacks, &model, options.epochs, steps, reader.kept());
+  // The rows each committed closure trained, saved with every backup (ledger.h).
+  Ledger ledger;
+  FitCallbacks fit_callbacks(callbacks, &model, options.epochs, steps, reader.kept(), &ledger);
   const train::ResumePoint start = fit_callbacks.resume({options.initial_epoch, 0}, reader);
   // A callback waiting for a quiet point (a backup due) stops more steps from being scheduled.
   auto quiet_wanted = [&] {
@@ -347,14 +352,17 @@ train::History fit_on_parameter_servers(
   train::Logs logs;
   std::deque<Pending> running;
   int64_t unsized_steps = 0;  // steps so far, when an epoch's size is unknown
+  int epoch = start.epoch;
+  int64_t epoch_rows = 0;  // of the epoch, scheduled so far
   // Schedules epoch steps `step`, `step` + 1, ... on `batches` (one closure; in synchronous
   // mode one step, a closure per worker), training steps `run_step`, ... (epoch × steps + step
   // when the epoch's size is known, as fit's: it keys training-time randomness). The batches
   // travel with the closure unless `positions` says where the workers read them.
   auto schedule_steps = [&](int64_t step, int64_t run_step, std::span<const data::Element> batches,
                             std::span<const BatchPosition> positions, bool ends_execution) {
-    Pending p{step, static_cast<int64_t>(batches.size()), 0, ends_execution, {}};
+    Pending p{step, static_cast<int64_t>(batches.size()), 0, epoch, epoch_rows, ends_execution, {}};
     for (const data::Element& batch : batches) p.examples += batch[0].dim(0);
+    epoch_rows += p.examples;
     // In synchronous mode (one batch) a closure per worker's slice, the backup workers' aside
     // (they run parts others still run): fewer for a short batch.
     const int64_t parts = sync ? std::min(workers - strategy.backup_workers(), p.examples) : 1;
@@ -409,6 +417,7 @@ train::History fit_on_parameter_servers(
       if (sync) coordinator.abort_staged(p.parts);
       throw;
     }
+    ledger.add(p.epoch, p.first_row, p.examples);
     for (const std::vector<PartialLogs>& parts : steps_parts) {
       logs = merge_logs(m, m.train_loss, parts);
     }
@@ -478,7 +487,6 @@ train::History fit_on_parameter_servers(
     return *at;
   };
   fit_callbacks.train_begin(logs);
-  int epoch = start.epoch;
   int64_t first_step = start.step;
   bool new_lineage = true;  // the kept iterator starts a run: at fit's start, after a rollback
   while (epoch < options.epochs && !m.stop_training) {
@@ -493,6 +501,8 @@ train::History fit_on_parameter_servers(
     new_lineage = false;
     logs.clear();
     int64_t trained = 0;
+    // A run resumed from a backup made mid-epoch goes on after the rows it holds.
+    epoch_rows = ledger.rows(epoch);
     std::exception_ptr failed;
     try {
       // An execution at a time: steps_per_execution steps (fewer at the epoch's end) between
@@ -539,6 +549,7 @@ train::History fit_on_parameter_servers(
       }
       while (!running.empty()) finish_oldest();
       WEFT_CHECK(trained > 0 || steps, InvalidArgument) << "fit: the training dataset is empty";
+      if (!m.stop_training) ledger.check_complete(epoch, epoch_rows);
       // A ps task lost while the epoch ends (validation's closures fail, or a backup cannot pull
       // its variables) is recovered as one lost during the steps: the epoch's end comes again.
       if (options.validation_data) {

@@ -14,14 +14,17 @@ namespace weft::nn::internal {
 
 class FitCallbacks {
  public:
-  // `iterator`: the one fit reads across epochs, which a backup saves (null: none).
+  // `iterator`: the one fit reads across epochs, which a backup saves (null: none); `ledger`
+  // likewise, a parameter-server fit's (ledger.h).
   FitCallbacks(std::vector<Callback>& callbacks, Model* model, int epochs,
-               std::optional<int64_t> steps, data::Dataset::Iterator* iterator)
+               std::optional<int64_t> steps, data::Dataset::Iterator* iterator,
+               Trackable* ledger = nullptr)
       : callbacks_(callbacks), iterator_(iterator) {
     for (const Callback& c : callbacks_) {
       c.impl().set_model(model);
       c.impl().set_params(epochs, steps);
       c.impl().set_iterator(iterator);
+      c.impl().set_ledger(ledger);
     }
   }
   // The callbacks forget the iterator; if fit leaves by an exception after training began, they
@@ -30,6 +33,7 @@ class FitCallbacks {
     for (const Callback& c : callbacks_) {
       if (training_) c.impl().on_train_abort();
       c.impl().set_iterator(nullptr);
+      c.impl().set_ledger(nullptr);
     }
   }
   FitCallbacks(const FitCallbacks&) = delete;
