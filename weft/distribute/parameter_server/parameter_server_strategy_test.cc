@@ -17,6 +17,7 @@
 #include "weft/distribute/cluster/local_ports.h"
 #include "weft/distribute/cluster/tf_config.h"
 #include "weft/distribute/parameter_server/cluster_coordinator.h"
+#include "weft/distribute/parameter_server/sharded_variable.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
 #include "weft/ops/linalg.h"
@@ -80,6 +81,29 @@ TEST(ParameterServerStrategy, VariablesLiveOnThePsTasksAndEveryTaskReadsTheChief
       sharded->assign_add(full({5, 2}, 1000.0f));
       assigned.set_value();
       seen.sharded = sharded->value().to_vector<float>();
+      // TF's ShardedVariable: its shards and their tasks, and lookups that read only the rows
+      // they need, each from its shard's task.
+      ShardedVariable view(*sharded);
+      EXPECT_EQ(view.num_shards(), 2);
+      if (view.num_shards() == 2) {
+        EXPECT_EQ(view.shards()[0].first_row, 0);
+        EXPECT_EQ(view.shards()[0].shape, (Shape{3, 2}));
+        EXPECT_EQ(view.shards()[1].first_row, 3);
+        EXPECT_EQ(view.shards()[1].shape, (Shape{2, 2}));
+        EXPECT_NE(view.shards()[0].task, view.shards()[1].task);
+      }
+      EXPECT_EQ(view.read_value().to_vector<float>(), seen.sharded);
+      const Tensor ids = Tensor::from_vector<int64_t>({4, 0, 4, 3, 2, 1}, {2, 3});
+      const Tensor rows = embedding_lookup(*sharded, ids);
+      EXPECT_EQ(rows.shape(), (Shape{2, 3, 2}));
+      EXPECT_EQ(rows.to_vector<float>(), gather(sharded->value(), ids).to_vector<float>());
+      EXPECT_EQ(embedding_lookup(*sharded, Tensor::from_vector<int32_t>({1})).to_vector<float>(),
+                (std::vector<float>{1003, 1004}));
+      EXPECT_THROW(embedding_lookup(*sharded, Tensor::from_vector<int64_t>({5})), InvalidArgument);
+      EXPECT_TRUE(ShardedVariable::is(*small));
+      Variable here(iota({2}, 0.0f), "here");  // made outside the scope
+      EXPECT_FALSE(ShardedVariable::is(here));
+      EXPECT_THROW(ShardedVariable{here}, InvalidArgument);
       // The chief's coordinator runs closures on the strategy's workers.
       ClusterCoordinator coordinator(strategy);
       EXPECT_EQ(coordinator.num_workers(), 2);

@@ -2,8 +2,10 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
 
 #include "weft/core/errors.h"
@@ -31,27 +33,33 @@ constexpr size_t kMaxPiecesPerCall = 1024;
 // within 1 s.
 constexpr std::chrono::milliseconds kReconnectWait{2000};
 
-// The variables' bytes cut into pieces, grouped into calls of at most kChunkBytes (and
+// The byte ranges `wanted` cut into pieces, grouped into calls of at most kChunkBytes (and
 // kMaxPiecesPerCall pieces) each, in order.
-std::vector<std::vector<Piece>> plan_calls(const std::vector<VariableSpec>& variables) {
+std::vector<std::vector<Piece>> plan_calls(const std::vector<Piece>& wanted) {
   std::vector<std::vector<Piece>> calls(1);
   uint64_t in_call = 0;
-  for (size_t i = 0; i < variables.size(); ++i) {
-    const uint64_t bytes = variables[i].bytes();
-    uint64_t offset = 0;
+  for (const Piece& w : wanted) {
+    uint64_t done = 0;
     do {
-      uint64_t length = std::min<uint64_t>(bytes - offset, kChunkBytes - in_call);
-      calls.back().push_back({i, offset, length});
+      uint64_t length = std::min<uint64_t>(w.length - done, kChunkBytes - in_call);
+      calls.back().push_back({w.index, w.offset + done, length});
       in_call += length;
-      offset += length;
+      done += length;
       if (in_call == kChunkBytes || calls.back().size() == kMaxPiecesPerCall) {
         calls.emplace_back();
         in_call = 0;
       }
-    } while (offset < bytes);
+    } while (done < w.length);
   }
   if (calls.back().empty()) calls.pop_back();
   return calls;
+}
+
+// Each variable's bytes, whole.
+std::vector<std::vector<Piece>> plan_calls(const std::vector<VariableSpec>& variables) {
+  std::vector<Piece> whole;
+  for (size_t i = 0; i < variables.size(); ++i) whole.push_back({i, 0, variables[i].bytes()});
+  return plan_calls(whole);
 }
 
 void add_slices(const std::vector<checkpoint::HeldSlice>& slices,
@@ -102,7 +110,59 @@ class ParameterServerClient::Impl {
   std::vector<Tensor> pull(const std::vector<VariableSpec>& variables) {
     std::vector<Tensor> values;
     for (const auto& v : variables) values.push_back(Tensor::empty(v.shape, v.dtype));
-    for (const auto& call : plan_calls(variables)) {
+    pull_pieces(variables, plan_calls(variables), [&](const Piece& p, const std::string& data) {
+      std::memcpy(static_cast<char*>(values[p.index].raw_data()) + p.offset, data.data(),
+                  p.length);
+    });
+    return values;
+  }
+
+  Tensor pull_rows(const VariableSpec& v, const std::vector<int64_t>& rows) {
+    WEFT_CHECK(!v.shape.empty(), InvalidArgument)
+        << "pull_rows from " << task_ << ": " << v.name << " is a scalar, it has no rows";
+    const int64_t n = v.shape[0];
+    const uint64_t row_bytes = n == 0 ? 0 : v.bytes() / static_cast<uint64_t>(n);
+    std::vector<int64_t> sorted(rows);
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    for (int64_t r : sorted) {
+      WEFT_CHECK(r >= 0 && r < n, InvalidArgument)
+          << "pull_rows from " << task_ << ": row " << r << " of " << v.name << ", which has "
+          << n << " rows";
+    }
+    // Runs of consecutive rows, each one range (its index: the run's first row's place in
+    // `sorted`, where its bytes land in `unique`).
+    std::vector<Piece> runs;
+    for (size_t i = 0; i < sorted.size();) {
+      size_t j = i + 1;
+      while (j < sorted.size() && sorted[j] == sorted[j - 1] + 1) ++j;
+      runs.push_back({i, static_cast<uint64_t>(sorted[i]) * row_bytes, (j - i) * row_bytes});
+      i = j;
+    }
+    std::vector<char> unique(sorted.size() * row_bytes);
+    std::vector<VariableSpec> specs(sorted.size(), v);
+    pull_pieces(specs, plan_calls(runs), [&](const Piece& p, const std::string& data) {
+      const uint64_t run_start = static_cast<uint64_t>(sorted[p.index]) * row_bytes;
+      std::memcpy(unique.data() + p.index * row_bytes + (p.offset - run_start), data.data(),
+                  p.length);
+    });
+    Shape shape = v.shape;
+    shape[0] = static_cast<int64_t>(rows.size());
+    Tensor out = Tensor::empty(shape, v.dtype);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const size_t at = static_cast<size_t>(
+          std::lower_bound(sorted.begin(), sorted.end(), rows[i]) - sorted.begin());
+      std::memcpy(static_cast<char*>(out.raw_data()) + i * row_bytes,
+                  unique.data() + at * row_bytes, row_bytes);
+    }
+    return out;
+  }
+
+  // Pulls `calls`' pieces (byte ranges of specs[index]), handing each piece's bytes to `got`.
+  void pull_pieces(const std::vector<VariableSpec>& variables,
+                   const std::vector<std::vector<Piece>>& calls,
+                   const std::function<void(const Piece&, const std::string&)>& got) {
+    for (const auto& call : calls) {
       pb::PullRequest request;
       for (const Piece& p : call) {
         auto* range = request.add_ranges();
@@ -124,11 +184,9 @@ class ParameterServerClient::Impl {
         WEFT_CHECK(chunk.offset() == p.offset && chunk.data().size() == p.length, Internal)
             << "pull from " << task_ << ": a chunk of " << variables[p.index].name
             << " is not the range asked for";
-        std::memcpy(static_cast<char*>(values[p.index].raw_data()) + p.offset, chunk.data().data(),
-                    p.length);
+        got(p, chunk.data());
       }
     }
-    return values;
   }
 
   bool readable(const std::vector<VariableSpec>& variables) {
@@ -295,6 +353,10 @@ void ParameterServerClient::create(const std::vector<VariableSpec>& variables,
 }
 std::vector<Tensor> ParameterServerClient::pull(const std::vector<VariableSpec>& variables) {
   return impl_->pull(variables);
+}
+Tensor ParameterServerClient::pull_rows(const VariableSpec& variable,
+                                       const std::vector<int64_t>& rows) {
+  return impl_->pull_rows(variable, rows);
 }
 bool ParameterServerClient::readable(const std::vector<VariableSpec>& variables) {
   return impl_->readable(variables);

@@ -61,6 +61,9 @@ class ParameterServerClient final : public checkpoint::SliceHolder {
   void create(const std::vector<VariableSpec>& variables, const std::string& optimizer_config);
   // The values of `variables`, in order. FailedPrecondition for one that has no value yet.
   std::vector<Tensor> pull(const std::vector<VariableSpec>& variables);
+  // Rows `rows` of `variable` (along axis 0, in that order, repeats allowed): only their bytes
+  // travel (an embedding lookup's). InvalidArgument for a row out of range or a scalar.
+  Tensor pull_rows(const VariableSpec& variable, const std::vector<int64_t>& rows);
   // Whether every one of `variables` exists there with a value (a pull would succeed).
   bool readable(const std::vector<VariableSpec>& variables);
   // Stages values[i] for variables[i] under `closure_id` (gradients with `step`).

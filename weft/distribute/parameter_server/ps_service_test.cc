@@ -18,6 +18,7 @@
 #include "weft/core/errors.h"
 #include "weft/distribute/parameter_server/ps.pb.h"
 #include "weft/distribute/parameter_server/ps_client.h"
+#include "weft/ops/shape_ops.h"
 #include "weft/optim/adam.h"
 #include "weft/optim/sgd.h"
 #include "weft/testing/raw_grpc.h"
@@ -206,6 +207,14 @@ TEST(ParameterServer, TensorsLargerThanAMessageTravelInChunks) {
   EXPECT_EQ(values(pulled[0]), values(k));
   EXPECT_EQ(values(pulled[1]), values(e));
   EXPECT_EQ(values(pulled[2]), values(b));
+  // Rows alone (an embedding lookup's), in the order asked, repeats and runs of consecutive rows
+  // included; 1 200 rows of 4 000 bytes take two calls.
+  std::vector<int64_t> rows{2499, 7, 8, 9, 7, 0};
+  for (int64_t r = 1000; r < 2200; ++r) rows.push_back(r);
+  Tensor got = client.pull_rows(big, rows);
+  ASSERT_EQ(got.shape(), (Shape{static_cast<int64_t>(rows.size()), 1000}));
+  EXPECT_EQ(values(got), values(gather(e, Tensor::from_vector<int64_t>(rows))));
+  EXPECT_THROW(client.pull_rows(big, {2500}), InvalidArgument);
 
   // One message over the limit is refused by gRPC itself, before the server sees it.
   pb::PushRequest huge;

@@ -52,6 +52,8 @@ SnapshotScope::~SnapshotScope() {
   snapshot = nullptr;
 }
 
+bool SnapshotScope::active() { return snapshot != nullptr; }
+
 std::vector<std::pair<std::string, uint64_t>> SnapshotScope::staged_on() const {
   return {snapshot->staged_on.begin(), snapshot->staged_on.end()};
 }

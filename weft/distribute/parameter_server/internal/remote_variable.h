@@ -103,6 +103,8 @@ class SnapshotScope {
  public:
   explicit SnapshotScope(uint64_t closure_id);
   ~SnapshotScope();
+  // Whether this thread runs a closure.
+  static bool active();
   // The ps tasks (task names) the closure has staged updates on so far, each with the server's
   // incarnation at the first push, which the commit names.
   std::vector<std::pair<std::string, uint64_t>> staged_on() const;
