@@ -111,8 +111,7 @@ class ParameterServerClient::Impl {
     std::vector<Tensor> values;
     for (const auto& v : variables) values.push_back(Tensor::empty(v.shape, v.dtype));
     pull_pieces(variables, plan_calls(variables), [&](const Piece& p, const std::string& data) {
-      std::memcpy(static_cast<char*>(values[p.index].raw_data()) + p.offset, data.data(),
-                  p.length);
+      std::memcpy(static_cast<char*>(values[p.index].raw_data()) + p.offset, data.data(), p.length);
     });
     return values;
   }
@@ -127,8 +126,8 @@ class ParameterServerClient::Impl {
     sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
     for (int64_t r : sorted) {
       WEFT_CHECK(r >= 0 && r < n, InvalidArgument)
-          << "pull_rows from " << task_ << ": row " << r << " of " << v.name << ", which has "
-          << n << " rows";
+          << "pull_rows from " << task_ << ": row " << r << " of " << v.name << ", which has " << n
+          << " rows";
     }
     // Runs of consecutive rows, each one range (its index: the run's first row's place in
     // `sorted`, where its bytes land in `unique`).
@@ -355,7 +354,7 @@ std::vector<Tensor> ParameterServerClient::pull(const std::vector<VariableSpec>&
   return impl_->pull(variables);
 }
 Tensor ParameterServerClient::pull_rows(const VariableSpec& variable,
-                                       const std::vector<int64_t>& rows) {
+                                        const std::vector<int64_t>& rows) {
   return impl_->pull_rows(variable, rows);
 }
 bool ParameterServerClient::readable(const std::vector<VariableSpec>& variables) {
