@@ -470,6 +470,45 @@ TEST_F(PsCli, APreemptedJobOnTwoPsTasksResumesOnThreeAndItsModelEvaluatesInOnePr
   EXPECT_THAT(evaluated.output, HasSubstr(accuracy)) << evaluated.output;
 }
 
+// Checkpoints a 2-ps-task job wrote (each variable in 2 shards, each ps task writing its own)
+// restore in one process (weft evaluate --weights): the newest gives back the job's final
+// weights bit for bit, and its accuracy; an earlier one other weights.
+TEST_F(PsCli, CheckpointsWrittenByTwoPsTasksRestoreInOneProcessBitForBit) {
+  write_dataset(dir_ / "data", 512, 128);
+  const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft";
+  const std::string data = " --dataset " + (dir_ / "data").string();
+  Result trained = shell("timeout -k 10 120 " + weft + " launch --ps 2 -n 2 -- " + weft +
+                         " train --strategy parameter_server --variable-partitioner fixed:2" +
+                         data + " --epochs 2 --batch-size 64 --quiet --checkpoint-dir " +
+                         (dir_ / "ckpt").string() + " --save-model " + (dir_ / "model").string() +
+                         " --metrics-json " + (dir_ / "m.json").string());
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  nlohmann::json j = read_json(dir_ / "m.json");
+  const std::string final_weights = j["weights_fingerprint"];
+  Result newest = shell(weft + " evaluate " + (dir_ / "model").string() + data + " --weights " +
+                        (dir_ / "ckpt").string());
+  ASSERT_EQ(newest.status, 0) << newest.output;
+  EXPECT_THAT(newest.output, HasSubstr("weights " + final_weights)) << newest.output;
+  char accuracy[64];
+  std::snprintf(accuracy, sizeof accuracy, "test accuracy %.4f", j["test_accuracy"].get<double>());
+  EXPECT_THAT(newest.output, HasSubstr(accuracy)) << newest.output;
+  std::vector<std::string> checkpoints;
+  for (const auto& e : fs::directory_iterator(dir_ / "ckpt")) {
+    if (e.is_directory()) checkpoints.push_back(e.path().string());
+  }
+  std::sort(checkpoints.begin(), checkpoints.end());
+  ASSERT_EQ(checkpoints.size(), 2u) << "one checkpoint per epoch";
+  Result first = shell(weft + " evaluate " + (dir_ / "model").string() + data + " --weights " +
+                       checkpoints[0]);
+  ASSERT_EQ(first.status, 0) << first.output;
+  EXPECT_THAT(first.output, HasSubstr("weights ")) << first.output;
+  EXPECT_THAT(first.output, Not(HasSubstr("weights " + final_weights))) << first.output;
+  Result missing = shell(weft + " evaluate " + (dir_ / "model").string() + data + " --weights " +
+                         (dir_ / "data").string());
+  EXPECT_NE(missing.status, 0);
+  EXPECT_THAT(missing.output, HasSubstr("holds no checkpoint")) << missing.output;
+}
+
 // A worker SIGKILLed in the middle of synchronous training (--ps-mode sync), under the chief's fit
 // (the tasks started by hand, not under weft launch): its slice's closure fails over to the
 // other worker, which trains the rest alone, each step's slices still committed together; the

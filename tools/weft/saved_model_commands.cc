@@ -3,22 +3,25 @@
 // loss and metrics of the saved compile settings on a dataset's test split, in the words `weft
 // train` prints them; predict runs the model on an .npy array and writes its outputs as one.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "tools/weft/commands.h"
 #include "tools/weft/flags.h"
+#include "weft/checkpoint/checkpoint_io.h"
 #include "weft/core/config.h"
 #include "weft/core/errors.h"
 #include "weft/nn/saving.h"
 #include "weft/np/np.h"
 #include "weft/ops/cast.h"
+#include "weft/train/checkpoint.h"
 
 namespace weft::cli {
 namespace {
 
 struct ModelFlags {
-  std::string dir, dataset = "fashion_mnist", input, output;
+  std::string dir, dataset = "fashion_mnist", input, output, weights;
   int64_t batch_size = 0;  // each command sets its default
   int threads = 0;
 };
@@ -30,12 +33,25 @@ void evaluate(const ModelFlags& f) {
       << f.dir << " was saved without compile settings (include_optimizer = false), so it has no "
       << "loss or metrics to evaluate; use `weft predict` for its outputs";
   data::Dataset test = load_dataset(f.dataset).test.batch(f.batch_size);
+  if (!f.weights.empty()) {
+    // Keras's load_weights: a training checkpoint's "model" object (weft train --checkpoint-dir
+    // or --backup-dir, on one process or a cluster), a directory's newest or the one named.
+    const std::filesystem::path path(f.weights);
+    const bool one = std::filesystem::exists(path / checkpoint::kIndexFileName);
+    train::Checkpoint checkpoint({{"model", &model}},
+                                 one ? path.parent_path().string() : f.weights,
+                                 /*max_to_keep=*/0);
+    std::optional<std::string> chosen = one ? std::optional(f.weights) : checkpoint.latest();
+    WEFT_CHECK(chosen.has_value(), InvalidArgument)
+        << "--weights: " << f.weights << " holds no checkpoint";
+    checkpoint.restore(*chosen);
+  }
   std::map<std::string, double> result = model.evaluate(test);
   std::printf("test loss %.4f", result.at("loss"));
   for (const auto& [name, value] : result) {
     if (name != "loss") std::printf(", test %s %.4f", name.c_str(), value);
   }
-  std::printf("\n");
+  std::printf("\nweights %s\n", model.weights_fingerprint().c_str());
 }
 
 // The shape (batch dimension dropped) and dtype the model's single input takes.
@@ -79,6 +95,9 @@ void add_evaluate(CLI::App& app) {
   cmd->add_option("DIR", f->dir, "A saved model (weft train --save-model DIR)")->required();
   cmd->add_option("--dataset", f->dataset, "fashion_mnist, cifar10, or a directory of IDX files");
   cmd->add_option("--batch-size", f->batch_size, "examples per batch")->check(at_least(1));
+  cmd->add_option("--weights", f->weights,
+                  "restore the weights from a training checkpoint first (weft train "
+                  "--checkpoint-dir or --backup-dir: a directory's newest, or one checkpoint)");
   cmd->add_option("--threads", f->threads, "threads for the kernels (default: every core)")
       ->check(at_least(1))
       ->default_str("");
