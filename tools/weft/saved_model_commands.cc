@@ -38,8 +38,7 @@ void evaluate(const ModelFlags& f) {
     // or --backup-dir, on one process or a cluster), a directory's newest or the one named.
     const std::filesystem::path path(f.weights);
     const bool one = std::filesystem::exists(path / checkpoint::kIndexFileName);
-    train::Checkpoint checkpoint({{"model", &model}},
-                                 one ? path.parent_path().string() : f.weights,
+    train::Checkpoint checkpoint({{"model", &model}}, one ? path.parent_path().string() : f.weights,
                                  /*max_to_keep=*/0);
     std::optional<std::string> chosen = one ? std::optional(f.weights) : checkpoint.latest();
     WEFT_CHECK(chosen.has_value(), InvalidArgument)
