@@ -429,6 +429,81 @@ TEST(ClusterCoordinator, WorkersCheckTheTokenBeforeTheyParseARequest) {
   EXPECT_THROW(ClusterCoordinator({}, coordinator_options()), InvalidArgument);
 }
 
+// A worker refuses a message over its limit (RESOURCE_EXHAUSTED, from gRPC before it is parsed)
+// and listens only on its own address.
+TEST(ClusterCoordinator, WorkersRefuseOversizedCallsAndListenOnlyOnTheirOwnAddress) {
+  WorkerService worker("127.0.0.2:0", "worker:0", service_options());
+  ASSERT_EQ(worker.address().rfind("127.0.0.2:", 0), 0u) << worker.address();
+  const std::string port = worker.address().substr(worker.address().find(':') + 1);
+  grpc::Status huge =
+      weft::testing::raw_call(worker.address(), "/weft.ps.Worker/RunClosure",
+                              std::string(parameter_server::kMaxMessageBytes + 1, 'x'), kToken);
+  EXPECT_EQ(huge.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << huge.error_message();
+  EXPECT_EQ(raw_call("127.0.0.1:" + port, "RunClosure", kToken).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(raw_call(worker.address(), "RunClosure", kToken).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);  // reached: an empty request is malformed
+  EXPECT_EQ(worker.closures_run(), 0);
+}
+
+// done() raises the first error as join() does, once: then it is cleared.
+TEST(ClusterCoordinator, DoneRaisesTheFirstErrorOnceAsJoinDoes) {
+  Workers workers;
+  ClusterCoordinator coordinator(workers.addresses(), coordinator_options());
+  auto fails = register_function("test/fails", [](const ClosureArgs& args) {
+    WEFT_CHECK(args.size() > 1, InvalidArgument) << "fails on purpose";
+    return std::vector<Tensor>{};
+  });
+  RemoteValue failed = coordinator.schedule(fails, {ms(0)});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!failed.ready() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_TRUE(failed.ready());
+  try {
+    coordinator.done();
+    FAIL() << "done() did not raise the closure's error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("fails on purpose"));
+  }
+  EXPECT_TRUE(coordinator.done());
+  EXPECT_NO_THROW(coordinator.join());
+}
+
+// schedule() waits while max_queued_closures closures are queued, and goes on once a worker
+// takes one.
+TEST(ClusterCoordinator, ScheduleWaitsWhileTheQueueIsFull) {
+  static std::atomic<int> running{0};
+  static std::atomic<bool> released{false};
+  running = 0;
+  released = false;
+  auto held = register_function("test/held", [](const ClosureArgs&) {
+    ++running;
+    while (!released) std::this_thread::sleep_for(milliseconds(2));
+    return std::vector<Tensor>{ms(1)};
+  });
+  Workers workers;
+  ClusterCoordinatorOptions options = coordinator_options();
+  options.max_queued_closures = 2;
+  ClusterCoordinator coordinator(workers.addresses(), options);
+  std::vector<RemoteValue> results;
+  for (int i = 0; i < 2; ++i) results.push_back(coordinator.schedule(held));  // both run
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (running < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  ASSERT_EQ(running, 2);
+  for (int i = 0; i < 2; ++i) results.push_back(coordinator.schedule(held));  // the queue is full
+  auto third = std::async(std::launch::async, [&] { return coordinator.schedule(held); });
+  EXPECT_EQ(third.wait_for(milliseconds(300)), std::future_status::timeout)
+      << "schedule() returned with the queue full";
+  released = true;
+  results.push_back(third.get());
+  coordinator.join();
+  for (const RemoteValue& r : results) EXPECT_EQ(r.fetch()[0].item<int64_t>(), 1);
+  EXPECT_EQ(workers.services[0]->closures_run() + workers.services[1]->closures_run(), 5);
+}
+
 using ClusterCoordinatorTls = weft::testing::TlsFilesTest;
 
 // A worker with mutual TLS runs the closures of a coordinator holding a certificate the CA
