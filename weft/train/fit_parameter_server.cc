@@ -501,8 +501,10 @@ train::History fit_on_parameter_servers(
     new_lineage = false;
     logs.clear();
     int64_t trained = 0;
-    // A run resumed from a backup made mid-epoch goes on after the rows it holds.
+    // A run resumed from a backup made mid-epoch goes on after the rows it holds. (A backup of
+    // a weft before the ledger holds none: that epoch's rows are not checked.)
     epoch_rows = ledger.rows(epoch);
+    const bool checked = first_step == 0 || epoch_rows > 0;
     std::exception_ptr failed;
     try {
       // An execution at a time: steps_per_execution steps (fewer at the epoch's end) between
@@ -549,7 +551,7 @@ train::History fit_on_parameter_servers(
       }
       while (!running.empty()) finish_oldest();
       WEFT_CHECK(trained > 0 || steps, InvalidArgument) << "fit: the training dataset is empty";
-      if (!m.stop_training) ledger.check_complete(epoch, epoch_rows);
+      if (!m.stop_training && checked) ledger.check_complete(epoch, epoch_rows);
       // A ps task lost while the epoch ends (validation's closures fail, or a backup cannot pull
       // its variables) is recovered as one lost during the steps: the epoch's end comes again.
       if (options.validation_data) {
