@@ -105,9 +105,10 @@ class FaultTolerance : public ::testing::Test {
     it2_ = coordinator_->create_per_worker_dataset(fns_.dataset_fn);
     // Every task has built its model (a task still reading its variables from a ps task that
     // a test then restarts would wait for them until the chief is done).
-    for (const auto& [task, pid] : pids_) {
+    for (const auto& entry : pids_) {  // (Clang 14 captures no structured binding)
+      const pid_t pid = entry.second;
       ASSERT_TRUE(wait_until([&] { return fs::exists(ft::ready_marker(dir_, pid)); }, seconds(60)))
-          << task << " did not get ready";
+          << entry.first << " did not get ready";
     }
   }
 
@@ -115,7 +116,8 @@ class FaultTolerance : public ::testing::Test {
     fs::remove(dir_ / "infinite");
     coordinator_.reset();
     strategy_.reset();  // the chief is done: its tasks' join() returns
-    for (auto& [task, pid] : pids_) {
+    for (const auto& [task, running] : pids_) {
+      const pid_t pid = running;  // (Clang 14 captures no structured binding)
       if (pid <= 0) continue;
       int status = 0;
       if (!wait_until([&] { return waitpid(pid, &status, WNOHANG) == pid; }, seconds(20))) {

@@ -195,9 +195,9 @@ TEST_F(PsCli, WeftTrainTrainsOnTheWorkersWithTheVariablesOnThePsTasks) {
   ASSERT_EQ(r.status, 0) << r.output;
   nlohmann::json j = read_json(json);
   EXPECT_EQ(j["strategy"], "parameter_server");
-  EXPECT_EQ(j["ps_mode"], "async");
+  EXPECT_EQ(j["ps"]["mode"], "async");
   EXPECT_EQ(j["workers"], 2);
-  EXPECT_EQ(j["ps_tasks"], 2);
+  EXPECT_EQ(j["ps"]["tasks"], 2);
   EXPECT_EQ(j["examples_trained"], 512);
   EXPECT_EQ(j["steps"], 8);
   EXPECT_GT(j["test_accuracy"].get<double>(), 0.5) << j.dump();  // the pattern is learnable
@@ -205,15 +205,15 @@ TEST_F(PsCli, WeftTrainTrainsOnTheWorkersWithTheVariablesOnThePsTasks) {
   // applied between a step's start and its own): at most the bound's earlier steps plus as many
   // later ones, and with two workers running up to four steps at once, some step's values missed
   // another's update.
-  EXPECT_EQ(j["ps_max_staleness"], 3);
+  EXPECT_EQ(j["ps"]["max_staleness"], 3);
   int64_t steps = 0;
-  for (const auto& [stale, n] : j["ps_staleness"]["steps_by_staleness"].items()) {
+  for (const auto& [stale, n] : j["ps"]["staleness"]["steps_by_staleness"].items()) {
     EXPECT_LE(std::stoi(stale), 2 * 3) << j.dump();
     steps += n.get<int64_t>();
   }
   EXPECT_EQ(steps, 8) << j.dump();
-  EXPECT_LE(j["ps_staleness"]["max"].get<int64_t>(), 2 * 3) << j.dump();
-  EXPECT_GE(j["ps_staleness"]["max"].get<int64_t>(), 1) << j.dump();
+  EXPECT_LE(j["ps"]["staleness"]["max"].get<int64_t>(), 2 * 3) << j.dump();
+  EXPECT_GE(j["ps"]["staleness"]["max"].get<int64_t>(), 1) << j.dump();
 }
 
 // Trains 2 epochs of 512 examples (16 steps in batches of 64) under weft launch --ps 2 -n 2 with
@@ -333,9 +333,9 @@ TEST_F(PsCli, ABackupWorkerKeepsTrainingWhileAFrozenWorkerHoldsItsPart) {
       "--heartbeat-timeout 600 --ps-mode sync --backup-workers 1");
   EXPECT_THAT(r.output, Not(HasSubstr(" lost ("))) << r.output;
   nlohmann::json j = read_json(dir_ / "ps.json");
-  EXPECT_EQ(j["ps_backup_workers"], 1);
-  EXPECT_GE(j["ps_parts_won_by_backups"].get<int64_t>(), 0);
-  EXPECT_LE(j["ps_parts_won_by_backups"].get<int64_t>(), j["steps"].get<int64_t>());
+  EXPECT_EQ(j["ps"]["backup_workers"], 1);
+  EXPECT_GE(j["ps"]["parts_won_by_backups"].get<int64_t>(), 0);
+  EXPECT_LE(j["ps"]["parts_won_by_backups"].get<int64_t>(), j["steps"].get<int64_t>());
 }
 
 // A worker sent SIGTERM (preempted) leaves after its closure: it refuses the next, tells the
@@ -457,7 +457,7 @@ TEST_F(PsCli, APreemptedJobOnTwoPsTasksResumesOnThreeAndItsModelEvaluatesInOnePr
               HasSubstr("[chief:0] weft: restored backup " + (dir_ / "backup").string()))
       << resumed.output;
   nlohmann::json j = read_json(dir_ / "resumed.json");
-  EXPECT_EQ(j["ps_tasks"], 3);
+  EXPECT_EQ(j["ps"]["tasks"], 3);
   EXPECT_EQ(j["examples_trained"], 2 * 512) << resumed.output;
   EXPECT_EQ(j["steps"], 2 * 8) << resumed.output;
   EXPECT_FALSE(fs::exists(dir_ / "backup")) << "the backup outlived the completed job";
@@ -550,7 +550,7 @@ TEST_F(PsCli, AWorkerKilledMidTrainingIsReplacedAndEveryBatchTrainsOnce) {
   ASSERT_EQ(read("status"), "0\n") << chief_log << read("w1.log");
   EXPECT_TRUE(fs::exists(dir_ / "killed_while_training")) << chief_log;
   nlohmann::json j = read_json(dir_ / "ps.json");
-  EXPECT_EQ(j["ps_mode"], "sync");
+  EXPECT_EQ(j["ps"]["mode"], "sync");
   EXPECT_EQ(j["examples_trained"], 2 * 512) << chief_log;
   EXPECT_EQ(j["steps"], 2 * 8) << chief_log;
   EXPECT_GT(j["test_accuracy"].get<double>(), 0.5) << j.dump();
@@ -577,11 +577,11 @@ TEST_F(PsCli, MaxStalenessZeroTrainsAsOneProcessBitForBit) {
   nlohmann::json one = read_json(dir_ / "one.json"), ps0 = read_json(dir_ / "ps0.json");
   EXPECT_EQ(ps0["weights_fingerprint"], one["weights_fingerprint"]);
   EXPECT_EQ(ps0["steps"], 8);
-  EXPECT_EQ(ps0["ps_max_staleness"], 0);
-  EXPECT_TRUE(one["ps_max_staleness"].is_null()) << one.dump();
+  EXPECT_EQ(ps0["ps"]["max_staleness"], 0);
+  EXPECT_TRUE(one["ps"].is_null()) << one.dump();
   // Staleness as measured (the updates applied between a step's start and its own): none.
-  EXPECT_EQ(ps0["ps_staleness"]["steps_by_staleness"], nlohmann::json({{"0", 8}}));
-  EXPECT_EQ(ps0["ps_staleness"]["max"], 0);
+  EXPECT_EQ(ps0["ps"]["staleness"]["steps_by_staleness"], nlohmann::json({{"0", 8}}));
+  EXPECT_EQ(ps0["ps"]["staleness"]["max"], 0);
   r = shell("timeout 300 " + weft + " launch --ps 2 -n 2 -- " + weft + train +
             (dir_ / "ps0x3.json").string() +
             " --strategy parameter_server --max-staleness 0 --steps-per-execution 3");
@@ -589,7 +589,7 @@ TEST_F(PsCli, MaxStalenessZeroTrainsAsOneProcessBitForBit) {
   nlohmann::json x3 = read_json(dir_ / "ps0x3.json");
   EXPECT_EQ(x3["weights_fingerprint"], one["weights_fingerprint"]);
   EXPECT_EQ(x3["steps"], 8);
-  EXPECT_EQ(x3["ps_staleness"]["steps_by_staleness"], nlohmann::json({{"0", 8}}));
+  EXPECT_EQ(x3["ps"]["staleness"]["steps_by_staleness"], nlohmann::json({{"0", 8}}));
 
   r = shell(weft + train + (dir_ / "x.json").string() +
             " --strategy parameter_server --ps-mode sync --max-staleness 2");
@@ -641,7 +641,7 @@ TEST_F(PsCli, WeftServerServesThePsTasksOfAJob) {
                                        "$D/ps.json ;;\nesac\n");
   ASSERT_EQ(r.status, 0) << r.output;
   nlohmann::json j = read_json(dir_ / "ps.json");
-  EXPECT_EQ(j["ps_tasks"], 2);
+  EXPECT_EQ(j["ps"]["tasks"], 2);
   EXPECT_EQ(j["examples_trained"], 256);
   EXPECT_EQ(j["steps"], 4);
 

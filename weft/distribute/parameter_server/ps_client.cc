@@ -129,21 +129,24 @@ class ParameterServerClient::Impl {
           << "pull_rows from " << task_ << ": row " << r << " of " << v.name << ", which has " << n
           << " rows";
     }
-    // Runs of consecutive rows, each one range (its index: the run's first row's place in
-    // `sorted`, where its bytes land in `unique`).
+    // Runs of consecutive rows, each one byte range of the variable; `unique` holds the sorted
+    // rows, so a run's bytes land at its first row's place there.
     std::vector<Piece> runs;
+    std::vector<uint64_t> starts, lands;  // each run's first byte in the variable, in `unique`
     for (size_t i = 0; i < sorted.size();) {
       size_t j = i + 1;
       while (j < sorted.size() && sorted[j] == sorted[j - 1] + 1) ++j;
-      runs.push_back({i, static_cast<uint64_t>(sorted[i]) * row_bytes, (j - i) * row_bytes});
+      starts.push_back(static_cast<uint64_t>(sorted[i]) * row_bytes);
+      lands.push_back(i * row_bytes);
+      runs.push_back({0, starts.back(), (j - i) * row_bytes});
       i = j;
     }
     std::vector<char> unique(sorted.size() * row_bytes);
-    std::vector<VariableSpec> specs(sorted.size(), v);
-    pull_pieces(specs, plan_calls(runs), [&](const Piece& p, const std::string& data) {
-      const uint64_t run_start = static_cast<uint64_t>(sorted[p.index]) * row_bytes;
-      std::memcpy(unique.data() + p.index * row_bytes + (p.offset - run_start), data.data(),
-                  p.length);
+    pull_pieces({v}, plan_calls(runs), [&](const Piece& p, const std::string& data) {
+      // The run the piece is of: the last that starts at or before it (pieces keep runs' order).
+      const size_t k = static_cast<size_t>(
+          std::upper_bound(starts.begin(), starts.end(), p.offset) - starts.begin() - 1);
+      std::memcpy(unique.data() + lands[k] + (p.offset - starts[k]), data.data(), p.length);
     });
     Shape shape = v.shape;
     shape[0] = static_cast<int64_t>(rows.size());
