@@ -90,12 +90,13 @@ TEST(CliMessages, HelpShowsTheDefaults) {
 }
 
 TEST(CliMessages, WhatIsMissingIsSaidWithWhatToUseInstead) {
-  Result r = run("train --strategy parameter_server --mixed-precision f16");
+  Result r = run("train --strategy parameter_server --ps-mode sync --mixed-precision f16");
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.output,
-            "weft: FailedPrecondition: --mixed-precision f16 is not supported with --strategy "
-            "parameter_server: its loss scale would have to be shared by every worker (bf16 "
-            "needs none)\n");
+            "weft: FailedPrecondition: --mixed-precision f16 is not supported with --ps-mode "
+            "sync: each worker's part of a step would check its own gradients for overflow, "
+            "while the step must be skipped as one (use --ps-mode async, or bf16, which needs "
+            "no loss scale)\n");
   EXPECT_THAT(r.output, Not(HasSubstr("issue")));
 }
 

@@ -216,6 +216,27 @@ TEST_F(PsCli, WeftTrainTrainsOnTheWorkersWithTheVariablesOnThePsTasks) {
   EXPECT_GE(j["ps"]["staleness"]["max"].get<int64_t>(), 1) << j.dump();
 }
 
+// Mixed float16 (--mixed-precision f16): each worker scales the loss, checks its gradients for
+// overflow and pushes only finite ones; the dynamic scale and its count of finite steps live on a
+// ps task, written with each closure's commit. A step skipped for overflow counts no optimizer
+// step, but its rows were trained on (the ledger). The synchronous mode refuses it
+// (cli_messages_test).
+TEST_F(PsCli, MixedFloat16ScalesTheLossOnTheWorkers) {
+  write_dataset(dir_ / "data", 512, 128);
+  const fs::path json = dir_ / "f16.json";
+  Result r = shell("timeout 300 " + std::string(WEFT_BINARY_DIR) + "/weft launch --ps 2 -n 2 -- " +
+                   WEFT_BINARY_DIR + "/weft train --strategy parameter_server --mixed-precision " +
+                   "f16 --dataset " + (dir_ / "data").string() +
+                   " --epochs 2 --batch-size 64 --quiet --metrics-json " + json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json j = read_json(json);
+  EXPECT_EQ(j["mixed_precision"], "f16");
+  EXPECT_EQ(j["examples_trained"], 2 * 512);
+  EXPECT_GE(j["steps"].get<int64_t>(), 1) << j.dump();
+  EXPECT_LE(j["steps"].get<int64_t>(), 16) << j.dump();
+  EXPECT_GT(j["test_accuracy"].get<double>(), 0.5) << j.dump();
+}
+
 // Trains 2 epochs of 512 examples (16 steps in batches of 64) under weft launch --ps 2 -n 2 with
 // --backup-dir (backups every 4 steps, which the asynchronous fit takes once the steps in flight
 // have finished), `launch_args` and `train_args`, sending `signal` (KILL; STOP: the process

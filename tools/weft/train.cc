@@ -157,9 +157,12 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
   if (f.strategy == "default") return distribute::Strategy();
   if (f.strategy == "parameter_server") {
     // What is not built for parameter-server training is refused before the cluster meets.
-    WEFT_CHECK(f.mixed_precision != "f16", FailedPrecondition)
-        << "--mixed-precision f16 is not supported with --strategy parameter_server: its loss "
-           "scale would have to be shared by every worker (bf16 needs none)";
+    // Each worker checks its own gradients for overflow (its loss scale is the ps tasks'): a
+    // synchronous step, whose parts are summed on the ps tasks, could not skip as one.
+    WEFT_CHECK(f.mixed_precision != "f16" || f.ps_mode == "async", FailedPrecondition)
+        << "--mixed-precision f16 is not supported with --ps-mode sync: each worker's part of a "
+           "step would check its own gradients for overflow, while the step must be skipped as "
+           "one (use --ps-mode async, or bf16, which needs no loss scale)";
     distribute::ParameterServerOptions options;
     options.synchronous = f.ps_mode == "sync";
     if (f.max_staleness >= 0) options.max_staleness = f.max_staleness;

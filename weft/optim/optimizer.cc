@@ -383,11 +383,21 @@ bool Optimizer::stage_on_parameter_servers(const GradsAndVars& gv) {
         << "\" has a constraint, which the parameter server that updates it cannot run (it is "
            "code, not a config)";
   }
-  WEFT_CHECK(!has_loss_scale(), FailedPrecondition)
-      << s.name
-      << ".apply_gradients: loss scaling is not supported for variables on parameter "
-         "servers (ParameterServerStrategy): its scale would have to be shared by every "
-         "worker";
+  // Loss scaling runs here, on the worker, before the push (Keras's LossScaleOptimizer): with a
+  // dynamic scale, a step whose gradients are not all finite pushes none, and the scale's new
+  // value and its count of finite steps are written where they live, staged with the closure's
+  // other updates (the last commit wins, as TensorFlow's assignments on the ps tasks do).
+  if (has_loss_scale()) {
+    bool finite = true;
+    for (const auto& [g, v] : gv) finite = finite && all_finite(g);
+    std::lock_guard lock(s.mu);
+    if (s.loss_scale->options.dynamic) {
+      const bool apply = update_loss_scale(*s.loss_scale, finite);
+      s.loss_scale->scale.assign(s.loss_scale->scale.value());
+      s.loss_scale->good_steps.assign(s.loss_scale->good_steps.value());
+      if (!apply) return true;
+    }
+  }
   ConfigDict algorithm = s.algorithm->get_config();
   WEFT_CHECK(algorithm.has("class_name"), FailedPrecondition)
       << s.name

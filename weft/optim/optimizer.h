@@ -189,8 +189,9 @@ class Optimizer : public Trackable {
   void apply_aggregated(GradsAndVars gv, const std::vector<GradientTransformer>& transformers);
   // For variables that live on parameter servers (bound, ParameterServerStrategy): stages each
   // gradient where its variable lives, applied there with this step when the running closure
-  // commits, and one more iteration; false for variables that live here. FailedPrecondition
-  // outside a closure, for a mix of both, a constraint, or loss scaling.
+  // commits, and one more iteration; false for variables that live here. A dynamic loss scale
+  // is checked and updated here, on the worker (a step that is not finite pushes nothing).
+  // FailedPrecondition outside a closure, for a mix of both, or a constraint.
   bool stage_on_parameter_servers(const GradsAndVars& gv);
   // Whether the aggregated gradients go to the variables as they are (an element-wise algorithm;
   // no clipping, transformers or loss scale), so that the replicas can each update their part.
