@@ -113,7 +113,7 @@ class FaultTolerance : public ::testing::Test {
   }
 
   void TearDown() override {
-    fs::remove(dir_ / "infinite");
+    stop_looping();
     coordinator_.reset();
     strategy_.reset();  // the chief is done: its tasks' join() returns
     for (const auto& [task, running] : pids_) {
@@ -201,7 +201,7 @@ class FaultTolerance : public ::testing::Test {
     for (int i = 0; i < n; ++i) coordinator_->schedule(fns_.train_fn, {it_, it2_});
   }
   void join_training_functions() {
-    fs::remove(dir_ / "infinite");
+    stop_looping();
     coordinator_->join();
   }
   int64_t iterations() { return model_->iterations.value().item<int64_t>(); }
@@ -209,13 +209,21 @@ class FaultTolerance : public ::testing::Test {
   // TF's _create_model_and_run_indefinitely: 10 closures that loop until join_training_functions,
   // one running on each worker (its marker written) and the rest queued.
   void run_indefinitely() {
-    std::ofstream(dir_ / "infinite") << "1\n";
+    make_closures_loop();
     schedule_training_functions(10);
     for (int i = 0; i < workers_; ++i) {
-      const pid_t pid = pids_.at("worker:" + std::to_string(i));
-      ASSERT_TRUE(wait_until([&] { return fs::exists(ft::looping_marker(dir_, pid)); }))
+      ASSERT_TRUE(looping("worker:" + std::to_string(i)))
           << "worker:" << i << " never ran a looping closure";
     }
+  }
+
+  // train_fn and long_function loop until join_training_functions (TF's do_infinite_step).
+  void make_closures_loop() { std::ofstream(dir_ / "infinite") << "1\n"; }
+  void stop_looping() { fs::remove(dir_ / "infinite"); }
+  // Waits until the running process of `task` runs a looping closure (its marker is written).
+  bool looping(const std::string& task) {
+    const pid_t running = pid(task);
+    return wait_until([&] { return fs::exists(ft::looping_marker(dir_, running)); });
   }
 
   pid_t pid(const std::string& task) const { return pids_.at(task); }
@@ -258,10 +266,10 @@ TEST_F(FaultTolerance, AWorkerRestartedBetweenFunctionsTakesClosuresAgain) {
 // testWorkerPreemptionMidstFunction: TF asserts >= 4.
 TEST_F(FaultTolerance, AWorkerKilledMidFunctionHasItsClosureRunAgainAndCountedOnce) {
   start(2, 2);
-  std::ofstream(dir_ / "infinite") << "1\n";
+  make_closures_loop();
   schedule_training_functions(4);
   for (const char* w : {"worker:0", "worker:1"}) {
-    ASSERT_TRUE(wait_until([&] { return fs::exists(ft::looping_marker(dir_, pid(w))); })) << w;
+    ASSERT_TRUE(looping(w)) << w;
   }
   EXPECT_FALSE(coordinator_->done());
   restart("worker:0");
@@ -274,7 +282,7 @@ TEST_F(FaultTolerance, AWorkerKilledMidFunctionHasItsClosureRunAgainAndCountedOn
 // coordinator then runs closures as before.
 TEST_F(FaultTolerance, AnErrorWhileAWorkerRestartsCancelsItsClosureAndTheClusterGoesOn) {
   start(2, 2);
-  std::ofstream(dir_ / "infinite") << "1\n";
+  make_closures_loop();
   for (int i = 0; i < 3; ++i) coordinator_->schedule(fns_.normal_function);
   dist::RemoteValue long_result = coordinator_->schedule(fns_.long_function);
   dist::RemoteValue error_result = coordinator_->schedule(fns_.error_function);
@@ -291,7 +299,7 @@ TEST_F(FaultTolerance, AnErrorWhileAWorkerRestartsCancelsItsClosureAndTheCluster
   ASSERT_TRUE(error.has_value()) << "join did not raise the function's error";
   EXPECT_THAT(*error, HasSubstr("assert_non_positive"));
   EXPECT_THROW(long_result.fetch(), weft::Cancelled);
-  fs::remove(dir_ / "infinite");
+  stop_looping();
   std::vector<dist::RemoteValue> after;
   for (int i = 0; i < 3; ++i) after.push_back(coordinator_->schedule(fns_.normal_function));
   coordinator_->join();
@@ -368,8 +376,7 @@ TEST_F(FaultTolerance, AWorkerKilledTwiceIsRecoveredEachTime) {
   run_indefinitely();
   EXPECT_FALSE(coordinator_->done());
   restart("worker:0");
-  ASSERT_TRUE(wait_until([&] { return fs::exists(ft::looping_marker(dir_, pid("worker:0"))); }))
-      << "the restarted worker:0 took no closure";
+  ASSERT_TRUE(looping("worker:0")) << "the restarted worker:0 took no closure";
   restart("worker:0");
   join_training_functions();
   EXPECT_EQ(iterations(), 10);
@@ -425,7 +432,7 @@ TEST_F(FaultTolerance, TheChiefReadsThePsTasksWhileAWorkerIsKilledAndStartedAgai
   int reads_after_restart = 0;
   for (int round = 0; round < 200 && reads_after_restart <= 5; ++round) {
     if (restarted) ++reads_after_restart;
-    std::ofstream(dir_ / "infinite") << "1\n";
+    make_closures_loop();
     schedule_training_functions(1);
     ++scheduled;
     std::this_thread::sleep_for(milliseconds(50));
@@ -441,9 +448,9 @@ TEST_F(FaultTolerance, TheChiefReadsThePsTasksWhileAWorkerIsKilledAndStartedAgai
 // in one cluster.
 TEST_F(FaultTolerance, TheClusterStaysUsableAcrossSeveralFailures) {
   start(2, 2);
-  std::ofstream(dir_ / "infinite") << "1\n";
+  make_closures_loop();
   schedule_training_functions(4);
-  ASSERT_TRUE(wait_until([&] { return fs::exists(ft::looping_marker(dir_, pid("worker:1"))); }));
+  ASSERT_TRUE(looping("worker:1"));
   restart("worker:1");
   join_training_functions();
   EXPECT_EQ(iterations(), 4);
@@ -472,12 +479,12 @@ TEST_F(FaultTolerance, APsTaskLostForGoodIsRaisedByJoinNamingIt) {
 
 TEST_F(FaultTolerance, APsTaskLostForGoodIsRaisedByTheNextScheduleNamingIt) {
   start(2, 2);
-  std::ofstream(dir_ / "infinite") << "1\n";
+  make_closures_loop();
   std::vector<dist::RemoteValue> results;
   for (int i = 0; i < 10; ++i)
     results.push_back(coordinator_->schedule(fns_.train_fn, {it_, it2_}));
   for (const char* w : {"worker:0", "worker:1"}) {
-    ASSERT_TRUE(wait_until([&] { return fs::exists(ft::looping_marker(dir_, pid(w))); })) << w;
+    ASSERT_TRUE(looping(w)) << w;
   }
   kill_task("ps:0");
   ASSERT_TRUE(wait_until([&] { return results.back().ready(); }))
@@ -498,7 +505,7 @@ TEST_F(FaultTolerance, AFunctionRunAfterThePsTasksAreLostFailsNamingOne) {
   kill_task("ps:0");
   kill_task("ps:1");
   EXPECT_THROW(coordinator_->join(), weft::Error);
-  fs::remove(dir_ / "infinite");
+  stop_looping();
   for (int i = 0; i < 2; ++i) {
     coordinator_->schedule(fns_.trivial_function);  // reads iterations, on ps:1
     try {
