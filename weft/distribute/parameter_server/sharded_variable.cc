@@ -66,7 +66,8 @@ Tensor embedding_lookup(const Variable& params, const Tensor& ids) {
   // Each shard's ids (local rows), then its rows pulled in one go.
   const auto& shards = r->shards();
   std::vector<int64_t> starts;
-  for (const auto& s : shards) starts.push_back(first_row(s, shape, params.dtype()));
+  const ShardedVariable view(params);
+  for (const ShardedVariable::Shard& s : view.shards()) starts.push_back(s.first_row);
   std::map<size_t, std::vector<int64_t>> local;  // shard → its rows asked for, in ids' order
   std::vector<std::pair<size_t, size_t>> where;  // each id: its shard, its place there
   for (int64_t id : flat) {
