@@ -28,6 +28,9 @@ TEST(CliMessages, ARefusedFlagSaysWhatItAccepts) {
       {"train --replicas 300", "weft: --replicas must be from 1 to 256, got 300\n"},
       {"train --save-freq often",
        "weft: --save-freq must be \"epoch\" or a number of steps of at least 1, got \"often\"\n"},
+      {"train --profile-steps 6:3",
+       "weft: --profile-steps must be a range of steps A:B (1 <= A <= B, counted from 1 across "
+       "epochs), got 6:3\n"},
       {"launch -n 0 -- weft train", "weft: --workers must be from 1 to 1024, got 0\n"},
       {"predict m --input x.npy --output y.npy --batch-size 0",
        "weft: --batch-size must be at least 1, got 0\n"},
@@ -98,6 +101,10 @@ TEST(CliMessages, WhatIsMissingIsSaidWithWhatToUseInstead) {
             "while the step must be skipped as one (use --ps-mode async, or bf16, which needs "
             "no loss scale)\n");
   EXPECT_THAT(r.output, Not(HasSubstr("issue")));
+  r = run("train --profile-steps 2:3");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.output,
+            "weft: InvalidArgument: --profile-steps 2:3 needs --logdir: the traces go under it\n");
 }
 
 }  // namespace

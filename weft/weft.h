@@ -86,6 +86,8 @@
 #include "weft/optim/schedules.h"
 #include "weft/optim/sgd.h"
 #include "weft/precision/policy.h"
+#include "weft/profiler/profiler.h"
+#include "weft/profiler/trace.h"
 #include "weft/train/callbacks.h"
 #include "weft/train/checkpoint.h"
 #include "weft/train/tensorboard_events.h"

@@ -117,6 +117,29 @@ CLI::Validator epoch_or_steps() {
       "epoch or steps");
 }
 
+std::pair<int64_t, int64_t> steps_of(const std::string& range) {
+  long long first = 0, last = 0;
+  char colon = 0, rest = 0;
+  if (std::sscanf(range.c_str(), "%lld%c%lld%c", &first, &colon, &last, &rest) != 3 ||
+      colon != ':') {
+    return {0, 0};
+  }
+  return {first, last};
+}
+
+CLI::Validator step_range() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        auto [first, last] = steps_of(text);
+        if (first < 1 || first > last) {
+          return "must be a range of steps A:B (1 <= A <= B, counted from 1 across epochs), "
+                 "got " + text;
+        }
+        return {};
+      },
+      "A:B");
+}
+
 std::string validation_message(const std::string& message) {
   size_t at = message.find(": ");
   if (at == std::string::npos || message.rfind("--", 0) != 0) return message;

@@ -26,6 +26,9 @@ CLI::Validator port_range();
 std::pair<int, int> ports_of(const std::string& range);
 // "epoch", or a whole number of steps >= 1 (--save-freq).
 CLI::Validator epoch_or_steps();
+// "A:B": steps A to B of a run, 1 <= A <= B (--profile-steps); and the pair it names.
+CLI::Validator step_range();
+std::pair<int64_t, int64_t> steps_of(const std::string& range);
 
 // CLI11 reports a failed check as "<flag>: <message>"; weft prints "<flag> <message>".
 std::string validation_message(const std::string& cli11_message);

@@ -65,6 +65,7 @@ struct TrainFlags {
   int64_t bytes_per_pack = 0;      // 0: the strategy's default
   std::string tls_cert, tls_key, tls_ca;
   std::string backup_dir, save_freq = "epoch", checkpoint_dir, logdir, metrics_json, save_model;
+  std::string profile_steps;  // A:B; empty: none
 };
 
 nn::Model build_model(const std::string& name) {
@@ -154,6 +155,11 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
   WEFT_CHECK(f.backup_workers == 0 || (f.strategy == "parameter_server" && f.ps_mode == "sync"),
              InvalidArgument)
       << "--backup-workers needs --strategy parameter_server with --ps-mode sync";
+  WEFT_CHECK(f.profile_steps.empty() || !f.logdir.empty(), InvalidArgument)
+      << "--profile-steps " << f.profile_steps << " needs --logdir: the traces go under it";
+  WEFT_CHECK(f.profile_steps.empty() || f.strategy != "parameter_server", FailedPrecondition)
+      << "--profile-steps is not supported with --strategy parameter_server: its steps run as "
+         "closures on the workers, which fit's profiled steps do not reach";
   if (f.strategy == "default") return distribute::Strategy();
   if (f.strategy == "parameter_server") {
     // What is not built for parameter-server training is refused before the cluster meets.
@@ -354,7 +360,12 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
   }
   if (!f.checkpoint_dir.empty())
     callbacks.push_back(train::ModelCheckpoint(f.checkpoint_dir, {.monitor = "val_loss"}));
-  if (!f.logdir.empty()) callbacks.push_back(train::TensorBoard(f.logdir, 100));
+  if (!f.logdir.empty()) {
+    callbacks.push_back(train::TensorBoard(
+        f.logdir, {.update_freq = 100,
+                   .profile_batch = f.profile_steps.empty() ? std::pair<int64_t, int64_t>{0, 0}
+                                                            : steps_of(f.profile_steps)}));
+  }
 
   // A worker of a parameter-server job sent SIGTERM (preempted) leaves after its closure, which
   // the chief then runs elsewhere, and exits with kPreemptedExitStatus; unless the chief is
@@ -546,6 +557,10 @@ void add_train(CLI::App& app) {
       ->check(epoch_or_steps());
   cmd->add_option("--checkpoint-dir", flags->checkpoint_dir, "save a checkpoint every epoch");
   cmd->add_option("--logdir", flags->logdir, "TensorBoard event files");
+  cmd->add_option("--profile-steps", flags->profile_steps,
+                  "profile steps A to B on every worker into --logdir/train/plugins/profile "
+                  "(weft report reads them)")
+      ->check(step_range());
   cmd->add_option("--metrics-json", flags->metrics_json, "write a JSON summary when done");
   cmd->add_option("--save-model", flags->save_model,
                   "save the trained model (architecture, weights, compile settings) to this "

@@ -69,7 +69,7 @@ class OpScope {
  public:
   template <typename... Operands>
   explicit OpScope(const char* op, const Operands&... operands)
-      : op_(op), spmd_((is_distributed(operands) || ...)), trace_(op, 2) {}
+      : op_(op), spmd_((is_distributed(operands) || ...)), trace_(op, 2, TraceCategory::kOp) {}
   OpScope(const OpScope&) = delete;
   OpScope& operator=(const OpScope&) = delete;
 

@@ -1,5 +1,7 @@
 #include "weft/core/trace_me.h"
 
+#include <pthread.h>
+
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -20,6 +22,7 @@ struct ThreadBuffer {
   std::mutex mu;
   std::vector<TraceEvent> events;
   uint32_t thread = 0;
+  std::string name;
 };
 
 // Every thread's buffer, and the events of threads that have ended.
@@ -39,6 +42,8 @@ ThreadBuffer& this_threads_buffer() {
   // thread ends.
   thread_local std::shared_ptr<ThreadBuffer> buffer = [] {
     auto b = std::make_shared<ThreadBuffer>();
+    char name[64] = {};
+    if (pthread_getname_np(pthread_self(), name, sizeof name) == 0) b->name = name;
     Registry& r = registry();
     std::lock_guard lock(r.mu);
     b->thread = r.next_thread++;
@@ -48,7 +53,30 @@ ThreadBuffer& this_threads_buffer() {
   return *buffer;
 }
 
+void append(TraceEvent event) {
+  ThreadBuffer& buffer = this_threads_buffer();
+  event.thread = buffer.thread;
+  std::lock_guard lock(buffer.mu);
+  buffer.events.push_back(std::move(event));
+}
+
 }  // namespace
+
+const char* trace_category_name(TraceCategory category) {
+  switch (category) {
+    case TraceCategory::kOther: return "other";
+    case TraceCategory::kStep: return "step";
+    case TraceCategory::kInput: return "input";
+    case TraceCategory::kCompute: return "compute";
+    case TraceCategory::kOp: return "op";
+    case TraceCategory::kCollective: return "collective";
+    case TraceCategory::kCollectiveWait: return "collective_wait";
+    case TraceCategory::kCheckpoint: return "checkpoint";
+    case TraceCategory::kCoordination: return "coordination";
+    case TraceCategory::kHost: return "host";
+  }
+  return "other";
+}
 
 int64_t trace_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -56,18 +84,26 @@ int64_t trace_now_ns() {
       .count();
 }
 
-void TraceMe::begin(std::string name) {
+void TraceMe::begin(std::string name, TraceCategory category) {
   event_.emplace();
   event_->name = std::move(name);
+  event_->category = category;
   event_->start_ns = trace_now_ns();
 }
 
 void TraceMe::end() {
   event_->end_ns = trace_now_ns();
+  append(std::move(*event_));
+}
+
+void record_trace_event(TraceEvent event, int level) {
+  if (trace_active(level)) append(std::move(event));
+}
+
+void set_trace_thread_name(const std::string& name) {
   ThreadBuffer& buffer = this_threads_buffer();
-  event_->thread = buffer.thread;
   std::lock_guard lock(buffer.mu);
-  buffer.events.push_back(std::move(*event_));
+  buffer.name = name;
 }
 
 void start_tracing(int level) {
@@ -85,18 +121,19 @@ void start_tracing(int level) {
   internal::trace_level.store(level);
 }
 
-std::vector<TraceEvent> stop_tracing() {
+TraceCapture stop_tracing() {
   Registry& r = registry();
   std::lock_guard lock(r.mu);
   internal::trace_level.store(0);
-  std::vector<TraceEvent> all;
+  TraceCapture all;
   for (const auto& b : r.buffers) {
     std::vector<TraceEvent> events;
     {
       std::lock_guard buffer_lock(b->mu);
       events.swap(b->events);
+      if (!events.empty()) all.threads[b->thread] = b->name;
     }
-    for (TraceEvent& e : events) all.push_back(std::move(e));
+    for (TraceEvent& e : events) all.events.push_back(std::move(e));
   }
   // Buffers of ended threads are no longer needed.
   std::erase_if(r.buffers,

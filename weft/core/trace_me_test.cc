@@ -29,7 +29,7 @@ TEST(TraceMe, RecordsNothingWhenOff) {
     t.stat("ignored", "1");
   }
   start_tracing(1);
-  EXPECT_TRUE(stop_tracing().empty());
+  EXPECT_TRUE(stop_tracing().events.empty());
 }
 
 TEST(TraceMe, RecordsItsLevelNestedWithStats) {
@@ -41,7 +41,7 @@ TEST(TraceMe, RecordsItsLevelNestedWithStats) {
     EXPECT_FALSE(op.recording());
     { TraceMe inner(std::string("all_reduce"), 1); }
   }
-  std::vector<TraceEvent> events = stop_tracing();
+  std::vector<TraceEvent> events = stop_tracing().events;
   ASSERT_EQ(events.size(), 2u);
   const TraceEvent* step = find(events, "step");
   const TraceEvent* inner = find(events, "all_reduce");
@@ -54,7 +54,7 @@ TEST(TraceMe, RecordsItsLevelNestedWithStats) {
   ASSERT_EQ(step->stats.size(), 1u);
   EXPECT_EQ(step->stats[0], (std::pair<std::string, std::string>{"step_num", "7"}));
   EXPECT_EQ(step->thread, inner->thread);
-  EXPECT_TRUE(stop_tracing().empty());  // collected once
+  EXPECT_TRUE(stop_tracing().events.empty());  // collected once
 }
 
 TEST(TraceMe, CollectsEveryThreadsEventsAnEndedThreadsToo) {
@@ -68,12 +68,40 @@ TEST(TraceMe, CollectsEveryThreadsEventsAnEndedThreadsToo) {
   }
   for (std::thread& t : threads) t.join();  // ended before the collection
   { TraceMe here("caller", 1); }
-  std::vector<TraceEvent> events = stop_tracing();
+  std::vector<TraceEvent> events = stop_tracing().events;
   ASSERT_EQ(events.size(), 7u);
   std::set<uint32_t> ids;
   for (const TraceEvent& e : events) ids.insert(e.thread);
   EXPECT_EQ(ids.size(), 4u);
   for (int t = 0; t < 3; ++t) EXPECT_NE(find(events, "thread " + std::to_string(t)), nullptr);
+}
+
+TEST(TraceMe, KeepsCategoriesThreadNamesAndEventsRecordedElsewhere) {
+  start_tracing(1);
+  std::thread named([] {
+    set_trace_thread_name("replica 3");
+    TraceMe t("compute", 1, TraceCategory::kCompute);
+  });
+  named.join();
+  TraceEvent wait;
+  wait.name = "wait";
+  wait.category = TraceCategory::kCollectiveWait;
+  wait.start_ns = 10;
+  wait.end_ns = 20;
+  record_trace_event(wait, 1);
+  record_trace_event(wait, 2);  // above the session's level
+  TraceCapture capture = stop_tracing();
+  ASSERT_EQ(capture.events.size(), 2u);
+  const TraceEvent* compute = find(capture.events, "compute");
+  const TraceEvent* recorded = find(capture.events, "wait");
+  ASSERT_NE(compute, nullptr);
+  ASSERT_NE(recorded, nullptr);
+  EXPECT_EQ(compute->category, TraceCategory::kCompute);
+  EXPECT_STREQ(trace_category_name(recorded->category), "collective_wait");
+  EXPECT_EQ(recorded->end_ns - recorded->start_ns, 10);
+  EXPECT_EQ(capture.threads.at(compute->thread), "replica 3");
+  EXPECT_EQ(capture.threads.count(recorded->thread), 1u);
+  EXPECT_NE(compute->thread, recorded->thread);
 }
 
 TEST(TraceMe, OneSessionAtATimeAtALevelItKnows) {

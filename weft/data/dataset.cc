@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "weft/core/trace_me.h"
 #include "weft/data/internal/pipeline.h"
 #include "weft/data/iterator_state.h"
 #include "weft/ops/creation.h"
@@ -334,8 +335,10 @@ struct Dataset::Iterator::Cursor {
   bool pulled = false;
   std::optional<Element> current;
 
+  // The next element, once (a profiler event: the time spent waiting for input).
   void pull() {
     if (!pulled) {
+      TraceMe trace("Iterator::next", 1, TraceCategory::kInput);
       current = reader->next();
       pulled = true;
     }
@@ -353,11 +356,9 @@ Dataset::Iterator::Iterator(std::shared_ptr<const Node> node, std::unique_ptr<Re
 
 std::optional<Element> Dataset::Iterator::next() {
   if (!cursor_) return std::nullopt;
-  if (cursor_->pulled) {
-    cursor_->pulled = false;
-    return std::move(cursor_->current);
-  }
-  return cursor_->reader->next();
+  cursor_->pull();  // (nothing when operator== already pulled it)
+  cursor_->pulled = false;
+  return std::move(cursor_->current);
 }
 
 const Element& Dataset::Iterator::operator*() const {

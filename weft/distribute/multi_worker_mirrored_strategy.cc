@@ -105,7 +105,7 @@ class MultiWorkerImpl : public StrategyImpl {
   }
   int num_workers() const { return cluster_->size(); }
   int rank() const { return cluster_->rank(); }
-  const std::string& task() const { return cluster_->task(); }
+  std::string task() const override { return cluster_->task(); }
 
  private:
   MultiWorkerOptions options_;

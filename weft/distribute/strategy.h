@@ -64,6 +64,8 @@ class StrategyImpl {
   virtual std::string failed_peer() const { return ""; }
   // How the workers' collectives travel: "shared_memory", "tcp", "mpi"; "none" in one process.
   virtual std::string transport() const { return "none"; }
+  // This process's task in a cluster ("worker:1"); empty in one process.
+  virtual std::string task() const { return ""; }
 };
 
 // tf.distribute.experimental.ValueContext: what experimental_distribute_values_from_function

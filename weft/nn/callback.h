@@ -54,6 +54,15 @@ class CallbackImpl {
   // Whether only the chief of a cluster runs it (callbacks that print or write files: progress,
   // checkpoints, TensorBoard, CSV); the other workers' fit leaves it out.
   virtual bool chief_only() const { return false; }
+  // Steps to profile (TensorBoard's profile_batch): batches first..last of the run, counted from
+  // 1 across epochs as Keras counts them, and the directory their traces go under. Every worker
+  // of a cluster profiles them, also when the callback itself runs on the chief only.
+  struct ProfileSteps {
+    int64_t first = 0;
+    int64_t last = 0;
+    std::string log_dir;
+  };
+  virtual std::optional<ProfileSteps> profile_steps() const { return std::nullopt; }
   void set_model(Model* model) { model_ = model; }
   void set_params(int epochs, std::optional<int64_t> steps) {
     epochs_ = epochs;

@@ -698,14 +698,14 @@ TEST(OpEvents, OpsAreEventsAtLevelTwoOnly) {
   Tensor a = Tensor::from_vector(std::vector<float>{1, -2, 3});
   start_tracing(2);
   Tensor r = relu(add(a, a));
-  std::vector<TraceEvent> events = stop_tracing();
+  std::vector<TraceEvent> events = stop_tracing().events;
   std::vector<std::string> names;
   for (const TraceEvent& e : events) names.push_back(e.name);
   EXPECT_THAT(names, ::testing::ElementsAre("add", "relu"));
   EXPECT_EQ(r.to_vector<float>(), (std::vector<float>{2, 0, 6}));
   start_tracing(1);
   relu(add(a, a));
-  EXPECT_TRUE(stop_tracing().empty());
+  EXPECT_TRUE(stop_tracing().events.empty());
 }
 
 }  // namespace

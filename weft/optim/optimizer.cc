@@ -11,6 +11,7 @@
 
 #include "weft/core/errors.h"
 #include "weft/core/replica_context.h"
+#include "weft/core/trace_me.h"
 #include "weft/ops/cast.h"
 #include "weft/ops/creation.h"
 #include "weft/ops/elementwise.h"
@@ -301,6 +302,7 @@ const std::string& Optimizer::name() const { return state().name; }
 
 void Optimizer::apply_gradients(const GradsAndVars& grads_and_vars,
                                 bool experimental_aggregate_gradients) {
+  TraceMe trace("Optimizer::apply_gradients", 1, TraceCategory::kCompute);
   State& s = state();
   autodiff::NoRecordScope no_record;
   GradientAggregator aggregator;

@@ -15,6 +15,7 @@
 #include <random>
 #include <sstream>
 
+#include "weft/core/trace_me.h"
 #include "weft/nn/model.h"
 #include "weft/ops/cast.h"
 #include "weft/train/checkpoint.h"
@@ -362,7 +363,17 @@ class ModelCheckpointImpl : public CallbackImpl {
 class TensorBoardImpl : public CallbackImpl {
  public:
   bool chief_only() const override { return true; }
-  TensorBoardImpl(std::string dir, int64_t freq) : dir_(std::move(dir)), update_freq_(freq) {}
+  TensorBoardImpl(std::string dir, TensorBoardOptions options)
+      : dir_(std::move(dir)), update_freq_(options.update_freq), profile_(options.profile_batch) {
+    const auto [first, last] = profile_;
+    WEFT_CHECK((first == 0 && last == 0) || (first >= 1 && last >= first), InvalidArgument)
+        << "TensorBoard: profile_batch {" << first << ", " << last
+        << "} must be {0, 0} (none) or a range of batches {first, last} with 1 <= first <= last";
+  }
+  std::optional<ProfileSteps> profile_steps() const override {
+    if (profile_.first == 0) return std::nullopt;
+    return ProfileSteps{profile_.first, profile_.second, dir_ + "/train"};
+  }
   void on_train_begin(const Logs&) override {
     train_ = std::make_unique<EventFileWriter>(dir_ + "/train");
     validation_ = std::make_unique<EventFileWriter>(dir_ + "/validation");
@@ -395,6 +406,7 @@ class TensorBoardImpl : public CallbackImpl {
  private:
   std::string dir_;
   int64_t update_freq_;
+  std::pair<int64_t, int64_t> profile_;
   int64_t global_step_ = 0;
   std::unique_ptr<EventFileWriter> train_, validation_;
 };
@@ -417,6 +429,7 @@ class BackupAndRestoreImpl : public CallbackImpl {
   }
   bool restores_backups() const override { return true; }
   std::optional<ResumePoint> resume_point() override {
+    TraceMe trace("BackupAndRestore::restore", 1, TraceCategory::kCheckpoint);
     bool restored = checkpoint().restore_latest();
     check_workers_agree(restored ? saves_ : 0);
     examples_ = restored ? progress_.examples : 0;
@@ -510,6 +523,7 @@ class BackupAndRestoreImpl : public CallbackImpl {
   // In a cluster every worker writes its share of the rows (checkpoint format v2), the chief
   // commits.
   void save(ResumePoint at) {
+    TraceMe trace("BackupAndRestore::save", 1, TraceCategory::kCheckpoint);
     pending_ = Pending::kNone;
     progress_.at = at;
     progress_.examples = examples_;
@@ -601,7 +615,9 @@ CSVLogger::CSVLogger(std::string filename, bool append)
 ModelCheckpoint::ModelCheckpoint(std::string directory, ModelCheckpointOptions o)
     : Callback(std::make_shared<ModelCheckpointImpl>(std::move(directory), o)) {}
 TensorBoard::TensorBoard(std::string log_dir, int64_t update_freq)
-    : Callback(std::make_shared<TensorBoardImpl>(std::move(log_dir), update_freq)) {}
+    : TensorBoard(std::move(log_dir), TensorBoardOptions{.update_freq = update_freq}) {}
+TensorBoard::TensorBoard(std::string log_dir, TensorBoardOptions options)
+    : Callback(std::make_shared<TensorBoardImpl>(std::move(log_dir), options)) {}
 BackupAndRestore::BackupAndRestore(std::string backup_dir, std::optional<int64_t> save_freq)
     : Callback(std::make_shared<BackupAndRestoreImpl>(std::move(backup_dir), save_freq)) {}
 bool BackupAndRestore::preempted() const {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -109,13 +110,23 @@ class ModelCheckpoint : public Callback {
   explicit ModelCheckpoint(std::string directory, ModelCheckpointOptions options = {});
 };
 
+struct TensorBoardOptions {
+  // Training loss and metrics every update_freq steps ("batch_loss", ...), when positive.
+  int64_t update_freq = 0;
+  // Batches first..last of the run (counted from 1 across epochs, as Keras counts them) are
+  // profiled into `log_dir`/train/plugins/profile/<run>/ (docs/profiler.md); {0, 0}: none.
+  // Keras profiles batch 2 by default; weft profiles nothing unless asked.
+  std::pair<int64_t, int64_t> profile_batch{0, 0};
+};
 // TensorBoard event files under `log_dir`/train and /validation: every log per epoch
 // ("epoch_loss", ...), the learning rate at each epoch's end when it follows a schedule
 // ("epoch_learning_rate"), and training loss/metrics every `update_freq` steps ("batch_loss",
-// ...; with compile's steps_per_execution, at the batch end that reaches it) when update_freq > 0.
+// ...; with compile's steps_per_execution, at the batch end that reaches it) when update_freq > 0;
+// and the profile of the steps profile_batch names, on every worker of a cluster.
 class TensorBoard : public Callback {
  public:
   explicit TensorBoard(std::string log_dir, int64_t update_freq = 0);
+  TensorBoard(std::string log_dir, TensorBoardOptions options);
 };
 
 // Fault tolerance (keras.callbacks.BackupAndRestore): saves the model, the optimizer, the data

@@ -14,6 +14,7 @@
 #include "weft/checkpoint/held_slices.h"
 #include "weft/core/errors.h"
 #include "weft/core/file_io.h"
+#include "weft/core/trace_me.h"
 #include "weft/distribute/cluster_connection.h"
 #include "weft/distribute/collective/communicator.h"
 #include "weft/distribute/values.h"
@@ -165,6 +166,7 @@ std::vector<std::pair<int64_t, std::string>> Checkpoint::numbered_dirs() const {
 std::string Checkpoint::save(int64_t step) { return save(step, Writers{}); }
 
 std::string Checkpoint::save(int64_t step, const Writers& writers) {
+  TraceMe trace("Checkpoint::save", 1, TraceCategory::kCheckpoint);
   WEFT_CHECK(writers.parts >= 1 && writers.part >= 0 && writers.part < writers.parts &&
                  (writers.parts == 1 || (!writers.save_id.empty() && writers.barrier)),
              InvalidArgument)
@@ -243,7 +245,10 @@ std::string Checkpoint::save(int64_t step, const Writers& writers) {
   return dir;
 }
 
-void Checkpoint::restore(const std::string& dir) { ckpt::restore_trackables(dir, objects_); }
+void Checkpoint::restore(const std::string& dir) {
+  TraceMe trace("Checkpoint::restore", 1, TraceCategory::kCheckpoint);
+  ckpt::restore_trackables(dir, objects_);
+}
 
 std::optional<std::string> Checkpoint::latest() const {
   return newest_committed(directory_, checkpoint_name_);

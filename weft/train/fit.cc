@@ -14,6 +14,7 @@
 #include <string>
 
 #include "weft/autodiff/tape.h"
+#include "weft/core/trace_me.h"
 #include "weft/distribute/parameter_server/parameter_server_strategy.h"
 #include "weft/nn/model.h"
 #include "weft/ops/cast.h"
@@ -26,6 +27,7 @@
 #include "weft/train/internal/epoch_reader.h"
 #include "weft/train/internal/fit_callbacks.h"
 #include "weft/train/internal/fit_parameter_server.h"
+#include "weft/train/internal/step_profiler.h"
 
 namespace weft::nn {
 namespace {
@@ -149,6 +151,8 @@ train::History Model::fit(const data::Dataset& training_data,
   std::vector<train::Callback> callbacks;
   std::vector<train::Callback> given = options.callbacks;
   if (options.verbose > 0) given.push_back(train::ProgbarLogger(options.verbose));
+  // Profiled steps (TensorBoard's profile_batch) on every worker, the chief-only callback's too.
+  internal::StepProfiler step_profiler(given, m.strategy.extended());
   // In a cluster only the chief prints and writes files (MultiWorkerMirroredStrategy).
   const bool chief = m.strategy.extended().first_local_replica() == 0;
   for (train::Callback& c : given) {
@@ -184,8 +188,12 @@ train::History Model::fit(const data::Dataset& training_data,
       examples = 0;
     };
     while (!steps || step < *steps) {
-      std::optional<data::Element> batch = reader.next();
       const int64_t global_step = steps ? epoch * *steps + step : unsized_steps;
+      // The step's profiler event, "train" with step_num (TensorFlow's): its number in the run,
+      // counted from 1 as TensorBoard's profile_batch counts, recorded once it has trained.
+      step_profiler.before_step(global_step + 1);
+      const int64_t step_start = trace_active(1) ? trace_now_ns() : 0;
+      std::optional<data::Element> batch = reader.next();
       int64_t global_rows = 0;  // own rows: the global batch's
       if (batch && input.elements == Elements::kOwnRows) {
         global_rows = distribute::take_global_rows(*batch);
@@ -215,6 +223,17 @@ train::History Model::fit(const data::Dataset& training_data,
         for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
       }
       logs = train_on_distributed(*cut);
+      if (step_start > 0) {
+        record_trace_event({.name = "train",
+                            .category = TraceCategory::kStep,
+                            .start_ns = step_start,
+                            .end_ns = trace_now_ns(),
+                            .stats = {{"step_num", std::to_string(global_step + 1)},
+                                      {"epoch_num", std::to_string(epoch)},
+                                      {"_r", "1"}}},
+                           1);
+      }
+      step_profiler.after_step(global_step + 1);
       examples += input.elements == Elements::kGlobalBatches
                       ? (*batch)[0].dim(0)
                       : cut->slices.front().global_batch_size;
@@ -234,6 +253,7 @@ train::History Model::fit(const data::Dataset& training_data,
     history.epoch.push_back(epoch);
     for (const auto& [k, v] : logs) history.history[k].push_back(v);
   }
+  step_profiler.end();
   fit_callbacks.train_end(logs);
   return history;
 } catch (const std::exception& e) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "weft/core/errors.h"
+#include "weft/core/trace_me.h"
 #include "weft/distribute/coordination/coordination.grpc.pb.h"
 #include "weft/distribute/coordination/internal/failures.h"
 #include "weft/distribute/coordination/internal/task_states.h"
@@ -327,6 +328,8 @@ void CoordinationClient::insert_key_value(const std::string& key, const std::str
 }
 void CoordinationClient::delete_key_value(const std::string& key) { impl_->delete_key_value(key); }
 std::string CoordinationClient::get_key_value(const std::string& key, milliseconds timeout) {
+  TraceMe trace("get_key_value", 1, TraceCategory::kCoordination);
+  trace.stat("key", key);
   return *impl_->get(key, std::max(timeout, milliseconds(1)));
 }
 std::optional<std::string> CoordinationClient::try_get_key_value(const std::string& key) {
@@ -334,6 +337,8 @@ std::optional<std::string> CoordinationClient::try_get_key_value(const std::stri
 }
 void CoordinationClient::wait_at_barrier(const std::string& id, milliseconds timeout,
                                          const std::vector<std::string>& tasks) {
+  TraceMe trace("wait_at_barrier", 1, TraceCategory::kCoordination);
+  trace.stat("id", id);
   impl_->wait_at_barrier(id, timeout, tasks);
 }
 TaskStates CoordinationClient::task_states() { return impl_->task_states(0, milliseconds(0)); }

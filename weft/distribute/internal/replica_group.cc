@@ -8,6 +8,7 @@
 
 #include "weft/autodiff/tape.h"
 #include "weft/core/config.h"
+#include "weft/core/trace_me.h"
 #include "weft/distribute/collective/internal/reduce.h"
 #include "weft/distribute/updates.h"
 #include "weft/distribute/values.h"
@@ -35,6 +36,9 @@ class PendingAcross : public ReplicaContext::Pending {
   PendingAcross(std::vector<Tensor> outputs, std::shared_future<void> done)
       : outputs_(std::move(outputs)), done_(std::move(done)) {}
   std::vector<Tensor> wait() override {
+    // The sum across workers still being made on the communication thread (its own events say
+    // whether it is waiting for the other workers or transferring).
+    TraceMe trace("wait_for_collectives", 1, TraceCategory::kCollective);
     done_.get();
     return std::move(outputs_);
   }
@@ -215,6 +219,7 @@ void ReplicaGroup::run(const std::function<void(int)>& fn) {
   }
   if (across_failure) std::rethrow_exception(across_failure);
   lock.unlock();
+  TraceMe trace("write_updates", 1, TraceCategory::kCompute);
   std::vector<Update> merged = combine_updates(updates_);
   if (workers_) sum_updates_across_workers(merged);
   write_updates(std::move(merged));
@@ -325,6 +330,7 @@ std::shared_future<void> ReplicaGroup::submit(std::function<void()> job) {
 
 void ReplicaGroup::communicate() {
   config::ThreadBudget one(1);
+  set_trace_thread_name("collectives");
   std::unique_lock lock(comm_mu_);
   while (true) {
     comm_cv_.wait(lock, [this] { return comm_stop_ || !comm_jobs_.empty(); });
@@ -552,6 +558,8 @@ void ReplicaGroup::reduce_packs(Round& round, collective::Communicator& comm) {
     const size_t es = dtype_size(pack.dtype());
     for (int64_t at = 0; at < n; at += per) {
       int64_t len = std::min(per, n - at);
+      TraceMe trace("pack", 3);
+      trace.stat("bytes", std::to_string(len * static_cast<int64_t>(es)));
       std::vector<collective::Piece> in = collective::internal::cut_pieces(
           round.pieces[k], static_cast<size_t>(at), static_cast<size_t>(len), es);
       comm.all_reduce_gathered(in, base + at * es, {len}, pack.dtype(), collective::Reduction::SUM,
@@ -587,6 +595,7 @@ void ReplicaGroup::worker(int replica) {
   config::ThreadBudget budget(threads_per_replica_);
   ReplicaContextScope context(contexts_[static_cast<size_t>(replica)].get());
   this_threads_group = this;
+  set_trace_thread_name("replica " + std::to_string(replica));
   uint64_t seen = 0;
   while (true) {
     const std::function<void(int)>* fn = nullptr;
@@ -600,6 +609,7 @@ void ReplicaGroup::worker(int replica) {
     std::exception_ptr error;
     std::vector<autodiff::UpdateCollector::Update> updates;
     try {
+      TraceMe trace("replica_step", 1, TraceCategory::kCompute);
       autodiff::UpdateCollector collector;
       (*fn)(replica);
       updates = collector.updates();
@@ -646,6 +656,7 @@ void ReplicaGroup::meet(int replica, Call call,
   calls_[static_cast<size_t>(replica)] = std::move(call);
   uint64_t meeting = meeting_;
   if (++arrived_ + finished() < size()) {
+    TraceMe trace("wait_for_replicas", 1, TraceCategory::kCollectiveWait);
     wait(
         lock, meeting_cv_, [&] { return meeting_ != meeting || failed_; }, may_spin);
     if (meeting_ == meeting) throw Aborted{};

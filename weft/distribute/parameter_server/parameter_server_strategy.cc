@@ -253,7 +253,7 @@ class ParameterServerImpl : public StrategyImpl {
     return value;
   }
 
-  const std::string& task() const { return task_; }
+  std::string task() const override { return task_; }
   bool is_chief() const { return type_ == "chief"; }
   int num_workers() const { return static_cast<int>(workers_.size()); }
   int num_ps() const { return static_cast<int>(ps_tasks_.size()); }

@@ -9,6 +9,7 @@
 
 #include "weft/core/errors.h"
 #include "weft/distribute/collective/internal/call_header.h"
+#include "weft/distribute/collective/internal/trace.h"
 #include "weft/distribute/collective/internal/reduce.h"
 
 #if WEFT_WITH_MPI
@@ -138,7 +139,7 @@ class MpiCommunicator::Impl {
     MPI_Comm_size(comm_, &size_);
   }
   // A communicator MPI_Comm_split made, freed with this one.
-  explicit Impl(MPI_Comm comm) : comm_(comm) {
+  explicit Impl(MPI_Comm comm, std::string name) : comm_(comm), name_(std::move(name)) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
   }
@@ -151,10 +152,12 @@ class MpiCommunicator::Impl {
   Impl& operator=(const Impl&) = delete;
 
   std::unique_ptr<Impl> split(int color) {
-    check(Kind::kSplit, {}, kInt32, 0);  // (the colors differ)
+    internal::CollectiveTrace trace(name_, "mpi");
+    check(trace, Kind::kSplit, {}, kInt32, 0);  // (the colors differ)
     MPI_Comm sub = MPI_COMM_NULL;
     MPI_Comm_split(comm_, color, rank_, &sub);
-    return std::make_unique<Impl>(sub);
+    return std::make_unique<Impl>(
+        sub, name_ + "/split" + std::to_string(splits_++) + "/" + std::to_string(color));
   }
 
   int rank() const { return rank_; }
@@ -162,12 +165,16 @@ class MpiCommunicator::Impl {
   int size() const { return size_; }
   std::string task(int r) const { return "rank " + std::to_string(r) + " of mpirun"; }
 
-  // Every rank's header against rank 0's: all fail alike on a disagreement.
-  void check(Kind kind, const Shape& shape, DType dtype, uint32_t op) {
+  // Every rank's header against rank 0's: all fail alike on a disagreement. The exchange is the
+  // call's wait in a trace.
+  void check(internal::CollectiveTrace& trace, Kind kind, const Shape& shape, DType dtype,
+             uint32_t op) {
     Header h = internal::make_header(++sequence_, kind, shape, dtype, op, rank_);
+    trace.call(h);
     std::vector<Header> all(static_cast<size_t>(size_));
     MPI_Allgather(&h, sizeof(Header), MPI_BYTE, all.data(), sizeof(Header), MPI_BYTE,
                   comm_);
+    internal::CollectiveTrace::arrived();
     for (int r = 1; r < size_; ++r) {
       if (!all[r].agrees(all[0])) {
         throw InvalidArgument(
@@ -178,7 +185,9 @@ class MpiCommunicator::Impl {
 
   void all_reduce(void* data, const Shape& shape, DType dtype, Reduction op) {
     internal::check_collective_dtype(dtype, "all_reduce");
-    check(Kind::kAllReduce, shape, dtype, static_cast<uint32_t>(op));
+    internal::CollectiveTrace trace(name_, "mpi");
+
+    check(trace, Kind::kAllReduce, shape, dtype, static_cast<uint32_t>(op));
     std::size_t n = static_cast<std::size_t>(num_elements(shape));
     raw(data, n, dtype, op);
     if (op == Reduction::MEAN) internal::divide(data, n, dtype, size_);
@@ -197,7 +206,9 @@ class MpiCommunicator::Impl {
     internal::check_collective_dtype(dtype, "broadcast");
     WEFT_CHECK(root >= 0 && root < size_, InvalidArgument)
         << "broadcast: root " << root << " is not one of the " << size_ << " ranks";
-    check(Kind::kBroadcast, shape, dtype, static_cast<uint32_t>(root));
+    internal::CollectiveTrace trace(name_, "mpi");
+
+    check(trace, Kind::kBroadcast, shape, dtype, static_cast<uint32_t>(root));
     char* bytes = static_cast<char*>(data);
     const std::size_t es = dtype_size(dtype);
     in_pieces(static_cast<std::size_t>(num_elements(shape)), [&](std::size_t at, int count) {
@@ -207,7 +218,9 @@ class MpiCommunicator::Impl {
 
   void all_gather(const void* in, void* out, const Shape& shape, DType dtype) {
     internal::check_collective_dtype(dtype, "all_gather");
-    check(Kind::kAllGather, shape, dtype, 0);
+    internal::CollectiveTrace trace(name_, "mpi");
+
+    check(trace, Kind::kAllGather, shape, dtype, 0);
     const std::size_t n = static_cast<std::size_t>(num_elements(shape)), es = dtype_size(dtype);
     if (n <= max_count()) {
       MPI_Allgather(in, static_cast<int>(n), mpi_type(dtype), out, static_cast<int>(n),
@@ -228,7 +241,9 @@ class MpiCommunicator::Impl {
 
   void all_to_all(const void* in, void* out, const Shape& shape, DType dtype) {
     internal::check_collective_dtype(dtype, "all_to_all");
-    check(Kind::kAllToAll, shape, dtype, 0);
+    internal::CollectiveTrace trace(name_, "mpi");
+
+    check(trace, Kind::kAllToAll, shape, dtype, 0);
     const std::size_t n = static_cast<std::size_t>(num_elements(shape)), es = dtype_size(dtype);
     if (n <= max_count()) {
       MPI_Alltoall(in, static_cast<int>(n), mpi_type(dtype), out, static_cast<int>(n),
@@ -254,7 +269,9 @@ class MpiCommunicator::Impl {
 
   void reduce_scatter(const void* in, void* out, const Shape& shape, DType dtype, Reduction op) {
     internal::check_collective_dtype(dtype, "reduce_scatter");
-    check(Kind::kReduceScatter, shape, dtype, static_cast<uint32_t>(op));
+    internal::CollectiveTrace trace(name_, "mpi");
+
+    check(trace, Kind::kReduceScatter, shape, dtype, static_cast<uint32_t>(op));
     const std::size_t n = static_cast<std::size_t>(num_elements(shape)), es = dtype_size(dtype);
     if (n <= max_count()) {
       MPI_Reduce_scatter_block(in, out, static_cast<int>(n), mpi_type(dtype), mpi_op(dtype, op),
@@ -276,7 +293,8 @@ class MpiCommunicator::Impl {
   }
 
   void barrier() {
-    check(Kind::kBarrier, {}, kFloat32, 0);
+    internal::CollectiveTrace trace(name_, "mpi");
+    check(trace, Kind::kBarrier, {}, kFloat32, 0);
   }
 
  private:
@@ -284,6 +302,8 @@ class MpiCommunicator::Impl {
   int rank_ = 0;
   int size_ = 1;
   std::atomic<uint64_t> sequence_{0};
+  std::string name_ = "mpi";  // ids of its calls in traces
+  int splits_ = 0;
 };
 
 MpiCommunicator::MpiCommunicator() : impl_(std::make_unique<Impl>()) {}

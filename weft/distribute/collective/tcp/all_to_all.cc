@@ -15,7 +15,7 @@ void TcpCommunicator::Impl::all_to_all(const void* in, void* out, const Shape& s
   Header h = header(Kind::kAllToAll, shape, dtype, 0);
   const std::size_t bytes = static_cast<std::size_t>(num_elements(shape)) * dtype_size(dtype);
   milliseconds timeout = wait_limit(options);
-  guarded(h, [&] {
+  guarded(h, "pairwise", [&] {
     check_agreement(h, timeout);
     const char* blocks = static_cast<const char*>(in);
     char* received = static_cast<char*>(out);

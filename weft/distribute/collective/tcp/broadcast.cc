@@ -14,7 +14,7 @@ void TcpCommunicator::Impl::broadcast(void* data, const Shape& shape, DType dtyp
   Header h = header(Kind::kBroadcast, shape, dtype, static_cast<uint32_t>(root));
   std::size_t bytes = static_cast<std::size_t>(num_elements(shape)) * dtype_size(dtype);
   milliseconds timeout = wait_limit(options);
-  guarded(h, [&] {
+  guarded(h, "binomial_tree", [&] {
     check_agreement(h, timeout);
     if (size() == 1 || bytes == 0) return;
     // A binomial tree from the root: at distance d, the ranks that have the data (relative

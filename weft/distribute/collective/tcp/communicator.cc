@@ -111,7 +111,7 @@ void TcpCommunicator::Impl::all_reduce(std::span<const Piece> in, void* data, co
     impl = Implementation::GLOO_RING;
   }
   milliseconds timeout = wait_limit(options);
-  guarded(h, [&] {
+  guarded(h, implementation_name(impl), [&] {
     if (impl == Implementation::SHARED_MEMORY) {  // reads `in` itself
       shared_memory(h, in, data, n, dtype, op, timeout);
       return;
@@ -137,7 +137,7 @@ void TcpCommunicator::Impl::all_gather(const void* in, void* out, const Shape& s
   Header h = header(Kind::kAllGather, shape, dtype, 0);
   std::size_t bytes = static_cast<std::size_t>(num_elements(shape)) * dtype_size(dtype);
   milliseconds timeout = wait_limit(options);
-  guarded(h, [&] {
+  guarded(h, "ring", [&] {
     check_agreement(h, timeout);
     if (bytes == 0) return;
     if (size() == 1) {
@@ -152,7 +152,7 @@ void TcpCommunicator::Impl::barrier(const CommunicationOptions& options) {
   std::lock_guard lock(mu_);
   Header h = header(Kind::kBarrier, {}, kFloat32, 0);
   milliseconds timeout = wait_limit(options);
-  guarded(h, [&] { check_agreement(h, timeout); });
+  guarded(h, "ring", [&] { check_agreement(h, timeout); });
 }
 
 void TcpCommunicator::Impl::lost(const std::string& what, int peer, const std::string& transport) {
@@ -207,6 +207,7 @@ void TcpCommunicator::Impl::check_agreement(const Header& h, milliseconds timeou
   if (size() == 1) return;
   std::vector<Header> all(size());
   gather_bytes(&h, all.data(), sizeof(Header), Clock::now() + timeout, h.describe());
+  internal::CollectiveTrace::arrived();
   for (int r = 1; r < size(); ++r) {
     if (!all[r].agrees(all[0])) mismatch(all[0], all[r]);
   }

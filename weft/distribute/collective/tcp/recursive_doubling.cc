@@ -27,6 +27,7 @@ void TcpCommunicator::Impl::recursive_doubling(const Header& h, void* data, std:
     int peer = rank_ ^ d;
     Header their_header;
     transfer(peer, &h, sizeof(Header), peer, &their_header, sizeof(Header), deadline, h.describe());
+    internal::CollectiveTrace::arrived();  // the first peer's header: the wait ends
     if (!their_header.agrees(h)) mismatch(h, their_header);
     if (bytes == 0) continue;
     transfer(peer, data, bytes, peer, theirs.data(), bytes, deadline, h.describe());

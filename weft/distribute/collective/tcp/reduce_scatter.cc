@@ -18,7 +18,7 @@ void TcpCommunicator::Impl::reduce_scatter(const void* in, void* out, const Shap
   const std::size_t n = static_cast<std::size_t>(num_elements(shape));
   const std::size_t bytes = n * dtype_size(dtype);
   milliseconds timeout = wait_limit(options);
-  guarded(h, [&] {
+  guarded(h, "ring", [&] {
     check_agreement(h, timeout);
     const char* blocks = static_cast<const char*>(in);
     auto own = [&](int b) {

@@ -16,6 +16,7 @@ void TcpCommunicator::Impl::ring(const Header& h, void* data, std::size_t n, DTy
   // Neighbours compare their calls: when every pair of neighbours agrees, all ranks do.
   Header theirs;
   transfer(right, &h, sizeof(Header), left, &theirs, sizeof(Header), deadline, h.describe());
+  internal::CollectiveTrace::arrived();
   if (!theirs.agrees(h)) mismatch(h, theirs);
   if (n == 0) return;
   const std::size_t es = dtype_size(dtype);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "weft/distribute/collective/internal/call_header.h"
+#include "weft/distribute/collective/internal/trace.h"
 #include "weft/distribute/collective/tcp/communicator.h"
 #include "weft/distribute/collective/tcp/internal/shared_memory.h"
 #include "weft/distribute/collective/tcp/internal/socket_mesh.h"
@@ -84,7 +85,10 @@ class TcpCommunicator::Impl {
   // Runs a collective's body: a failure the cluster already knows ends it first, and a
   // disagreement it finds is reported to every task.
   template <typename F>
-  void guarded(const Header& h, F&& body) {
+  // Also the call's profiler events (internal/trace.h), naming `implementation`.
+  void guarded(const Header& h, const char* implementation, F&& body) {
+    internal::CollectiveTrace trace(name_, implementation);
+    trace.call(h);
     if (std::string f = failure(); !f.empty()) {
       throw Unavailable(seen(f, task(rank_), h.describe()));
     }

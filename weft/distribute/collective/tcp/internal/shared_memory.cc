@@ -15,6 +15,7 @@
 
 #include "weft/core/errors.h"
 #include "weft/distribute/collective/internal/reduce.h"
+#include "weft/distribute/collective/internal/trace.h"
 
 namespace weft::distribute::collective::internal {
 
@@ -205,7 +206,9 @@ SharedMemory::Stalled SharedMemory::all_reduce(std::span<const Piece> in, void* 
     }
     std::memcpy(control(rank_)->header[parity], header, kHeaderBytes);
     control(rank_)->ready.store(step, std::memory_order_release);
+    if (first) CollectiveTrace::waiting();  // for the others' first chunks: the call's wait
     if (Stalled s = wait_all(&Control::ready, step); s.why != Wait::kDone) return s;
+    CollectiveTrace::arrived();
     if (first) {
       const char* reference = control(0)->header[parity];
       for (int r = 1; r < size_; ++r) {
