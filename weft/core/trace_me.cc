@@ -46,6 +46,13 @@ ThreadBuffer& this_threads_buffer() {
     if (pthread_getname_np(pthread_self(), name, sizeof name) == 0) b->name = name;
     Registry& r = registry();
     std::lock_guard lock(r.mu);
+    // Ended threads whose buffers hold nothing go (a process that makes many threads and never
+    // records would otherwise keep one per thread); stop_tracing collects the others'.
+    std::erase_if(r.buffers, [](const std::shared_ptr<ThreadBuffer>& old) {
+      if (old.use_count() != 1) return false;
+      std::lock_guard old_lock(old->mu);
+      return old->events.empty();
+    });
     b->thread = r.next_thread++;
     r.buffers.push_back(b);
     return b;
