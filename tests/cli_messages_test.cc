@@ -44,8 +44,8 @@ TEST(CliMessages, ARefusedFlagSaysWhatItAccepts) {
 
 TEST(CliMessages, AnUnknownCommandIsNamedWithTheCommandsThereAre) {
   const std::string commands =
-      "the commands are bench, evaluate, info, inspect, launch, predict, server, "
-      "train (weft --help says what each does)\n";
+      "the commands are bench, evaluate, info, inspect, launch, predict, profile, report, "
+      "server, train (weft --help says what each does)\n";
   Result r = run("frobnicate");
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.output, "weft: unknown command \"frobnicate\"; " + commands);

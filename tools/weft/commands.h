@@ -11,6 +11,8 @@ namespace weft::cli {
 void add_bench(CLI::App& app);
 void add_evaluate(CLI::App& app);  // saved_model_commands.cc, with add_predict
 void add_predict(CLI::App& app);
+void add_profile(CLI::App& app);
+void add_report(CLI::App& app);
 void add_server(CLI::App& app);
 void add_info(CLI::App& app);
 void add_inspect(CLI::App& app);

@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -53,6 +54,7 @@ struct LaunchFlags {
   int replicas_per_worker = 1;
   int max_restarts = 0;
   bool evaluator = false;  // --ps: an evaluator task beside the cluster
+  int profiler_port = -1;  // >= 0: task i's profiler server at this + i (0: ports the OS picks)
   std::vector<std::string> command;
 };
 
@@ -199,13 +201,13 @@ int spawn(const std::string& program, const std::vector<char*>& argv,
 // token and the replicas per worker replaced).
 std::vector<std::string> task_environment(const nlohmann::json& cluster, const std::string& type,
                                           int index, const std::string& token,
-                                          int replicas_per_worker) {
+                                          int replicas_per_worker, int profiler_port) {
   nlohmann::json tf_config = {{"cluster", cluster}, {"task", {{"type", type}, {"index", index}}}};
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string v = *e;
     if (v.rfind("TF_CONFIG=", 0) == 0 || v.rfind("WEFT_CLUSTER_TOKEN=", 0) == 0 ||
-        v.rfind("WEFT_REPLICAS_PER_WORKER=", 0) == 0) {
+        v.rfind("WEFT_REPLICAS_PER_WORKER=", 0) == 0 || v.rfind("WEFT_PROFILER_PORT=", 0) == 0) {
       continue;
     }
     env.push_back(v);
@@ -213,6 +215,7 @@ std::vector<std::string> task_environment(const nlohmann::json& cluster, const s
   env.push_back("TF_CONFIG=" + tf_config.dump());
   env.push_back(std::string(distribute::coordination::kTokenEnvironmentVariable) + "=" + token);
   env.push_back("WEFT_REPLICAS_PER_WORKER=" + std::to_string(replicas_per_worker));
+  if (profiler_port > 0) env.push_back("WEFT_PROFILER_PORT=" + std::to_string(profiler_port));
   return env;
 }
 
@@ -254,7 +257,24 @@ Outcome run_cluster(const LaunchFlags& f) {
   nlohmann::json cluster = nlohmann::json::object();
   for (int i = 0; i < n; ++i)
     cluster[tasks[static_cast<size_t>(i)].first].push_back(ports.address(i));
-  const std::string token = make_token();
+  // The token from the environment when set, so that `weft profile` (and other tools outside
+  // the job) can authenticate; else a fresh one.
+  const char* given_token = std::getenv(distribute::coordination::kTokenEnvironmentVariable);
+  const std::string token = given_token && *given_token ? given_token : make_token();
+  // --profiler-port: each task's server at port + i, or at ports reserved here (0).
+  std::optional<distribute::ReservedLocalPorts> profiler_ports;
+  std::vector<int> profiler_port(static_cast<size_t>(n), 0);
+  if (f.profiler_port >= 0) {
+    if (f.profiler_port == 0) profiler_ports.emplace(n);
+    std::string hosts;
+    for (int i = 0; i < n; ++i) {
+      profiler_port[static_cast<size_t>(i)] =
+          f.profiler_port == 0 ? profiler_ports->ports()[static_cast<size_t>(i)] : f.profiler_port + i;
+      hosts += (i ? "," : "") + std::string("grpc://127.0.0.1:") +
+               std::to_string(profiler_port[static_cast<size_t>(i)]);
+    }
+    std::fprintf(stderr, "weft launch: profiler servers: weft profile --hosts %s\n", hosts.c_str());
+  }
   std::vector<cpu_set_t> shares = cpu_shares(n);
   // `weft` as the command means this very program, wherever it is installed.
   const std::string program = f.command[0] == "weft" ? self_program() : f.command[0];
@@ -264,7 +284,8 @@ Outcome run_cluster(const LaunchFlags& f) {
     Child& c = children[static_cast<size_t>(i)];
     const auto& [type, index] = tasks[static_cast<size_t>(i)];
     c.task = type + ":" + std::to_string(index);
-    c.env = task_environment(cluster, type, index, token, f.replicas_per_worker);
+    c.env = task_environment(cluster, type, index, token, f.replicas_per_worker,
+                             profiler_port[static_cast<size_t>(i)]);
     c.cpus = shares[static_cast<size_t>(i)];
     int error = start_child(c, program, f.command);
     if (error != 0) {
@@ -491,6 +512,12 @@ void add_launch(CLI::App& app) {
   cmd->add_flag("--evaluator", flags->evaluator,
                 "with --ps: an evaluator task too (TF_CONFIG's \"evaluator\"), which evaluates "
                 "each checkpoint the chief writes (weft train --checkpoint-dir)");
+  cmd->add_option("--profiler-port", flags->profiler_port,
+                  "task i serves the profiler at this port + i (0: ports the OS picks), for weft "
+                  "profile; weft train reads it (WEFT_PROFILER_PORT), and the --hosts list is "
+                  "printed")
+      ->check(in_range(0, 65535))
+      ->default_str("");
   cmd->add_option("command", flags->command, "the command each worker runs, after --")->required();
   cmd->callback([flags] {
     if (flags->evaluator && flags->ps == 0) {

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
   weft::cli::add_inspect(app);
   weft::cli::add_launch(app);
   weft::cli::add_predict(app);
+  weft::cli::add_profile(app);
+  weft::cli::add_report(app);
   weft::cli::add_server(app);
   weft::cli::add_train(app);
   // A missing or unknown command is named, with the commands there are.

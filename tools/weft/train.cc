@@ -20,7 +20,9 @@
 #include "tools/weft/flags.h"
 #include "weft/core/config.h"
 #include "weft/data/datasets.h"
+#include "weft/distribute/cluster/cluster_spec.h"
 #include "weft/distribute/cluster/tf_config.h"
+#include "weft/distribute/coordination/options.h"
 #include "weft/distribute/mirrored_strategy.h"
 #include "weft/distribute/multi_worker_mirrored_strategy.h"
 #include "weft/distribute/parameter_server/parameter_server_strategy.h"
@@ -34,6 +36,7 @@
 #include "weft/optim/schedules.h"
 #include "weft/optim/sgd.h"
 #include "weft/precision/policy.h"
+#include "weft/profiler/server.h"
 #include "weft/train/callbacks.h"
 #include "weft/train/sidecar_evaluator.h"
 
@@ -66,6 +69,7 @@ struct TrainFlags {
   std::string tls_cert, tls_key, tls_ca;
   std::string backup_dir, save_freq = "epoch", checkpoint_dir, logdir, metrics_json, save_model;
   std::string profile_steps;  // A:B; empty: none
+  int profiler_port = -1;     // >= 0: serve the profiler (0: a port the OS picks)
 };
 
 nn::Model build_model(const std::string& name) {
@@ -127,6 +131,40 @@ optim::Optimizer build_optimizer(const TrainFlags& f, int64_t total_steps) {
   if (f.optimizer == "adamw") return optim::AdamW({.learning_rate = lr});
   return optim::Adam({.learning_rate = lr});
 }
+
+// --profiler-port: this task's profiler server (weft/profiler/server.h) while it trains, on its
+// own host (TF_CONFIG's address; 127.0.0.1 alone), for `weft profile`; the cluster token from
+// WEFT_CLUSTER_TOKEN, as the other tasks take it.
+class ProfilerServer {
+ public:
+  ProfilerServer(const TrainFlags& f, const distribute::Strategy& strategy) {
+    if (f.profiler_port < 0) return;
+    distribute::cluster_resolver::TFConfigClusterResolver resolver;
+    std::string host = "127.0.0.1";
+    if (!resolver.cluster_spec().empty()) {
+      host = distribute::listen_host(
+          resolver.cluster_spec().task_address(resolver.task_type(), resolver.task_id()));
+    }
+    const char* token = std::getenv(distribute::coordination::kTokenEnvironmentVariable);
+    const int port = profiler::server::start(
+        f.profiler_port, {.task = strategy.extended().task(),
+                          .host = host,
+                          .token = token ? token : "",
+                          .tls = {f.tls_cert, f.tls_key, f.tls_ca}});
+    if (f.profiler_port == 0) {
+      std::fprintf(stderr, "weft: profiler server at %s:%d\n", host.c_str(), port);
+    }
+    serving_ = true;
+  }
+  ~ProfilerServer() {
+    if (serving_) profiler::server::stop();
+  }
+  ProfilerServer(const ProfilerServer&) = delete;
+  ProfilerServer& operator=(const ProfilerServer&) = delete;
+
+ private:
+  bool serving_ = false;
+};
 
 // The options of a cluster's tasks (--startup-timeout, --heartbeat-timeout, --tls-*).
 template <typename Options>
@@ -298,6 +336,7 @@ int run(TrainFlags f) {
   auto start = std::chrono::steady_clock::now();
   // The cluster first: a malformed TF_CONFIG fails before any data is read.
   distribute::Strategy strategy = make_strategy(f);
+  ProfilerServer profiler_server(f, strategy);
   try {
     return train_under(f, strategy, start);
   } catch (const std::exception& e) {
@@ -451,6 +490,8 @@ void add_train(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
   // weft launch --replicas-per-worker R sets the default of --replicas for its workers.
   if (const char* r = std::getenv("WEFT_REPLICAS_PER_WORKER")) flags->replicas = std::atoi(r);
+  // ... and --profiler-port P, task i's --profiler-port.
+  if (const char* p = std::getenv("WEFT_PROFILER_PORT")) flags->profiler_port = std::atoi(p);
   auto* cmd = app.add_subcommand("train", "Train a model (the main job)");
   cmd->add_option("--model", flags->model,
                   "mlp (784-700-500-10), cnn, lstm (the rows as 28 steps into LSTM(128)) or "
@@ -561,6 +602,11 @@ void add_train(CLI::App& app) {
                   "profile steps A to B on every worker into --logdir/train/plugins/profile "
                   "(weft report reads them)")
       ->check(step_range());
+  cmd->add_option("--profiler-port", flags->profiler_port,
+                  "serve the profiler at this port of the task's host (0: one the OS picks) for "
+                  "weft profile; needs WEFT_CLUSTER_TOKEN (weft launch --profiler-port sets both)")
+      ->check(in_range(0, 65535))
+      ->default_str("");
   cmd->add_option("--metrics-json", flags->metrics_json, "write a JSON summary when done");
   cmd->add_option("--save-model", flags->save_model,
                   "save the trained model (architecture, weights, compile settings) to this "

@@ -20,9 +20,9 @@ namespace weft::profiler {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using nlohmann::json;
 
 class Profiler : public ::testing::Test {
  protected:

@@ -23,11 +23,21 @@ void append_escaped(std::string& out, const std::string& s) {
   out += '"';
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -87,8 +97,8 @@ std::string task_trace_json(const TaskTrace& trace, std::vector<std::string>* wa
     dropped = events.size() - kMaxEventsPerTask;
     events.resize(kMaxEventsPerTask);
     if (warnings) {
-      warnings->push_back(trace.task + ": " + std::to_string(dropped) +
-                          " events past the first " + std::to_string(kMaxEventsPerTask) +
+      warnings->push_back(trace.task + ": " + std::to_string(dropped) + " events past the first " +
+                          std::to_string(kMaxEventsPerTask) +
                           " were dropped; capture fewer steps or a lower host_tracer_level");
     }
   }
@@ -182,10 +192,10 @@ std::string merge_trace_jsons(const std::vector<std::string>& task_jsons) {
   for (std::size_t i = 0; i < docs.size(); ++i) {
     const json& other = docs[i]["otherData"];
     const int pid = static_cast<int>(i) + 1;
-    const double shift_us = static_cast<double>(other["start_ns"].get<int64_t>() +
-                                                other.value("clock_offset_ns", int64_t{0}) -
-                                                origin) /
-                            1000.0;
+    const double shift_us =
+        static_cast<double>(other["start_ns"].get<int64_t>() +
+                            other.value("clock_offset_ns", int64_t{0}) - origin) /
+        1000.0;
     merged["otherData"]["tasks"].push_back(other);
     for (json& e : docs[i]["traceEvents"]) {
       e["pid"] = pid;
@@ -203,14 +213,12 @@ std::string merge_trace_jsons(const std::vector<std::string>& task_jsons) {
   int64_t flow = 0;
   for (auto& [id, parts] : calls) {
     if (parts.size() < 2) continue;
-    std::sort(parts.begin(), parts.end(),
-              [](const Call& a, const Call& b) { return a.ts < b.ts; });
+    std::sort(parts.begin(), parts.end(), [](const Call& a, const Call& b) { return a.ts < b.ts; });
     ++flow;
     for (std::size_t k = 0; k < parts.size(); ++k) {
       const char* ph = k == 0 ? "s" : (k + 1 == parts.size() ? "f" : "t");
-      json f = {{"ph", ph},           {"id", flow},          {"pid", parts[k].pid},
-                {"tid", parts[k].tid}, {"ts", parts[k].ts},  {"name", id},
-                {"cat", "collective"}};
+      json f = {{"ph", ph},          {"id", flow}, {"pid", parts[k].pid}, {"tid", parts[k].tid},
+                {"ts", parts[k].ts}, {"name", id}, {"cat", "collective"}};
       if (k + 1 == parts.size()) f["bp"] = "e";
       out.push_back(std::move(f));
     }
@@ -238,8 +246,8 @@ std::string new_run_directory(const std::string& logdir) {
   WEFT_CHECK(!ec, FailedPrecondition)
       << "profiler: cannot create " << base.string() << ": " << ec.message();
   for (int k = 0;; ++k) {
-    std::filesystem::path dir = base / (k == 0 ? stamp : std::string(stamp) + "_" +
-                                                             std::to_string(k));
+    std::filesystem::path dir =
+        base / (k == 0 ? stamp : std::string(stamp) + "_" + std::to_string(k));
     if (std::filesystem::create_directory(dir, ec)) return dir.string();
     WEFT_CHECK(!ec, FailedPrecondition)
         << "profiler: cannot create " << dir.string() << ": " << ec.message();
@@ -251,11 +259,11 @@ void write_traces(const std::string& run_dir, const std::vector<std::string>& ta
   WEFT_ASSERT(tasks.size() == task_jsons.size());
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     io::write_file_atomically(run_dir + "/" + trace_file_name(tasks[i]),
-                          gzip_compress(task_jsons[i]));
+                              gzip_compress(task_jsons[i]));
   }
   if (tasks.size() > 1) {
     io::write_file_atomically(run_dir + "/cluster.trace.json.gz",
-                          gzip_compress(merge_trace_jsons(task_jsons)));
+                              gzip_compress(merge_trace_jsons(task_jsons)));
   }
 }
 

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 
@@ -18,9 +18,9 @@
 namespace weft::profiler {
 namespace {
 
+using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using nlohmann::json;
 
 TraceEvent event(std::string name, int64_t start, int64_t end, uint32_t thread,
                  TraceCategory category = TraceCategory::kOther,
@@ -136,15 +136,15 @@ TEST(TraceFile, RunDirectoriesAndFilesAreTensorBoards) {
   std::filesystem::remove_all(logdir);
   const std::string run = new_run_directory(logdir.string());
   const std::string again = new_run_directory(logdir.string());
-  EXPECT_TRUE(std::regex_match(
-      run, std::regex(".*/plugins/profile/20[0-9]{2}(_[0-9]{2}){5}(_[0-9]+)?")))
+  EXPECT_TRUE(
+      std::regex_match(run, std::regex(".*/plugins/profile/20[0-9]{2}(_[0-9]{2}){5}(_[0-9]+)?")))
       << run;
   EXPECT_NE(run, again);
   const std::string a = task_trace_json(two_threads("worker:0", 5'000'000, 0));
   const std::string b = task_trace_json(two_threads("worker:1", 5'000'000, 0));
   write_traces(run, {"worker:0", "worker:1"}, {a, b});
-  for (const char* file : {"worker_0.trace.json.gz", "worker_1.trace.json.gz",
-                           "cluster.trace.json.gz"}) {
+  for (const char* file :
+       {"worker_0.trace.json.gz", "worker_1.trace.json.gz", "cluster.trace.json.gz"}) {
     EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(run) / file)) << file;
   }
   std::ifstream in(std::filesystem::path(run) / "worker_1.trace.json.gz", std::ios::binary);

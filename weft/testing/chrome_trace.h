@@ -67,7 +67,8 @@ inline std::vector<std::string> chrome_trace_problems(const nlohmann::json& doc)
         open[thread].pop_back();
       }
     } else if (ph == "M") {
-      if (!e.contains("name") || !e.contains("args")) problems.push_back(at + ": M without name/args");
+      if (!e.contains("name") || !e.contains("args"))
+        problems.push_back(at + ": M without name/args");
     } else if (ph == "s" || ph == "t" || ph == "f") {
       if (!has_ts || !e.contains("id")) {
         problems.push_back(at + ": a flow event needs id and ts");
@@ -100,8 +101,8 @@ inline std::vector<std::string> chrome_trace_problems(const nlohmann::json& doc)
       // 1 ns of slack: times are written in microseconds with three decimals.
       if (!ends.empty() && end > ends.back() + 1e-3) {
         problems.push_back("pid " + std::to_string(thread.first) + " tid " +
-                           std::to_string(thread.second) + ": X events overlap without nesting at " +
-                           std::to_string(ts));
+                           std::to_string(thread.second) +
+                           ": X events overlap without nesting at " + std::to_string(ts));
         break;
       }
       ends.push_back(end);
@@ -116,9 +117,8 @@ inline std::vector<std::string> chrome_trace_problems(const nlohmann::json& doc)
   for (const auto& point : flow_points) {
     const auto& list = slices[std::get<0>(point)];
     const double ts = std::get<1>(point);  // (not a structured binding: Clang 14 captures none)
-    bool inside = std::any_of(list.begin(), list.end(), [ts](const auto& s) {
-      return s.first <= ts && ts <= s.second;
-    });
+    bool inside = std::any_of(list.begin(), list.end(),
+                              [ts](const auto& s) { return s.first <= ts && ts <= s.second; });
     if (!inside) {
       problems.push_back(std::get<2>(point) + ": a flow event outside every X event of its thread");
     }

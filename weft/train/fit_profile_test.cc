@@ -60,9 +60,9 @@ class FitProfile : public ::testing::Test {
 };
 
 TEST_F(FitProfile, ProfilesTheStepsProfileBatchNamesAcrossEpochs) {
-  model_.fit(profiled_data(),
-             {.epochs = 2,
-              .callbacks = {TensorBoard(logdir_.string(), {.profile_batch = {5, 8}})}});
+  model_.fit(
+      profiled_data(),
+      {.epochs = 2, .callbacks = {TensorBoard(logdir_.string(), {.profile_batch = {5, 8}})}});
   EXPECT_FALSE(trace_active(1));
   const json doc = profiled_trace(logdir_);
   std::vector<std::pair<std::string, std::string>> steps;  // step_num, epoch_num
@@ -94,8 +94,9 @@ TEST_F(FitProfile, ProfilesTheStepsProfileBatchNamesAcrossEpochs) {
 }
 
 TEST_F(FitProfile, ARunThatEndsFirstWritesTheStepsItHadAndNoneIsTheDefault) {
-  model_.fit(profiled_data(),
-             {.epochs = 1, .callbacks = {TensorBoard(logdir_.string(), {.profile_batch = {5, 99}})}});
+  model_.fit(
+      profiled_data(),
+      {.epochs = 1, .callbacks = {TensorBoard(logdir_.string(), {.profile_batch = {5, 99}})}});
   int steps = 0;
   const json doc = profiled_trace(logdir_);
   for (const json& e : doc["traceEvents"]) steps += e.value("name", "") == "train";

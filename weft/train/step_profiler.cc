@@ -26,8 +26,7 @@ bool in_cluster(const distribute::StrategyImpl& strategy) {
 
 }  // namespace
 
-std::vector<int64_t> clock_offsets_to_chief(const distribute::StrategyImpl& strategy,
-                                            int rounds) {
+std::vector<int64_t> clock_offsets_to_chief(const distribute::StrategyImpl& strategy, int rounds) {
   if (!in_cluster(strategy)) return {0};
   // least[j]: the least (this worker's receive time - worker j's send time) seen.
   std::vector<int64_t> least;
@@ -94,10 +93,10 @@ void StepProfiler::write() {
   const std::string mine = trace.task + '\n' + profiler::task_trace_json(trace, &warnings);
   for (const std::string& w : warnings) std::fprintf(stderr, "weft: profiler: %s\n", w.c_str());
   // Every worker's to the chief: lengths, then the bytes.
-  const std::vector<int64_t> lengths =
-      strategy_.all_gather_across_workers(
-                   Tensor::from_vector<int64_t>({static_cast<int64_t>(mine.size())}))
-          .to_vector<int64_t>();
+  const std::vector<int64_t> lengths = strategy_
+                                           .all_gather_across_workers(Tensor::from_vector<int64_t>(
+                                               {static_cast<int64_t>(mine.size())}))
+                                           .to_vector<int64_t>();
   const std::vector<int64_t> words =
       strategy_.all_gather_across_workers(words_of(mine)).to_vector<int64_t>();
   if (strategy_.first_local_replica() != 0) return;

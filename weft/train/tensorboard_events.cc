@@ -2,12 +2,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <stdexcept>
 #include <system_error>
 
 #include "weft/core/crc32c.h"
@@ -62,7 +65,127 @@ std::string host_name() {
   return buf;
 }
 
+// A protobuf message's fields, read in order (what read_scalar_events needs of the format).
+class FieldReader {
+ public:
+  explicit FieldReader(std::string_view bytes) : bytes_(bytes) {}
+  // The next field's number and wire type; false at the end. Throws std::out_of_range when the
+  // bytes end inside a field.
+  bool next(uint32_t* field, uint32_t* wire_type) {
+    if (at_ >= bytes_.size()) return false;
+    const uint64_t key = varint();
+    *field = static_cast<uint32_t>(key >> 3);
+    *wire_type = static_cast<uint32_t>(key & 7);
+    return true;
+  }
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      const uint8_t b = static_cast<uint8_t>(take(1)[0]);
+      v |= uint64_t{b & 0x7fu} << shift;
+      if (!(b & 0x80)) return v;
+    }
+    throw std::out_of_range("varint");
+  }
+  template <typename T>
+  T fixed() {
+    T v;
+    std::memcpy(&v, take(sizeof(T)).data(), sizeof(T));
+    return v;
+  }
+  std::string_view bytes() { return take(varint()); }
+  void skip(uint32_t wire_type) {
+    switch (wire_type) {
+      case kVarint: varint(); return;
+      case kFixed64: take(8); return;
+      case kLengthDelimited: bytes(); return;
+      case kFixed32: take(4); return;
+      default: throw std::out_of_range("wire type");
+    }
+  }
+
+ private:
+  std::string_view take(uint64_t n) {
+    if (n > bytes_.size() - at_) throw std::out_of_range("field");
+    std::string_view out = bytes_.substr(at_, n);
+    at_ += n;
+    return out;
+  }
+  std::string_view bytes_;
+  std::size_t at_ = 0;
+};
+
+// The scalars of one Event's Summary.
+void read_event(std::string_view event, std::vector<ScalarEvent>& out) {
+  FieldReader r(event);
+  double wall_time = 0;
+  int64_t step = 0;
+  std::vector<std::string_view> values;
+  uint32_t field, type;
+  while (r.next(&field, &type)) {
+    if (field == kEventWallTime && type == kFixed64) {
+      wall_time = r.fixed<double>();
+    } else if (field == kEventStep && type == kVarint) {
+      step = static_cast<int64_t>(r.varint());
+    } else if (field == kEventSummary && type == kLengthDelimited) {
+      FieldReader summary(r.bytes());
+      while (summary.next(&field, &type)) {
+        if (field == kSummaryValue && type == kLengthDelimited) {
+          values.push_back(summary.bytes());
+        } else {
+          summary.skip(type);
+        }
+      }
+    } else {
+      r.skip(type);
+    }
+  }
+  for (std::string_view v : values) {
+    FieldReader value(v);
+    ScalarEvent e;
+    e.step = step;
+    e.wall_time = wall_time;
+    bool simple = false;
+    while (value.next(&field, &type)) {
+      if (field == kValueTag && type == kLengthDelimited) {
+        e.tag = std::string(value.bytes());
+      } else if (field == kValueSimpleValue && type == kFixed32) {
+        e.value = value.fixed<float>();
+        simple = true;
+      } else {
+        value.skip(type);
+      }
+    }
+    if (simple) out.push_back(std::move(e));
+  }
+}
+
 }  // namespace
+
+std::vector<ScalarEvent> read_scalar_events(const std::string& logdir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(logdir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && name.find("tfevents") != std::string::npos) {
+      files.push_back(entry.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<ScalarEvent> out;
+  for (const std::string& path : files) {
+    TFRecordReader reader(path);
+    while (std::optional<std::string> record = reader.next()) {
+      try {
+        read_event(*record, out);
+      } catch (const std::out_of_range&) {
+        WEFT_FAIL(DataLoss) << path << ": the Event ending at byte " << reader.offset()
+                            << " is not a valid protobuf message";
+      }
+    }
+  }
+  return out;
+}
 
 namespace internal {
 

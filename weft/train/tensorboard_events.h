@@ -6,6 +6,7 @@
 //   weft::train::EventFileWriter writer("/tmp/logs/train");
 //   writer.add_scalar("loss", 0.25, /*step=*/100);
 //   writer.flush();   // also done by the destructor
+//   read_scalar_events("/tmp/logs/train");  // {"loss", 100, 0.25, ...}: what TensorBoard shows
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace weft::train {
 
@@ -44,6 +46,17 @@ class EventFileWriter {
   };
   std::unique_ptr<std::FILE, Closer> file_;
 };
+
+struct ScalarEvent {
+  std::string tag;
+  int64_t step = 0;
+  double value = 0;  // a simple_value (float32)
+  double wall_time = 0;
+};
+// Every scalar (simple_value) of the event files directly in `logdir`, file by file in name order
+// (the order they were started), each in record order; other events are skipped. Nothing when
+// `logdir` does not exist. DataLoss naming the file for a damaged record or Event.
+std::vector<ScalarEvent> read_scalar_events(const std::string& logdir);
 
 namespace internal {
 // Exposed for tests: the encodings the writer uses.

@@ -97,6 +97,39 @@ TEST_F(TensorBoardEventsTest, PythonProtobufReadsBackTagsStepsAndValues) {
   EXPECT_EQ(run.output, expected);
 }
 
+TEST_F(TensorBoardEventsTest, ReadScalarEventsGivesBackWhatWasWrittenFileByFile) {
+  {
+    weft::train::EventFileWriter first(logdir_ + "/v");
+    first.add_scalar("epoch_loss", 0.5, 0);
+    first.add_scalar("epoch_loss", 0.25, 1);
+  }
+  {
+    weft::train::EventFileWriter second(logdir_ + "/v");
+    second.add_scalar("epoch_accuracy", 0.875, int64_t{1} << 40);
+  }
+  std::vector<weft::train::ScalarEvent> events = weft::train::read_scalar_events(logdir_ + "/v");
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].tag, "epoch_loss");
+  EXPECT_EQ(events[0].step, 0);
+  EXPECT_EQ(events[0].value, 0.5);
+  EXPECT_GT(events[0].wall_time, 1.7e9);
+  EXPECT_EQ(events[1].value, 0.25);
+  EXPECT_EQ(events[2].tag, "epoch_accuracy");
+  EXPECT_EQ(events[2].step, int64_t{1} << 40);
+  EXPECT_EQ(events[2].value, 0.875);
+  EXPECT_TRUE(weft::train::read_scalar_events(logdir_ + "/none").empty());
+  // An Event whose bytes end inside a field: DataLoss naming the file.
+  const std::string bad = logdir_ + "/bad/events.out.tfevents.1.h.1.0";
+  fs::create_directories(logdir_ + "/bad");
+  std::ofstream(bad, std::ios::binary) << weft::frame_tfrecord(std::string("\x2a\x09xy", 4));
+  try {
+    weft::train::read_scalar_events(logdir_ + "/bad");
+    FAIL() << "a damaged Event was read";
+  } catch (const weft::DataLoss& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(bad));
+  }
+}
+
 TEST_F(TensorBoardEventsTest, ReaderRejectsDamagedRecords) {
   std::string path;
   {
