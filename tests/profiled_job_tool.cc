@@ -8,7 +8,7 @@
 // profiled into LOGDIR (TensorBoard's profile_batch); with "serve", every worker serves the
 // profiler (TensorFlow's server.start) at WEFT_PROFILER_PORT for `weft profile`, and prints
 // "training" once 20 steps are done. Each worker prints the step time as a user measures it:
-// "measured step ms: M", the mean time between the ends of consecutive steps (over A-1..B, or
+// "measured step ms: M", the mean time between the starts of consecutive steps (over A..B, or
 // over all steps after the 20th when serving).
 #include <chrono>
 #include <cstdio>
@@ -49,7 +49,9 @@ int main(int argc, char** argv) {
       const char* port = std::getenv("WEFT_PROFILER_PORT");
       const char* token = std::getenv("WEFT_CLUSTER_TOKEN");
       profiler::server::start(port ? std::atoi(port) : 0,
-                              {.task = strategy.task(), .token = token ? token : ""});
+                              {.task = strategy.task(),
+                               .token = token ? token : "",
+                               .publish_to = strategy.extended().coordination_client()});
     }
     Tensor x = stateless_random_normal({steps * 64, 32}, {7, 1});
     Tensor y = cast(stateless_random_uniform({steps * 64}, {7, 2}, 0, 10), kInt64);
@@ -66,24 +68,29 @@ int main(int argc, char** argv) {
                     nn::losses::SparseCategoricalCrossentropy({.from_logits = true}),
                     std::vector<std::string>{});
     }
-    std::vector<Clock::time_point> ends;  // of steps first - 1 .. last
-    train::Callback timer =
-        train::LambdaCallback({.on_batch_end = [&](int64_t batch, const nn::Logs&) {
-          const int64_t number = batch + 1;
-          if (number >= first - 1 && number <= last) ends.push_back(Clock::now());
-          if (serve && number == 20) {
-            std::printf("training\n");
-            std::fflush(stdout);
-          }
-        }});
+    // The starts of steps first .. last (the profiler's own stop, after step `last`, is not in
+    // the job's step time).
+    std::vector<Clock::time_point> starts;
+    train::Callback timer = train::LambdaCallback(
+        {.on_batch_begin =
+             [&](int64_t batch, const nn::Logs&) {
+               const int64_t number = batch + 1;
+               if (number >= first && number <= last) starts.push_back(Clock::now());
+             },
+         .on_batch_end = [&](int64_t batch, const nn::Logs&) {
+           if (serve && batch + 1 == 20) {
+             std::printf("training\n");
+             std::fflush(stdout);
+           }
+         }});
     std::vector<train::Callback> callbacks = {timer};
     if (!serve) callbacks.push_back(train::TensorBoard(logdir, {.profile_batch = {first, last}}));
     model.fit(ds, {.epochs = 1, .callbacks = callbacks, .verbose = 0});
     if (serve) profiler::server::stop();
-    if (ends.size() >= 2) {
+    if (starts.size() >= 2) {
       const double ms =
-          std::chrono::duration<double, std::milli>(ends.back() - ends.front()).count() /
-          static_cast<double>(ends.size() - 1);
+          std::chrono::duration<double, std::milli>(starts.back() - starts.front()).count() /
+          static_cast<double>(starts.size() - 1);
       std::printf("measured step ms: %.4f\n", ms);
     }
   } catch (const Error& e) {

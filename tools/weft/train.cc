@@ -150,7 +150,8 @@ class ProfilerServer {
         f.profiler_port, {.task = strategy.extended().task(),
                           .host = host,
                           .token = token ? token : "",
-                          .tls = {f.tls_cert, f.tls_key, f.tls_ca}});
+                          .tls = {f.tls_cert, f.tls_key, f.tls_ca},
+                          .publish_to = strategy.extended().coordination_client()});
     if (f.profiler_port == 0) {
       std::fprintf(stderr, "weft: profiler server at %s:%d\n", host.c_str(), port);
     }

@@ -106,6 +106,9 @@ class MultiWorkerImpl : public StrategyImpl {
   int num_workers() const { return cluster_->size(); }
   int rank() const { return cluster_->rank(); }
   std::string task() const override { return cluster_->task(); }
+  coordination::CoordinationClient* coordination_client() const override {
+    return cluster_->client();
+  }
 
  private:
   MultiWorkerOptions options_;

@@ -28,6 +28,10 @@
 
 namespace weft::distribute {
 
+namespace coordination {
+class CoordinationClient;
+}
+
 // What a strategy implements.
 class StrategyImpl {
  public:
@@ -66,6 +70,9 @@ class StrategyImpl {
   virtual std::string transport() const { return "none"; }
   // This process's task in a cluster ("worker:1"); empty in one process.
   virtual std::string task() const { return ""; }
+  // This task's client of the cluster's coordination service (its key-value store, barriers);
+  // null in one process and under mpirun.
+  virtual coordination::CoordinationClient* coordination_client() const { return nullptr; }
 };
 
 // tf.distribute.experimental.ValueContext: what experimental_distribute_values_from_function

@@ -22,7 +22,7 @@ struct TraceOptions {
   // The common start: this long after the pings (time for the requests to arrive).
   int delay_ms = 200;
   std::string token;  // the cluster token (required)
-  distribute::coordination::TlsOptions tls;
+  distribute::coordination::TlsOptions tls{};
 };
 
 // Captures `duration_ms` of every task of `service_addr` ("grpc://host:port,..." or

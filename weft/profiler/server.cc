@@ -32,6 +32,8 @@ class Service final : public RawProfiler {
   }
   ~Service() override { end_captures(); }
 
+  const std::string& task() const { return options_.task; }
+
   // Ends the captures in progress at once (each answers with what it has) and joins them; later
   // calls are refused. Before the server shuts down, so that they answer while it still can.
   void end_captures() {
@@ -178,6 +180,10 @@ int start(int port, const ServerOptions& options) {
       << what << ": cannot listen on " << host << ":" << port
       << " (is the address this host's own, and the port free?)";
   r->address = host + ":" + std::to_string(bound);
+  if (options.publish_to != nullptr) {
+    options.publish_to->insert_key_value(kAddressKeyPrefix + r->service->task(),
+                                         "grpc://" + r->address);
+  }
   running = r.release();
   return bound;
 }

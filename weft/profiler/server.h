@@ -9,15 +9,23 @@
 
 #include <string>
 
+#include "weft/distribute/coordination/client.h"
 #include "weft/distribute/coordination/options.h"
 
 namespace weft::profiler::server {
+
+// Where a task's server is published in the cluster's key-value store: this + the task
+// ("weft/profiler/worker:1" = "grpc://10.0.0.2:6009").
+inline constexpr const char* kAddressKeyPrefix = "weft/profiler/";
 
 struct ServerOptions {
   std::string task;                // named in the traces it gives ("worker:0"); empty: host name
   std::string host = "127.0.0.1";  // the task's own address: the only one it listens on
   std::string token;               // the cluster token (required)
-  distribute::coordination::TlsOptions tls;
+  distribute::coordination::TlsOptions tls{};
+  // When set (a strategy's coordination_client()), the server's address is published under
+  // kAddressKeyPrefix + task once it listens, for tools inside the job to find. Used at start only.
+  distribute::coordination::CoordinationClient* publish_to = nullptr;
 };
 
 // Starts serving on host:port (port 0: one the OS picks); returns the port bound.

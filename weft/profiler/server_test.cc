@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "weft/core/errors.h"
+#include "weft/distribute/coordination/client.h"
+#include "weft/distribute/coordination/service.h"
 #include "weft/profiler/client.h"
 #include "weft/profiler/profiler.h"
 #include "weft/profiler/trace.h"
@@ -121,6 +123,29 @@ TEST_F(ProfilerServer, ACaptureRunningElsewhereInTheProcessIsNamed) {
     EXPECT_THAT(e.what(), HasSubstr("already being captured, by profiler::start"));
   }
   stop(/*save=*/false);
+}
+
+TEST(ProfilerServerAddress, IsPublishedInTheClustersKeyValueStore) {
+  using namespace distribute::coordination;
+  using std::chrono::milliseconds;
+  CoordinationOptions options;
+  options.token = "s3cret";
+  CoordinationService service("127.0.0.1:0", {"worker:0", "worker:1"}, options);
+  CoordinationClient worker0("worker:0", "worker:0", service.address(), options);
+  CoordinationClient worker1("worker:1", "worker:0", service.address(), options);
+  worker0.connect(milliseconds(5000));
+  worker1.connect(milliseconds(5000));
+  const int port =
+      server::start(0, {.task = "worker:1", .token = "s3cret", .publish_to = &worker1});
+  // Another task of the job finds it there, and can call it.
+  const std::string address =
+      worker0.get_key_value(std::string(server::kAddressKeyPrefix) + "worker:1", milliseconds(5000));
+  EXPECT_EQ(address, "grpc://127.0.0.1:" + std::to_string(port));
+  const fs::path logdir = fs::path(::testing::TempDir()) / ("published_" + std::to_string(getpid()));
+  const std::string run = client::trace(address, logdir.string(), 50, {.token = "s3cret"});
+  EXPECT_TRUE(fs::exists(fs::path(run) / "worker_1.trace.json.gz")) << run;
+  server::stop();
+  fs::remove_all(logdir);
 }
 
 }  // namespace

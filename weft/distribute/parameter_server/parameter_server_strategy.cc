@@ -254,6 +254,7 @@ class ParameterServerImpl : public StrategyImpl {
   }
 
   std::string task() const override { return task_; }
+  coordination::CoordinationClient* coordination_client() const override { return client_.get(); }
   bool is_chief() const { return type_ == "chief"; }
   int num_workers() const { return static_cast<int>(workers_.size()); }
   int num_ps() const { return static_cast<int>(ps_tasks_.size()); }
