@@ -36,6 +36,27 @@ json read_trace(const fs::path& file) {
   return doc;
 }
 
+// `weft report`'s page and the data in it.
+struct Page {
+  std::string html;
+  json data;
+};
+Page report(const fs::path& logdir, const fs::path& out) {
+  Result r = run("report " + logdir.string() + " --out " + out.string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  std::ifstream in(out);
+  Page page;
+  page.html.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  const std::string open = "<script type=\"application/json\" id=\"weft-report-data\">";
+  const size_t from = page.html.find(open);
+  const size_t to = page.html.find("</script>", from);
+  EXPECT_NE(from, std::string::npos) << page.html.substr(0, 2000);
+  if (from != std::string::npos) {
+    page.data = json::parse(page.html.substr(from + open.size(), to - from - open.size()));
+  }
+  return page;
+}
+
 class ProfilerCli : public testing::Test {
  protected:
   void SetUp() override {
@@ -106,6 +127,20 @@ TEST_F(ProfilerCli, TrainProfilesTheSameStepsOnEveryWorkerAndMergesThem) {
   }
   EXPECT_EQ(pids, (std::set<int64_t>{1, 2}));
   EXPECT_GE(flows, collective_ids["worker_0"].size());
+
+  // `weft report D` finds the run under D/train and writes the page into it, with the steps of
+  // both workers and the training curve of the job's event files.
+  const Page page = report(logdir, runs[0] / "report.html");
+  EXPECT_EQ(page.data["tasks"], json({"worker:0", "worker:1"}));
+  std::vector<int64_t> step_nums;
+  for (const json& step : page.data["steps"]) {
+    step_nums.push_back(step["step_num"]);
+    for (const json& w : step["workers"]) EXPECT_GT(w["total_us"].get<double>(), 0);
+  }
+  EXPECT_EQ(step_nums, (std::vector<int64_t>{3, 4, 5, 6}));
+  std::set<std::string> curves;
+  for (const json& c : page.data["curves"]) curves.insert(c["name"]);
+  EXPECT_TRUE(curves.count("train/epoch_loss")) << page.data["curves"].dump();
 }
 
 // The text of `file` once `pattern` matches it (checked every 50 ms, for at most `seconds`).
@@ -191,27 +226,6 @@ std::map<std::string, double> measured_step_ms(const std::string& output) {
     ms[(*it)[1]] = std::stod((*it)[2]);
   }
   return ms;
-}
-
-// `weft report`'s page and the data in it.
-struct Page {
-  std::string html;
-  json data;
-};
-Page report(const fs::path& logdir, const fs::path& out) {
-  Result r = run("report " + logdir.string() + " --out " + out.string());
-  EXPECT_EQ(r.status, 0) << r.output;
-  std::ifstream in(out);
-  Page page;
-  page.html.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  const std::string open = "<script type=\"application/json\" id=\"weft-report-data\">";
-  const size_t from = page.html.find(open);
-  const size_t to = page.html.find("</script>", from);
-  EXPECT_NE(from, std::string::npos) << page.html.substr(0, 2000);
-  if (from != std::string::npos) {
-    page.data = json::parse(page.html.substr(from + open.size(), to - from - open.size()));
-  }
-  return page;
 }
 
 // Each worker's mean step in the report, against the step time it measured itself.

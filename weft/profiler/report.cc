@@ -302,7 +302,9 @@ std::string report_html(const TraceReport& report, const std::vector<Curve>& cur
                {"input_share", report.input_share},
                {"mean_step_us", report.mean_step_us},
                {"categories", kStepCategories},
-               {"steps", json::array()}};
+               {"steps", json::array()},
+               {"curves", json::array()}};
+  for (const Curve& c : curves) data["curves"].push_back({{"name", c.name}, {"points", c.points}});
   for (const StepReport& s : report.steps) {
     json workers = json::array();
     for (const WorkerStep& w : s.workers) {
@@ -454,15 +456,19 @@ std::string report_html(const TraceReport& report, const std::vector<Curve>& cur
     }
     const double span = hi > lo ? hi - lo : 1;
     const double steps = last > first ? static_cast<double>(last - first) : 1;
-    std::string points;
+    std::string points, dots;  // a dot at each point too, when few (one epoch: one point)
     for (const auto& [step, v] : c.points) {
-      points += fixed(40 + static_cast<double>(step - first) / steps * 260, 1) + "," +
-                fixed(10 + (hi - v) / span * 100, 1) + " ";
+      const std::string x = fixed(40 + static_cast<double>(step - first) / steps * 260, 1);
+      const std::string y = fixed(10 + (hi - v) / span * 100, 1);
+      points += x + "," + y + " ";
+      if (c.points.size() <= 50) {
+        dots += "<circle cx=\"" + x + "\" cy=\"" + y + "\" r=\"3\" fill=\"#4e79a7\"/>";
+      }
     }
     h +=
         "<figure style=\"display:inline-block;margin:4px 12px\"><svg class=\"curve\" width=\"310\" "
         "height=\"130\"><polyline fill=\"none\" stroke=\"#4e79a7\" stroke-width=\"2\" points=\"" +
-        points + "\"/><text x=\"0\" y=\"14\">" + fixed(hi, 4) + "</text><text x=\"0\" y=\"112\">" +
+        points + "\"/>" + dots + "<text x=\"0\" y=\"14\">" + fixed(hi, 4) + "</text><text x=\"0\" y=\"112\">" +
         fixed(lo, 4) + "</text></svg><figcaption>" + html_escape(c.name) +
         "</figcaption></figure>\n";
   }
