@@ -71,18 +71,17 @@ int main(int argc, char** argv) {
     // The starts of steps first .. last (the profiler's own stop, after step `last`, is not in
     // the job's step time).
     std::vector<Clock::time_point> starts;
-    train::Callback timer = train::LambdaCallback(
-        {.on_batch_begin =
-             [&](int64_t batch, const nn::Logs&) {
-               const int64_t number = batch + 1;
-               if (number >= first && number <= last) starts.push_back(Clock::now());
-             },
-         .on_batch_end = [&](int64_t batch, const nn::Logs&) {
-           if (serve && batch + 1 == 20) {
-             std::printf("training\n");
-             std::fflush(stdout);
-           }
-         }});
+    auto step_begins = [&](int64_t batch, const nn::Logs&) {
+      if (batch + 1 >= first && batch + 1 <= last) starts.push_back(Clock::now());
+    };
+    auto step_ends = [&](int64_t batch, const nn::Logs&) {
+      if (serve && batch + 1 == 20) {
+        std::printf("training\n");
+        std::fflush(stdout);
+      }
+    };
+    train::Callback timer =
+        train::LambdaCallback({.on_batch_begin = step_begins, .on_batch_end = step_ends});
     std::vector<train::Callback> callbacks = {timer};
     if (!serve) callbacks.push_back(train::TensorBoard(logdir, {.profile_batch = {first, last}}));
     model.fit(ds, {.epochs = 1, .callbacks = callbacks, .verbose = 0});

@@ -31,7 +31,7 @@ json read_trace(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   EXPECT_TRUE(in.good()) << file;
   std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  json doc = json::parse(weft::profiler::gzip_decompress(gz, file.string()));
+  json doc = json::parse(weft::gzip_decompress(gz, file.string()));
   EXPECT_THAT(weft::testing::chrome_trace_problems(doc), IsEmpty()) << file;
   return doc;
 }

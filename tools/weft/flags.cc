@@ -57,10 +57,11 @@ CLI::Validator positive_number() {
       "greater than 0");
 }
 
-std::pair<int, int> ports_of(const std::string& range) {
-  int first = 0, last = 0;
-  char dash = 0, rest = 0;
-  if (std::sscanf(range.c_str(), "%d%c%d%c", &first, &dash, &last, &rest) != 3 || dash != '-') {
+std::pair<int64_t, int64_t> range_of(const std::string& text, char separator) {
+  long long first = 0, last = 0;
+  char between = 0, rest = 0;
+  if (std::sscanf(text.c_str(), "%lld%c%lld%c", &first, &between, &last, &rest) != 3 ||
+      between != separator) {
     return {0, 0};
   }
   return {first, last};
@@ -69,7 +70,7 @@ std::pair<int, int> ports_of(const std::string& range) {
 CLI::Validator port_range() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        auto [first, last] = ports_of(text);
+        auto [first, last] = range_of(text, '-');
         if (first < 1 || last > 65535 || first > last) {
           return "must be a range of ports LO-HI (1 <= LO <= HI <= 65535), got " + text;
         }
@@ -117,23 +118,14 @@ CLI::Validator epoch_or_steps() {
       "epoch or steps");
 }
 
-std::pair<int64_t, int64_t> steps_of(const std::string& range) {
-  long long first = 0, last = 0;
-  char colon = 0, rest = 0;
-  if (std::sscanf(range.c_str(), "%lld%c%lld%c", &first, &colon, &last, &rest) != 3 ||
-      colon != ':') {
-    return {0, 0};
-  }
-  return {first, last};
-}
-
 CLI::Validator step_range() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        auto [first, last] = steps_of(text);
+        auto [first, last] = range_of(text, ':');
         if (first < 1 || first > last) {
           return "must be a range of steps A:B (1 <= A <= B, counted from 1 across epochs), "
-                 "got " + text;
+                 "got " +
+                 text;
         }
         return {};
       },

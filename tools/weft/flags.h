@@ -22,13 +22,13 @@ CLI::Validator in_range(long long lo, long long hi);
 CLI::Validator one_of(std::vector<std::string> choices);
 // "LO-HI": a range of ports, 1 <= LO <= HI <= 65535 (--data-ports).
 CLI::Validator port_range();
-// The first and last port of a range port_range() accepted.
-std::pair<int, int> ports_of(const std::string& range);
 // "epoch", or a whole number of steps >= 1 (--save-freq).
 CLI::Validator epoch_or_steps();
-// "A:B": steps A to B of a run, 1 <= A <= B (--profile-steps); and the pair it names.
+// "A:B": steps A to B of a run, 1 <= A <= B (--profile-steps).
 CLI::Validator step_range();
-std::pair<int64_t, int64_t> steps_of(const std::string& range);
+// The two whole numbers of "A<separator>B", as port_range() ('-') and step_range() (':') accept
+// them; {0, 0} when `text` is not such a pair.
+std::pair<int64_t, int64_t> range_of(const std::string& text, char separator);
 
 // CLI11 reports a failed check as "<flag>: <message>"; weft prints "<flag> <message>".
 std::string validation_message(const std::string& cli11_message);

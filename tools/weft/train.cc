@@ -225,7 +225,9 @@ distribute::Strategy make_strategy(const TrainFlags& f) {
     options.communication.timeout_seconds = f.collective_timeout;
     set_train_cluster_options(f, options);
     if (!f.data_ports.empty()) {
-      std::tie(options.first_data_port, options.last_data_port) = cli::ports_of(f.data_ports);
+      const auto [first, last] = cli::range_of(f.data_ports, '-');
+      options.first_data_port = static_cast<int>(first);
+      options.last_data_port = static_cast<int>(last);
     }
     options.communication.bytes_per_pack = static_cast<std::size_t>(f.bytes_per_pack);
     if (!f.overlap_all_reduce.empty()) options.overlap_all_reduce = f.overlap_all_reduce == "on";
@@ -404,7 +406,7 @@ int train_under(const TrainFlags& f, const distribute::Strategy& strategy,
     callbacks.push_back(train::TensorBoard(
         f.logdir, {.update_freq = 100,
                    .profile_batch = f.profile_steps.empty() ? std::pair<int64_t, int64_t>{0, 0}
-                                                            : steps_of(f.profile_steps)}));
+                                                            : range_of(f.profile_steps, ':')}));
   }
 
   // A worker of a parameter-server job sent SIGTERM (preempted) leaves after its closure, which

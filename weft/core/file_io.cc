@@ -241,4 +241,10 @@ std::string base_name(const std::string& path) {
   return without_trailing_slashes(path).filename().string();
 }
 
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
+
 }  // namespace weft::io

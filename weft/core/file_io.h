@@ -93,5 +93,8 @@ void rename_directory_replacing(const std::string& from, const std::string& to);
 // "a/b/c" -> "a/b", "c" -> ".", trailing slashes ignored.
 std::string parent_directory(const std::string& path);
 std::string base_name(const std::string& path);
+// This host's name (gethostname; "localhost" when it has none), as files written per host are
+// named (TensorBoard's event files, the profiler's traces).
+std::string host_name();
 
 }  // namespace weft::io

@@ -1,12 +1,11 @@
 #include "weft/profiler/profiler.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <mutex>
 #include <optional>
 
 #include "weft/core/errors.h"
+#include "weft/core/file_io.h"
 #include "weft/core/trace_me.h"
 #include "weft/profiler/internal/session.h"
 #include "weft/profiler/trace_file.h"
@@ -26,12 +25,6 @@ std::mutex session_mu;
 std::optional<Session> session;  // guarded by session_mu
 
 }  // namespace
-
-std::string host_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
-  return buf;
-}
 
 void start_session(const ProfilerOptions& options, const std::string& owner,
                    const std::string& logdir) {
@@ -53,7 +46,7 @@ TaskTrace stop_session(std::string* logdir) {
       << "profiler::stop: no profile is being captured; call profiler::start first";
   TaskTrace trace;
   trace.capture = stop_tracing();
-  trace.task = session->options.task.empty() ? host_name() : session->options.task;
+  trace.task = session->options.task.empty() ? io::host_name() : session->options.task;
   trace.start_ns = session->start_ns;
   trace.end_ns = std::max(trace_now_ns(), trace.start_ns);
   trace.host_tracer_level = session->options.host_tracer_level;

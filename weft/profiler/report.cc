@@ -468,9 +468,9 @@ std::string report_html(const TraceReport& report, const std::vector<Curve>& cur
     h +=
         "<figure style=\"display:inline-block;margin:4px 12px\"><svg class=\"curve\" width=\"310\" "
         "height=\"130\"><polyline fill=\"none\" stroke=\"#4e79a7\" stroke-width=\"2\" points=\"" +
-        points + "\"/>" + dots + "<text x=\"0\" y=\"14\">" + fixed(hi, 4) + "</text><text x=\"0\" y=\"112\">" +
-        fixed(lo, 4) + "</text></svg><figcaption>" + html_escape(c.name) +
-        "</figcaption></figure>\n";
+        points + "\"/>" + dots + "<text x=\"0\" y=\"14\">" + fixed(hi, 4) +
+        "</text><text x=\"0\" y=\"112\">" + fixed(lo, 4) + "</text></svg><figcaption>" +
+        html_escape(c.name) + "</figcaption></figure>\n";
   }
   // (</ cannot close the script: json's dump escapes no '/', so it is escaped here.)
   std::string payload = data.dump();

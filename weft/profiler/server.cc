@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "weft/core/errors.h"
+#include "weft/core/file_io.h"
 #include "weft/core/trace_me.h"
 #include "weft/distribute/internal/grpc_glue.h"
 #include "weft/profiler/internal/limits.h"
@@ -28,7 +29,7 @@ using RawProfiler = pb::Profiler::WithRawCallbackMethod_Ping<
 class Service final : public RawProfiler {
  public:
   explicit Service(ServerOptions options) : options_(std::move(options)) {
-    if (options_.task.empty()) options_.task = internal::host_name();
+    if (options_.task.empty()) options_.task = io::host_name();
   }
   ~Service() override { end_captures(); }
 

@@ -138,10 +138,11 @@ TEST(ProfilerServerAddress, IsPublishedInTheClustersKeyValueStore) {
   const int port =
       server::start(0, {.task = "worker:1", .token = "s3cret", .publish_to = &worker1});
   // Another task of the job finds it there, and can call it.
-  const std::string address =
-      worker0.get_key_value(std::string(server::kAddressKeyPrefix) + "worker:1", milliseconds(5000));
+  const std::string address = worker0.get_key_value(
+      std::string(server::kAddressKeyPrefix) + "worker:1", milliseconds(5000));
   EXPECT_EQ(address, "grpc://127.0.0.1:" + std::to_string(port));
-  const fs::path logdir = fs::path(::testing::TempDir()) / ("published_" + std::to_string(getpid()));
+  const fs::path logdir =
+      fs::path(::testing::TempDir()) / ("published_" + std::to_string(getpid()));
   const std::string run = client::trace(address, logdir.string(), 50, {.token = "s3cret"});
   EXPECT_TRUE(fs::exists(fs::path(run) / "worker_1.trace.json.gz")) << run;
   server::stop();

@@ -1,7 +1,5 @@
 #include "weft/profiler/trace_file.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -265,46 +263,6 @@ void write_traces(const std::string& run_dir, const std::vector<std::string>& ta
     io::write_file_atomically(run_dir + "/cluster.trace.json.gz",
                               gzip_compress(merge_trace_jsons(task_jsons)));
   }
-}
-
-std::string gzip_compress(const std::string& data) {
-  z_stream zs{};
-  int status = deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
-                            Z_DEFAULT_STRATEGY);  // 16: a gzip wrapper
-  WEFT_ASSERT(status == Z_OK) << "deflateInit2 returned " << status;
-  std::string out(deflateBound(&zs, data.size()), '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  status = deflate(&zs, Z_FINISH);
-  WEFT_ASSERT(status == Z_STREAM_END) << "deflate returned " << status;
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
-
-std::string gzip_decompress(const std::string& data, const std::string& source) {
-  z_stream zs{};
-  int status = inflateInit2(&zs, 16 + MAX_WBITS);
-  WEFT_ASSERT(status == Z_OK) << "inflateInit2 returned " << status;
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  std::string out;
-  char buf[1 << 16];
-  do {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof buf;
-    status = inflate(&zs, Z_NO_FLUSH);
-    if (status != Z_OK && status != Z_STREAM_END) {
-      inflateEnd(&zs);
-      WEFT_FAIL(DataLoss) << source << ": not gzip data, or corrupt at byte " << zs.total_in;
-    }
-    out.append(buf, sizeof buf - zs.avail_out);
-  } while (status != Z_STREAM_END && zs.avail_in > 0);
-  inflateEnd(&zs);
-  WEFT_CHECK(status == Z_STREAM_END, DataLoss) << source << ": truncated gzip data";
-  return out;
 }
 
 }  // namespace weft::profiler

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/core/gzip.h"
 #include "weft/core/trace_me.h"
 
 namespace weft::profiler {
@@ -55,9 +56,5 @@ std::string new_run_directory(const std::string& logdir);
 void write_traces(const std::string& run_dir, const std::vector<std::string>& tasks,
                   const std::vector<std::string>& task_jsons);
 
-// gzip's format (RFC 1952), as the trace files are stored.
-std::string gzip_compress(const std::string& data);
-// DataLoss naming `source` when `data` is not gzip.
-std::string gzip_decompress(const std::string& data, const std::string& source);
 
 }  // namespace weft::profiler

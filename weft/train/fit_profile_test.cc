@@ -41,7 +41,7 @@ json profiled_trace(const fs::path& logdir) {
   if (files.size() != 1) return {};
   std::ifstream in(files[0], std::ios::binary);
   std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  json doc = json::parse(profiler::gzip_decompress(gz, files[0].string()));
+  json doc = json::parse(gzip_decompress(gz, files[0].string()));
   EXPECT_THAT(weft::testing::chrome_trace_problems(doc), ::testing::IsEmpty());
   return doc;
 }

@@ -59,12 +59,6 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string host_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
-  return buf;
-}
-
 // A protobuf message's fields, read in order (what read_scalar_events needs of the format).
 class FieldReader {
  public:
@@ -96,11 +90,20 @@ class FieldReader {
   std::string_view bytes() { return take(varint()); }
   void skip(uint32_t wire_type) {
     switch (wire_type) {
-      case kVarint: varint(); return;
-      case kFixed64: take(8); return;
-      case kLengthDelimited: bytes(); return;
-      case kFixed32: take(4); return;
-      default: throw std::out_of_range("wire type");
+      case kVarint:
+        varint();
+        return;
+      case kFixed64:
+        take(8);
+        return;
+      case kLengthDelimited:
+        bytes();
+        return;
+      case kFixed32:
+        take(4);
+        return;
+      default:
+        throw std::out_of_range("wire type");
     }
   }
 
@@ -224,7 +227,8 @@ EventFileWriter::EventFileWriter(const std::string& logdir) {
   static std::atomic<int> count{0};
   double wall_time = now_seconds();
   path_ = logdir + "/events.out.tfevents." + std::to_string(static_cast<int64_t>(wall_time)) + "." +
-          host_name() + "." + std::to_string(::getpid()) + "." + std::to_string(count.fetch_add(1));
+          io::host_name() + "." + std::to_string(::getpid()) + "." +
+          std::to_string(count.fetch_add(1));
   file_.reset(std::fopen(path_.c_str(), "wbx"));
   WEFT_CHECK(file_ != nullptr, FailedPrecondition)
       << "EventFileWriter: cannot create " << path_ << ": " << std::strerror(errno);

@@ -1,7 +1,5 @@
 #include "weft/data/readers/idx.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -10,6 +8,7 @@
 #include <memory>
 
 #include "weft/core/errors.h"
+#include "weft/core/gzip.h"
 #include "weft/core/hex.h"
 
 namespace weft::data {
@@ -18,8 +17,6 @@ namespace {
 static_assert(std::endian::native == std::endian::little,
               "IDX data is converted from big-endian to little-endian host order");
 
-// zlib counts bytes in 32-bit uInt, so larger buffers go through it in pieces of this size.
-constexpr size_t kMaxZlibChunk = size_t{1} << 30;
 constexpr size_t kReadChunk = size_t{1} << 20;
 
 struct IdxType {
@@ -35,53 +32,6 @@ constexpr IdxType kIdxTypes[] = {
     {0x0d, 4, kFloat32},  // float32
     {0x0e, 8, kFloat64},  // float64
 };
-
-struct InflateStream {
-  z_stream zs{};
-  InflateStream() {
-    const int status = inflateInit2(&zs, 16 + MAX_WBITS);  // 16: expect a gzip wrapper
-    WEFT_ASSERT(status == Z_OK) << "inflateInit2 returned " << status;
-  }
-  ~InflateStream() { inflateEnd(&zs); }
-};
-
-std::vector<uint8_t> gunzip(const uint8_t* bytes, size_t size, const std::string& source) {
-  InflateStream stream;
-  z_stream& zs = stream.zs;
-  std::vector<uint8_t> out(std::max<size_t>(2 * size, 1 << 16));
-  size_t fed = 0;  // bytes handed to zlib so far
-  size_t produced = 0;
-  while (true) {
-    if (zs.avail_in == 0 && fed < size) {
-      const size_t n = std::min(size - fed, kMaxZlibChunk);
-      zs.next_in = const_cast<Bytef*>(bytes + fed);
-      zs.avail_in = static_cast<uInt>(n);
-      fed += n;
-    }
-    if (produced == out.size()) out.resize(2 * out.size());
-    zs.next_out = out.data() + produced;
-    zs.avail_out = static_cast<uInt>(std::min(out.size() - produced, kMaxZlibChunk));
-    const uInt space = zs.avail_out;
-    const int status = inflate(&zs, Z_NO_FLUSH);
-    produced += space - zs.avail_out;
-    const size_t consumed = fed - zs.avail_in;
-    if (status == Z_STREAM_END) {
-      if (consumed == size) break;
-      // Concatenated gzip members (`cat a.gz b.gz`) decode to the concatenated data, as with gzip.
-      inflateReset(&zs);
-      continue;
-    }
-    WEFT_CHECK(!(status == Z_BUF_ERROR && consumed == size), DataLoss)
-        << source << ": truncated gzip stream: all " << size
-        << " compressed bytes were read without reaching its end (" << produced
-        << " bytes decompressed so far)";
-    WEFT_CHECK(status == Z_OK || status == Z_BUF_ERROR, DataLoss)
-        << source << ": corrupt gzip stream at compressed byte offset " << consumed << ": "
-        << (zs.msg ? zs.msg : "zlib error " + std::to_string(status));
-  }
-  out.resize(produced);
-  return out;
-}
 
 uint64_t read_big_endian(const uint8_t* p, int size) {
   uint64_t v = 0;

@@ -16,7 +16,5 @@ void start_session(const ProfilerOptions& options, const std::string& owner,
                    const std::string& logdir = "");
 // FailedPrecondition when none runs; *logdir gets the session's.
 TaskTrace stop_session(std::string* logdir = nullptr);
-// The host's name (the task of a capture outside a cluster).
-std::string host_name();
 
 }  // namespace weft::profiler::internal
