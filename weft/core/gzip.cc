@@ -25,7 +25,9 @@ struct InflateStream {
 
 std::string gzip_compress(std::string_view data) {
   z_stream zs{};
-  int status = deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
+  // Z_BEST_SPEED: a profiler's trace (8.7 MB of JSON, 100k events) in 34 ms, not 91 ms at
+  // zlib's default level, for a file 1.2 times the size (1.03 MB, not 0.86).
+  int status = deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 16 + MAX_WBITS, 8,
                             Z_DEFAULT_STRATEGY);  // 16: a gzip wrapper
   WEFT_ASSERT(status == Z_OK) << "deflateInit2 returned " << status;
   WEFT_ASSERT(data.size() <= kMaxZlibChunk) << "gzip_compress: " << data.size() << " bytes at once";
