@@ -7,9 +7,9 @@
 // Worker SLOW sleeps DELAY_MS in a map() of its pipeline for each batch. With A:B, steps A..B are
 // profiled into LOGDIR (TensorBoard's profile_batch); with "serve", every worker serves the
 // profiler (TensorFlow's server.start) at WEFT_PROFILER_PORT for `weft profile`, and prints
-// "training" once 20 steps are done. Each worker prints the step time as a user measures it:
-// "measured step ms: M", the mean time between the starts of consecutive steps (over A..B, or
-// over all steps after the 20th when serving).
+// "training" once 20 steps are done. Each worker prints the step times as a user measures them,
+// the starts of its steps on its own clock: "step starts us: T1 T2 …" (step k starts at Tk), so
+// that a test compares the report with the same steps the profile holds.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
     const int64_t steps = std::atoll(argv[4]);
     const std::string mode = argv[5];
     const bool serve = mode == "serve";
-    int64_t first = 21, last = steps;  // the steps whose time is measured
+    int64_t first = 0, last = 0;  // the profiled steps
     if (!serve)
       std::sscanf(mode.c_str(), "%lld:%lld", reinterpret_cast<long long*>(&first),
                   reinterpret_cast<long long*>(&last));
@@ -68,12 +68,8 @@ int main(int argc, char** argv) {
                     nn::losses::SparseCategoricalCrossentropy({.from_logits = true}),
                     std::vector<std::string>{});
     }
-    // The starts of steps first .. last (the profiler's own stop, after step `last`, is not in
-    // the job's step time).
-    std::vector<Clock::time_point> starts;
-    auto step_begins = [&](int64_t batch, const nn::Logs&) {
-      if (batch + 1 >= first && batch + 1 <= last) starts.push_back(Clock::now());
-    };
+    std::vector<Clock::time_point> starts;  // of steps 1, 2, …
+    auto step_begins = [&](int64_t, const nn::Logs&) { starts.push_back(Clock::now()); };
     auto step_ends = [&](int64_t batch, const nn::Logs&) {
       if (serve && batch + 1 == 20) {
         std::printf("training\n");
@@ -86,12 +82,13 @@ int main(int argc, char** argv) {
     if (!serve) callbacks.push_back(train::TensorBoard(logdir, {.profile_batch = {first, last}}));
     model.fit(ds, {.epochs = 1, .callbacks = callbacks, .verbose = 0});
     if (serve) profiler::server::stop();
-    if (starts.size() >= 2) {
-      const double ms =
-          std::chrono::duration<double, std::milli>(starts.back() - starts.front()).count() /
-          static_cast<double>(starts.size() - 1);
-      std::printf("measured step ms: %.4f\n", ms);
+    std::string line = "step starts us:";
+    for (const Clock::time_point& t : starts) {
+      line +=
+          " " + std::to_string(
+                    std::chrono::duration_cast<std::chrono::microseconds>(t - starts[0]).count());
     }
+    std::printf("%s\n", line.c_str());
   } catch (const Error& e) {
     std::fprintf(stderr, "profiled_job_tool: %s\n", e.what());
     return 1;

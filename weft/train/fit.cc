@@ -223,6 +223,15 @@ train::History Model::fit(const data::Dataset& training_data,
         for (const train::Callback& c : callbacks) c.impl().on_train_batch_begin(step, logs);
       }
       logs = train_on_distributed(*cut);
+      examples += input.elements == Elements::kGlobalBatches
+                      ? (*batch)[0].dim(0)
+                      : cut->slices.front().global_batch_size;
+      ++step;
+      ++trained;
+      const bool execution_ends =
+          step - first >= m.steps_per_execution || (steps && step >= *steps);
+      if (execution_ends) end_execution();
+      // The step's event holds its batch callbacks, as TensorFlow's Trace("train") in Keras's fit.
       if (step_start > 0) {
         record_trace_event({.name = "train",
                             .category = TraceCategory::kStep,
@@ -234,13 +243,7 @@ train::History Model::fit(const data::Dataset& training_data,
                            1);
       }
       step_profiler.after_step(global_step + 1);
-      examples += input.elements == Elements::kGlobalBatches
-                      ? (*batch)[0].dim(0)
-                      : cut->slices.front().global_batch_size;
-      ++step;
-      ++trained;
-      if (step - first < m.steps_per_execution && (!steps || step < *steps)) continue;
-      end_execution();
+      if (!execution_ends) continue;
       // A callback stopped training within the epoch (as Keras's fit, which ends the epoch there).
       if (m.stop_training) break;
     }
