@@ -167,7 +167,7 @@ std::string wait_for(const fs::path& file, const std::regex& pattern, int second
 
 TEST_F(ProfilerCli, ProfileCapturesARunningJobsWorkersWithItsTokenOnly) {
   // A job long enough to be captured in the middle (stopped once captured): 8 epochs of 200
-  // steps.
+  // steps, captured from its first epoch's start.
   write_dataset(dir_ / "data", 12800, 64);
   const std::string weft = std::string(WEFT_BINARY_DIR) + "/weft ";
   Result started = shell("cd " + dir_.string() + "; WEFT_CLUSTER_TOKEN=t0k3n timeout 300 " + weft +
@@ -175,8 +175,7 @@ TEST_F(ProfilerCli, ProfileCapturesARunningJobsWorkersWithItsTokenOnly) {
                          "--dataset data --batch-size 64 --epochs 8 > launch.log 2>&1 & "
                          "echo $!");
   const pid_t launcher = std::stoi(started.output);
-  const std::string log =
-      wait_for(dir_ / "launch.log", std::regex("Epoch 1/8[\\s\\S]*[0-9]+/200"), 120);
+  const std::string log = wait_for(dir_ / "launch.log", std::regex("Epoch 1/8"), 120);
   std::smatch hosts;
   ASSERT_TRUE(std::regex_search(log, hosts, std::regex("weft profile --hosts (\\S+)"))) << log;
   const std::string logdir = (dir_ / "logs").string();
