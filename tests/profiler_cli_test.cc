@@ -179,8 +179,9 @@ TEST_F(ProfilerCli, ProfileCapturesARunningJobsWorkersWithItsTokenOnly) {
   std::smatch hosts;
   ASSERT_TRUE(std::regex_search(log, hosts, std::regex("weft profile --hosts (\\S+)"))) << log;
   const std::string logdir = (dir_ / "logs").string();
-  Result r = shell("WEFT_CLUSTER_TOKEN=t0k3n timeout 60 " + weft + "profile --hosts " +
-                   hosts[1].str() + " --logdir " + logdir + " --duration-ms 600");
+  Result r =
+      shell("WEFT_CLUSTER_TOKEN=t0k3n timeout 60 " + weft + "profile --hosts " + hosts[1].str() +
+            " --logdir " + logdir + " --duration-ms 600 --host-tracer-level 1");
   // From outside the job: a wrong token, and none, are refused.
   Result wrong = shell("WEFT_CLUSTER_TOKEN=other timeout 60 " + weft + "profile --hosts " +
                        hosts[1].str() + " --logdir " + logdir + " --duration-ms 100");
