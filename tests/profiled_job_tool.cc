@@ -8,8 +8,9 @@
 // profiled into LOGDIR (TensorBoard's profile_batch); with "serve", every worker serves the
 // profiler (TensorFlow's server.start) at WEFT_PROFILER_PORT for `weft profile`, and prints
 // "training" once 20 steps are done. Each worker prints the step times as a user measures them,
-// the starts of its steps on its own clock: "step starts us: T1 T2 …" (step k starts at Tk), so
-// that a test compares the report with the same steps the profile holds.
+// the ends of its steps (on_train_batch_end) on its own clock: "step ends us: T1 T2 …" (step k
+// ends at Tk, and runs from T(k-1)), so that a test compares the report with the same steps the
+// profile holds.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -68,25 +69,23 @@ int main(int argc, char** argv) {
                     nn::losses::SparseCategoricalCrossentropy({.from_logits = true}),
                     std::vector<std::string>{});
     }
-    std::vector<Clock::time_point> starts;  // of steps 1, 2, …
-    auto step_begins = [&](int64_t, const nn::Logs&) { starts.push_back(Clock::now()); };
+    std::vector<Clock::time_point> ends;  // of steps 1, 2, …
     auto step_ends = [&](int64_t batch, const nn::Logs&) {
+      ends.push_back(Clock::now());
       if (serve && batch + 1 == 20) {
         std::printf("training\n");
         std::fflush(stdout);
       }
     };
-    train::Callback timer =
-        train::LambdaCallback({.on_batch_begin = step_begins, .on_batch_end = step_ends});
+    train::Callback timer = train::LambdaCallback({.on_batch_end = step_ends});
     std::vector<train::Callback> callbacks = {timer};
     if (!serve) callbacks.push_back(train::TensorBoard(logdir, {.profile_batch = {first, last}}));
     model.fit(ds, {.epochs = 1, .callbacks = callbacks, .verbose = 0});
     if (serve) profiler::server::stop();
-    std::string line = "step starts us:";
-    for (const Clock::time_point& t : starts) {
-      line +=
-          " " + std::to_string(
-                    std::chrono::duration_cast<std::chrono::microseconds>(t - starts[0]).count());
+    std::string line = "step ends us:";
+    for (const Clock::time_point& t : ends) {
+      line += " " + std::to_string(
+                        std::chrono::duration_cast<std::chrono::microseconds>(t - ends[0]).count());
     }
     std::printf("%s\n", line.c_str());
   } catch (const Error& e) {

@@ -225,46 +225,42 @@ TEST_F(ProfilerCli, ProfileCapturesARunningJobsWorkersWithItsTokenOnly) {
   }
 }
 
-// The starts of each worker's steps (µs on its own clock; step k at [k - 1]) that
-// profiled_job_tool printed, by task: lines "[worker:N] step starts us: T1 T2 …".
-std::map<std::string, std::vector<double>> step_starts(const std::string& output) {
-  std::map<std::string, std::vector<double>> starts;
-  const std::string mark = "] step starts us:";
+// The ends of each worker's steps (µs on its own clock; step k at [k - 1]) that
+// profiled_job_tool printed, by task: lines "[worker:N] step ends us: T1 T2 …".
+std::map<std::string, std::vector<double>> step_ends(const std::string& output) {
+  std::map<std::string, std::vector<double>> ends;
+  const std::string mark = "] step ends us:";
   std::istringstream lines(output);
   for (std::string line; std::getline(lines, line) && !lines.eof();) {  // whole lines only
     const size_t at = line.find(mark);
     if (line.rfind("[worker:", 0) != 0 || at == std::string::npos) continue;
     std::istringstream in(line.substr(at + mark.size()));
-    std::vector<double>& ts = starts[line.substr(1, at - 1)];
+    std::vector<double>& ts = ends[line.substr(1, at - 1)];
     for (double t; in >> t;) ts.push_back(t);
   }
-  return starts;
+  return ends;
 }
 
-// Each worker's mean step in the report, against the time between the starts of the same steps
-// as the job measured it. The last step profiled is left out: after it, TensorBoard's
-// profile_batch stops the capture and writes the traces, which the next step's start includes.
-void expect_steps_add_up(const json& data,
-                         const std::map<std::string, std::vector<double>>& starts) {
+// Each worker's mean step in the report, against the time between the ends of the same steps
+// (and of the steps before them) as the job measured it.
+void expect_steps_add_up(const json& data, const std::map<std::string, std::vector<double>>& ends) {
   for (size_t t = 0; t < data["tasks"].size(); ++t) {
     const std::string task = data["tasks"][t];
-    ASSERT_TRUE(starts.count(task)) << task;
-    const std::vector<double>& start = starts.at(task);
+    ASSERT_TRUE(ends.count(task)) << task;
+    const std::vector<double>& end = ends.at(task);
     double total = 0, measured = 0;
     int steps = 0;
-    for (size_t s = 0; s < data["steps"].size(); ++s) {
-      const json& step = data["steps"][s];
+    for (const json& step : data["steps"]) {
       const json& w = step["workers"][t];
       if (w.is_null()) continue;
       double sum = 0;
       for (const auto& [category, us] : w["category_us"].items()) sum += us.get<double>();
       EXPECT_NEAR(sum, w["total_us"].get<double>(), 1e-3 * w["total_us"].get<double>())
           << task << " step " << step["step_num"];
-      if (s + 1 == data["steps"].size()) continue;
       const size_t k = step["step_num"].get<size_t>();
-      ASSERT_TRUE(k >= 1 && k < start.size()) << task << " step " << k;
+      ASSERT_TRUE(k >= 2 && k <= end.size()) << task << " step " << k;
       total += sum;
-      measured += start[k] - start[k - 1];
+      measured += end[k - 1] - end[k - 2];
       ++steps;
     }
     ASSERT_GT(steps, 0) << task;
@@ -281,14 +277,14 @@ TEST_F(ProfilerCli, ReportNamesTheWorkerSlowInItsInputTheStragglerInChromium) {
                    "/weft launch -n 2 -- " + WEFT_BINARY_DIR +
                    "/tests/profiled_job_tool logs 1 20 60 20:40");
   ASSERT_EQ(r.status, 0) << r.output;
-  const std::map<std::string, std::vector<double>> starts = step_starts(r.output);
-  ASSERT_EQ(starts.size(), 2u) << r.output;
+  const std::map<std::string, std::vector<double>> ends = step_ends(r.output);
+  ASSERT_EQ(ends.size(), 2u) << r.output;
   const Page page = report(dir_ / "logs", dir_ / "report.html");
   const json& data = page.data;
   ASSERT_EQ(data["tasks"], json({"worker:0", "worker:1"}));
   ASSERT_EQ(data["steps"].size(), 21u);
   EXPECT_EQ(data["steps"][0]["step_num"], 20);
-  expect_steps_add_up(data, starts);
+  expect_steps_add_up(data, ends);
   int slow_last = 0;
   for (const json& step : data["steps"]) {
     if (step["straggler"] != "worker:1") continue;
@@ -335,13 +331,13 @@ TEST_F(ProfilerCli, AProfileOfARunningJobAddsUpToTheStepTimeItMeasures) {
             " --logdir " + (dir_ / "logs").string() + " --duration-ms 500 --host-tracer-level 1");
   ASSERT_EQ(r.status, 0) << r.output;
   const std::string done = wait_for(
-      dir_ / "job.log", [](const std::string& log) { return step_starts(log).size() == 2; }, 120);
+      dir_ / "job.log", [](const std::string& log) { return step_ends(log).size() == 2; }, 120);
   shell("timeout 60 sh -c 'while kill -0 " + std::to_string(launcher) +
         " 2>/dev/null; do sleep 0.1; done'");
   const Page page = report(dir_ / "logs", dir_ / "report.html");
   ASSERT_EQ(page.data["tasks"].size(), 2u);
   EXPECT_GE(page.data["steps"].size(), 10u);
-  expect_steps_add_up(page.data, step_starts(done));
+  expect_steps_add_up(page.data, step_ends(done));
 }
 
 }  // namespace
